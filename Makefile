@@ -1,0 +1,40 @@
+# Two commands set everything up: `make demo` and `make test`.
+# PYTHON may be given explicitly; otherwise find a Python 3.12 (a plain binary, or via pyenv).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTHON ?= $(shell bash .ci/find_python312)
+
+.PHONY: venv test test-all demo dashboard bench lint format clean
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "error: no Python 3.12 found; install it or run 'make PYTHON=/path/to/python3.12'" >&2; exit 2; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip >/dev/null
+	$(PY) -m pip install -e ".[dev]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+test-all: lint
+	$(PY) -m pytest -m "" 
+
+demo: venv
+	$(VENV)/bin/mdpsim demo
+
+dashboard: venv
+	$(VENV)/bin/mdpsim dashboard
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

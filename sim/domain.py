@@ -1,0 +1,524 @@
+"""Privacy domains: secret locations X, output locations Y, a metric in km, and a prior.
+
+A :class:`Domain` is plain data: coordinates in metres, distance matrices in kilometres
+(float64, read-only, built once and shared), the prior over X, and the *constraint pairs*:
+the pairs of secrets whose mDP constraints imply all the others by chaining (SPEC §1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+from scipy.spatial import cKDTree
+
+from sim.errors import InputError
+from sim.network import undirected_lengths
+
+METRICS = ("road", "l1", "l2", "linf")
+LP_ORDER = {"l1": 1.0, "l2": 2.0, "linf": math.inf}
+MIN_SPACING_M = 1.0
+# Relative slack when deciding that d(i,k) + d(k,j) == d(i,j) (far below the verifier's 1e-9).
+_CHAIN_RTOL = 1e-12
+_SOURCE_CHUNK = 256
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """Secrets X, outputs Y, metric and prior.
+
+    Attributes
+    ----------
+    x_xy, y_xy
+        Coordinates in metres (projected CRS), shapes ``(N, 2)`` and ``(K, 2)``.
+    dist_xx, dist_xy
+        Distances in km between secrets, and from secrets to outputs.
+    prior
+        Probability vector over X.
+    metric
+        ``"road"``, ``"l1"``, ``"l2"`` or ``"linf"``.
+    y_in_x
+        For each output, the index of the secret at the same place, or -1.
+    graph
+        The road graph the domain was built on (shared, not copied), or ``None``.
+    x_anchor, y_anchor
+        For road domains: ``(u, v, offset_m)`` per point, locating it on the road graph.
+    """
+
+    x_xy: np.ndarray
+    y_xy: np.ndarray
+    dist_xx: np.ndarray
+    dist_xy: np.ndarray
+    prior: np.ndarray
+    metric: str
+    y_in_x: np.ndarray
+    graph: object = field(default=None, repr=False)
+    x_anchor: tuple | None = field(default=None, repr=False)
+    y_anchor: tuple | None = field(default=None, repr=False)
+    _road_pairs: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        n, k = len(self.x_xy), len(self.y_xy)
+        if self.dist_xx.shape != (n, n) or self.dist_xy.shape != (n, k):
+            raise ValueError("distance matrices do not match the point sets")
+        if self.prior.shape != (n,):
+            raise ValueError("prior must have one entry per secret")
+        for arr in (self.x_xy, self.y_xy, self.dist_xx, self.dist_xy, self.prior, self.y_in_x):
+            arr.setflags(write=False)
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def from_network(
+        cls,
+        G,
+        *,
+        n_points: int | None = None,
+        spacing_m: float | None = None,
+        n_outputs: int | None = None,
+        metric: str = "road",
+        seed: int = 0,
+    ) -> Domain:
+        """Secrets on a road network.
+
+        With neither ``n_points`` nor ``spacing_m``, X is the set of intersections (graph
+        nodes). With ``n_points``, exactly that many points are spread evenly along the edges
+        (a seeded random phase); with ``spacing_m``, one point every ``spacing_m`` metres.
+        Y is X unless ``n_outputs`` asks for a coarser set of points along the edges.
+        """
+        _check_metric(metric)
+        if n_points is not None and spacing_m is not None:
+            raise InputError("give n_points or spacing_m, not both")
+        segments = _Segments.of(G)
+        rng = np.random.default_rng(seed)
+        if n_points is None and spacing_m is None:
+            x_place = segments.at_nodes()
+        else:
+            x_place = segments.spread(n_points=n_points, spacing_m=spacing_m, rng=rng, name="X")
+        if n_outputs is None:
+            y_place = x_place
+        else:
+            y_place = segments.spread(n_points=n_outputs, spacing_m=None, rng=rng, name="Y")
+        x_xy, y_xy = segments.xy(x_place), segments.xy(y_place)
+        y_in_x = (
+            np.arange(len(x_xy)) if y_place is x_place else _match_points(x_xy, y_xy, tol_m=1e-6)
+        )
+        road_pairs = None
+        if metric == "road":
+            dist_xx, dist_xy, road_pairs = segments.road_distances(x_place, y_place)
+        else:
+            dist_xx, dist_xy = lp_distances(x_xy, x_xy, metric), lp_distances(x_xy, y_xy, metric)
+        n = len(x_xy)
+        return cls(
+            x_xy=x_xy,
+            y_xy=y_xy,
+            dist_xx=dist_xx,
+            dist_xy=dist_xy,
+            prior=np.full(n, 1.0 / n),
+            metric=metric,
+            y_in_x=np.asarray(y_in_x, dtype=np.int64),
+            graph=G,
+            x_anchor=x_place,
+            y_anchor=y_place,
+            _road_pairs=road_pairs,
+        )
+
+    @classmethod
+    def grid(cls, G, *, cell_m: float, metric: str = "l2") -> Domain:
+        """Cell centres of a regular grid over the network's bounding box (lp metrics only)."""
+        _check_metric(metric)
+        if metric == "road":
+            raise InputError("Domain.grid: metric='road' needs points on roads; use l1, l2, linf")
+        if not (cell_m > 0 and math.isfinite(cell_m)):
+            raise InputError(f"cell_m={cell_m!r} must be a positive number of metres")
+        xs = np.array([d["x"] for _, d in G.nodes(data=True)])
+        ys = np.array([d["y"] for _, d in G.nodes(data=True)])
+        return cls.from_bbox((xs.min(), ys.min(), xs.max(), ys.max()), cell_m=cell_m, metric=metric)
+
+    @classmethod
+    def from_bbox(cls, bbox_m: tuple, *, cell_m: float, metric: str = "l2") -> Domain:
+        """Cell centres of a regular grid over ``(xmin, ymin, xmax, ymax)`` in metres."""
+        xmin, ymin, xmax, ymax = map(float, bbox_m)
+        nx_cells = max(1, math.ceil((xmax - xmin) / cell_m))
+        ny_cells = max(1, math.ceil((ymax - ymin) / cell_m))
+        if nx_cells * ny_cells > 40_000:
+            raise InputError(
+                f"cell_m={cell_m} gives {nx_cells * ny_cells:,} cells (limit 40,000); "
+                "use a larger cell_m"
+            )
+        cx = xmin + (np.arange(nx_cells) + 0.5) * cell_m
+        cy = ymin + (np.arange(ny_cells) + 0.5) * cell_m
+        gx, gy = np.meshgrid(cx, cy, indexing="xy")
+        return cls.from_points(np.column_stack([gx.ravel(), gy.ravel()]), metric=metric)
+
+    @classmethod
+    def from_points(
+        cls,
+        x_xy,
+        y_xy=None,
+        *,
+        metric: str = "l2",
+        prior=None,
+    ) -> Domain:
+        """A domain of arbitrary points in the plane (metres) under an lp metric."""
+        _check_metric(metric)
+        if metric == "road":
+            raise InputError("Domain.from_points supports l1, l2, linf; use from_network for road")
+        x_xy = _as_points(x_xy, "x_xy")
+        y_xy = x_xy if y_xy is None else _as_points(y_xy, "y_xy")
+        n = len(x_xy)
+        prior_arr = np.full(n, 1.0 / n) if prior is None else _as_prior(prior, n)
+        same = y_xy is x_xy
+        return cls(
+            x_xy=x_xy,
+            y_xy=y_xy,
+            dist_xx=lp_distances(x_xy, x_xy, metric),
+            dist_xy=lp_distances(x_xy, y_xy, metric),
+            prior=prior_arr,
+            metric=metric,
+            y_in_x=np.arange(n) if same else _match_points(x_xy, y_xy, tol_m=1e-6),
+        )
+
+    # ----------------------------------------------------------------- derived views
+    @property
+    def n_x(self) -> int:
+        """Number of secrets N."""
+        return len(self.x_xy)
+
+    @property
+    def n_y(self) -> int:
+        """Number of outputs K."""
+        return len(self.y_xy)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by the domain's arrays (distance matrices dominate)."""
+        arrays = (self.x_xy, self.y_xy, self.dist_xx, self.dist_xy, self.prior, self.y_in_x)
+        extra = 0 if self._road_pairs is None else self._road_pairs.nbytes
+        return sum(a.nbytes for a in arrays) + extra
+
+    def with_prior(self, prior=None, *, points_xy=None, smoothing: float = 0.0) -> Domain:
+        """The same domain (arrays shared) with a new prior.
+
+        Either an explicit ``prior`` vector, or ``points_xy``: each point counts for its nearest
+        secret; ``smoothing`` adds that pseudo-count to every secret.
+        """
+        if (prior is None) == (points_xy is None):
+            raise InputError("with_prior: give exactly one of prior or points_xy")
+        if prior is None:
+            pts = _as_points(points_xy, "points_xy")
+            if not (smoothing >= 0 and math.isfinite(smoothing)):
+                raise InputError(f"smoothing={smoothing!r} must be finite and >= 0")
+            _, idx = cKDTree(self.x_xy).query(pts)
+            counts = np.bincount(idx, minlength=self.n_x).astype(float) + smoothing
+            prior = counts / counts.sum()
+        return _replace(self, prior=_as_prior(prior, self.n_x))
+
+    @cached_property
+    def constraint_pairs(self) -> np.ndarray:
+        """Pairs ``(i, j)``, ``i < j``, whose mDP constraints imply every other pair.
+
+        For the road metric these are the pairs joined by a shortest path that passes no
+        other secret (for X = all intersections: the graph edges). For lp norms a pair is
+        dropped when some third secret k has ``d(i,k) + d(k,j) = d(i,j)``. Chaining the
+        kept constraints along such paths gives the dropped ones exactly (SPEC §1).
+        """
+        if self._road_pairs is not None:
+            return self._road_pairs
+        return implied_free_pairs(self.dist_xx)
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines for the CLI."""
+        pairs = self.constraint_pairs
+        n = self.n_x
+        return [
+            f"secrets |X|      {self.n_x:,}",
+            f"outputs |Y|      {self.n_y:,}",
+            f"metric           {self.metric} (km)",
+            f"diameter         {float(self.dist_xx.max()):.3f} km",
+            f"nearest pair     {float(_min_offdiag(self.dist_xx)) * 1000:.2f} m",
+            f"constraint pairs {len(pairs):,} of {n * (n - 1) // 2:,}",
+            f"memory           {self.memory_bytes / 2**20:,.1f} MiB",
+        ]
+
+
+# --------------------------------------------------------------------- lp metrics
+def lp_distances(a_xy: np.ndarray, b_xy: np.ndarray, metric: str) -> np.ndarray:
+    """Pairwise lp distances in km between point sets given in metres."""
+    from scipy.spatial.distance import cdist
+
+    p = LP_ORDER[metric]
+    if math.isinf(p):
+        out = cdist(a_xy, b_xy, metric="chebyshev")
+    else:
+        out = cdist(a_xy, b_xy, metric="minkowski", p=p)
+    return out / 1000.0
+
+
+def implied_free_pairs(dist: np.ndarray) -> np.ndarray:
+    """Pairs ``i < j`` with no third point ``k`` such that ``d(i,k) + d(k,j) <= d(i,j)``.
+
+    Exact check over all triples, chunked by ``i`` (O(N^3) time, O(N^2) memory).
+    """
+    n = len(dist)
+    keep = []
+    for i in range(n - 1):
+        via = dist[i][:, None] + dist  # via[k, j] = d(i,k) + d(k,j)
+        via[i, :] = np.inf
+        np.fill_diagonal(via, np.inf)  # k == j
+        shortcut = via.min(axis=0) <= dist[i] * (1 + _CHAIN_RTOL)
+        js = np.nonzero(~shortcut[i + 1 :])[0] + i + 1
+        keep.append(np.column_stack([np.full(len(js), i), js]))
+    if not keep:
+        return np.empty((0, 2), dtype=np.int64)
+    return np.concatenate(keep).astype(np.int64)
+
+
+# --------------------------------------------------------------------- road metric
+@dataclass
+class _Segments:
+    """The undirected road graph as arrays of segments, for placing points and routing."""
+
+    node_ids: list
+    node_xy: np.ndarray
+    seg_u: np.ndarray
+    seg_v: np.ndarray
+    seg_len_m: np.ndarray
+    seg_geom: list
+
+    @classmethod
+    def of(cls, G) -> _Segments:
+        if G is None or G.number_of_edges() == 0:
+            raise InputError("the road network has no edges")
+        node_ids = list(G.nodes)
+        index = {n: i for i, n in enumerate(node_ids)}
+        node_xy = np.array([(G.nodes[n]["x"], G.nodes[n]["y"]) for n in node_ids], dtype=float)
+        lengths = undirected_lengths(G)
+        geoms = {}
+        for u, v, d in G.edges(data=True):
+            key = (u, v) if (u, v) in lengths else (v, u)
+            if key in lengths and d["length"] == lengths[key] and key not in geoms:
+                geom = d.get("geometry")
+                geoms[key] = (geom, key != (u, v))
+        keys = sorted(lengths, key=lambda k: (index[k[0]], index[k[1]]))
+        return cls(
+            node_ids=node_ids,
+            node_xy=node_xy,
+            seg_u=np.array([index[u] for u, _ in keys], dtype=np.int64),
+            seg_v=np.array([index[v] for _, v in keys], dtype=np.int64),
+            seg_len_m=np.array([lengths[k] for k in keys], dtype=float),
+            seg_geom=[geoms.get(k, (None, False)) for k in keys],
+        )
+
+    def at_nodes(self) -> tuple:
+        """Places of the intersections: segment -1 marks 'at a node'."""
+        n = len(self.node_ids)
+        return (np.full(n, -1), np.arange(n), np.zeros(n))
+
+    def spread(self, *, n_points, spacing_m, rng, name: str) -> tuple:
+        """Evenly spaced places ``(segment, node_or_-1, offset_m)`` along all segments."""
+        total = float(self.seg_len_m.sum())
+        max_points = int(total // MIN_SPACING_M)
+        if spacing_m is not None:
+            if not (spacing_m > 0 and math.isfinite(spacing_m)):
+                raise InputError(f"spacing_m={spacing_m!r} must be a positive number of metres")
+            if spacing_m < MIN_SPACING_M:
+                raise InputError(f"spacing_m={spacing_m} is below the minimum {MIN_SPACING_M} m")
+            count = int(total // spacing_m)
+            if count < 2:
+                raise InputError(
+                    f"spacing_m={spacing_m} leaves fewer than 2 points on {total:.0f} m of road"
+                )
+        else:
+            if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)):
+                raise InputError(f"{name}: n_points={n_points!r} must be an integer")
+            if n_points < 2:
+                raise InputError(f"{name}: n_points={n_points} must be at least 2")
+            if n_points > max_points:
+                raise InputError(
+                    f"{name}: n_points={n_points:,} is more than this network allows "
+                    f"({max_points:,} points at least {MIN_SPACING_M} m apart on "
+                    f"{total / 1000:.1f} km of road); use a larger network or fewer points"
+                )
+            count, spacing_m = int(n_points), total / n_points
+        offsets = (np.arange(count) + rng.uniform(0.05, 0.95)) * spacing_m
+        ends = np.cumsum(self.seg_len_m)
+        seg = np.searchsorted(ends, offsets, side="right")
+        seg = np.minimum(seg, len(ends) - 1)
+        along = offsets - (ends[seg] - self.seg_len_m[seg])
+        along = np.clip(along, 0.0, self.seg_len_m[seg])
+        return (seg, np.full(count, -1), along)
+
+    def xy(self, place: tuple) -> np.ndarray:
+        """Coordinates in metres of places, following edge geometry where it exists."""
+        seg, node, along = place
+        out = np.empty((len(seg), 2))
+        at_node = seg < 0
+        out[at_node] = self.node_xy[node[at_node]]
+        for m in np.nonzero(~at_node)[0]:
+            s = seg[m]
+            geom, reverse = self.seg_geom[s]
+            frac = along[m] / self.seg_len_m[s] if self.seg_len_m[s] > 0 else 0.0
+            if geom is not None:
+                frac_geom = 1.0 - frac if reverse else frac
+                pt = geom.interpolate(frac_geom, normalized=True)
+                out[m] = (pt.x, pt.y)
+            else:
+                a, b = self.node_xy[self.seg_u[s]], self.node_xy[self.seg_v[s]]
+                out[m] = a + frac * (b - a)
+        return out
+
+    def road_distances(self, x_place: tuple, y_place: tuple):
+        """Road distances X-X and X-Y in km, plus the chaining constraint pairs of X."""
+        n_nodes = len(self.node_ids)
+        x_nodes, y_nodes, adj_rows = self._augmented(x_place, y_place)
+        total = n_nodes + len(x_nodes) + (0 if y_place is x_place else len(y_nodes))
+        rows, cols, w = adj_rows
+        A = sparse.coo_matrix((w, (rows, cols)), shape=(total, total)).tocsr()
+        dist_xx = np.empty((len(x_nodes), len(x_nodes)))
+        dist_xy = np.empty((len(x_nodes), len(y_nodes)))
+        for start in range(0, len(x_nodes), _SOURCE_CHUNK):
+            src = x_nodes[start : start + _SOURCE_CHUNK]
+            d = csgraph.dijkstra(A, directed=False, indices=src)
+            dist_xx[start : start + len(src)] = d[:, x_nodes]
+            dist_xy[start : start + len(src)] = d[:, y_nodes]
+        if not np.all(np.isfinite(dist_xx)) or not np.all(np.isfinite(dist_xy)):
+            raise InputError("the road network is not connected; load it with load_network")
+        dist_xx = np.minimum(dist_xx, dist_xx.T)  # exact symmetry
+        dist_xx /= 1000.0
+        np.fill_diagonal(dist_xx, 0.0)
+        dist_xy /= 1000.0
+        if y_place is x_place:
+            dist_xy = dist_xx
+        if _min_offdiag(dist_xx) <= 0:
+            raise InputError(
+                "two secrets share a location (zero road distance); use n_points or spacing_m "
+                "instead of intersections on this network"
+            )
+        pairs = self._chain_pairs(A, x_nodes, dist_xx * 1000.0)
+        return dist_xx, dist_xy, pairs
+
+    def _augmented(self, x_place: tuple, y_place: tuple):
+        """Graph on intersections + X points (+ Y points), each segment split at its points."""
+        n_nodes = len(self.node_ids)
+        places = [x_place] if y_place is x_place else [x_place, y_place]
+        node_of = []
+        cut_seg, cut_along, cut_node = [], [], []
+        next_id = n_nodes
+        for seg, node, along in places:
+            on_seg = seg >= 0
+            ids = np.asarray(node, dtype=np.int64).copy()
+            count = int(on_seg.sum())
+            ids[on_seg] = np.arange(next_id, next_id + count)
+            next_id += count
+            node_of.append(ids)
+            cut_seg.append(seg[on_seg])
+            cut_along.append(along[on_seg])
+            cut_node.append(ids[on_seg])
+        cut_seg = np.concatenate(cut_seg)
+        cut_along = np.concatenate(cut_along)
+        cut_node = np.concatenate(cut_node)
+        order = np.lexsort((cut_along, cut_seg))
+        cut_seg, cut_along, cut_node = cut_seg[order], cut_along[order], cut_node[order]
+        rows, cols, w = [], [], []
+        has_cut = np.zeros(len(self.seg_len_m), dtype=bool)
+        has_cut[cut_seg] = True
+        plain = ~has_cut
+        rows.append(self.seg_u[plain])
+        cols.append(self.seg_v[plain])
+        w.append(self.seg_len_m[plain])
+        bounds = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="left")
+        bounds_end = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="right")
+        for s, lo, hi in zip(np.nonzero(has_cut)[0], bounds, bounds_end, strict=True):
+            chain = np.concatenate([[self.seg_u[s]], cut_node[lo:hi], [self.seg_v[s]]])
+            pos = np.concatenate([[0.0], cut_along[lo:hi], [self.seg_len_m[s]]])
+            rows.append(chain[:-1])
+            cols.append(chain[1:])
+            w.append(np.diff(pos))
+        rows, cols, w = np.concatenate(rows), np.concatenate(cols), np.concatenate(w)
+        # csgraph treats explicit zeros as missing edges: keep coincident points connected.
+        w = np.maximum(w, 1e-9)
+        x_nodes = node_of[0]
+        y_nodes = node_of[0] if len(node_of) == 1 else node_of[1]
+        return x_nodes, y_nodes, (rows, cols, w)
+
+    @staticmethod
+    def _chain_pairs(A, x_nodes: np.ndarray, dist_xx_m: np.ndarray) -> np.ndarray:
+        """Secret pairs joined by a shortest path through no other secret.
+
+        Each secret is split into an 'in' copy (no outgoing edges) and an 'out' copy (no
+        incoming edges); Dijkstra from i's out copy then reaches j's in copy only along paths
+        that avoid every other secret. A pair is kept when such a path is a shortest path.
+        """
+        total = A.shape[0]
+        n = len(x_nodes)
+        coo = A.tocoo()
+        u, v, w = coo.row, coo.col, coo.data
+        u, v, w = np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([w, w])
+        is_x = np.full(total, -1)
+        is_x[x_nodes] = np.arange(n)
+        out_copy = total + np.arange(n)  # edges leave a secret from its out copy
+        src = np.where(is_x[u] >= 0, out_copy[np.maximum(is_x[u], 0)], u)
+        B = sparse.coo_matrix((w, (src, v)), shape=(total + n, total + n)).tocsr()
+        kept = []
+        for start in range(0, n, _SOURCE_CHUNK):
+            idx = np.arange(start, min(start + _SOURCE_CHUNK, n))
+            d = csgraph.dijkstra(B, directed=True, indices=out_copy[idx])[:, x_nodes]
+            ok = np.isfinite(d) & (d <= dist_xx_m[idx] * (1 + _CHAIN_RTOL) + 1e-9)
+            ii, jj = np.nonzero(ok)
+            ii = idx[ii]
+            sel = ii < jj
+            kept.append(np.column_stack([ii[sel], jj[sel]]))
+        pairs = np.concatenate(kept).astype(np.int64)
+        return np.unique(pairs, axis=0)
+
+
+# --------------------------------------------------------------------- helpers
+def _check_metric(metric: str) -> None:
+    if metric not in METRICS:
+        raise InputError(
+            f"metric={metric!r} is not supported; use one of {', '.join(METRICS)} "
+            "(lp norms: p = 1, 2, inf)"
+        )
+
+
+def _as_points(xy, name: str) -> np.ndarray:
+    arr = np.asarray(xy, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0:
+        raise InputError(f"{name} must be a non-empty array of shape (n, 2) in metres")
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"{name} contains NaN or inf")
+    return np.array(arr)
+
+
+def _as_prior(prior, n: int) -> np.ndarray:
+    arr = np.asarray(prior, dtype=float)
+    if arr.shape != (n,):
+        raise InputError(f"prior must have {n} entries (one per secret), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or arr.sum() <= 0:
+        raise InputError("prior must be finite, non-negative and not all zero")
+    return arr / arr.sum()
+
+
+def _match_points(x_xy: np.ndarray, y_xy: np.ndarray, *, tol_m: float) -> np.ndarray:
+    d, idx = cKDTree(x_xy).query(y_xy)
+    return np.where(d <= tol_m, idx, -1).astype(np.int64)
+
+
+def _min_offdiag(dist: np.ndarray) -> float:
+    if len(dist) < 2:
+        return math.inf
+    masked = dist + np.diag(np.full(len(dist), np.inf))
+    return float(masked.min())
+
+
+def _replace(domain: Domain, **changes) -> Domain:
+    import dataclasses
+
+    new = dataclasses.replace(domain, **changes)
+    if "constraint_pairs" in domain.__dict__:
+        new.__dict__["constraint_pairs"] = domain.__dict__["constraint_pairs"]
+    return new

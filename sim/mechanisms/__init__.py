@@ -1,0 +1,9 @@
+"""Location-privacy mechanisms behind one interface, and their registry.
+
+``make(name, epsilon=..., **params)`` builds one; ``available()`` lists the names.
+Each mechanism module registers itself with ``@register(name)`` when imported below.
+"""
+
+from sim.mechanisms.base import Guarantee, Mechanism, available, make, register
+
+__all__ = ["Guarantee", "Mechanism", "available", "make", "register"]
