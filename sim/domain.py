@@ -197,8 +197,10 @@ class Domain:
     def memory_bytes(self) -> int:
         """Bytes held by the domain's arrays (distance matrices dominate)."""
         arrays = (self.x_xy, self.y_xy, self.dist_xx, self.dist_xy, self.prior, self.y_in_x)
-        extra = 0 if self._road_pairs is None else self._road_pairs.nbytes
-        return sum(a.nbytes for a in arrays) + extra
+        if self._road_pairs is not None:
+            arrays += (self._road_pairs,)
+        unique = {id(a): a for a in arrays}  # dist_xy is dist_xx when Y = X
+        return sum(a.nbytes for a in unique.values())
 
     def with_prior(self, prior=None, *, points_xy=None, smoothing: float = 0.0) -> Domain:
         """The same domain (arrays shared) with a new prior.
@@ -216,6 +218,29 @@ class Domain:
             counts = np.bincount(idx, minlength=self.n_x).astype(float) + smoothing
             prior = counts / counts.sum()
         return _replace(self, prior=_as_prior(prior, self.n_x))
+
+    def restrict(self, rows) -> Domain:
+        """The sub-domain on the secrets ``rows`` (same outputs Y, prior renormalised)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.ndim != 1 or len(rows) == 0 or len(np.unique(rows)) != len(rows):
+            raise InputError("restrict: rows must be a non-empty list of distinct secret indices")
+        if rows.min() < 0 or rows.max() >= self.n_x:
+            raise InputError(f"restrict: rows must lie in [0, {self.n_x})")
+        prior = self.prior[rows]
+        prior = prior / prior.sum() if prior.sum() > 0 else np.full(len(rows), 1.0 / len(rows))
+        position = np.full(self.n_x, -1)
+        position[rows] = np.arange(len(rows))
+        y_in_x = np.where(self.y_in_x >= 0, position[np.maximum(self.y_in_x, 0)], -1)
+        return Domain(
+            x_xy=self.x_xy[rows],
+            y_xy=self.y_xy,
+            dist_xx=self.dist_xx[np.ix_(rows, rows)],
+            dist_xy=self.dist_xy[rows],
+            prior=prior,
+            metric=self.metric,
+            y_in_x=y_in_x,
+            graph=self.graph,
+        )
 
     @cached_property
     def constraint_pairs(self) -> np.ndarray:

@@ -1,0 +1,4 @@
+"""Privacy checks and accounting: the exact mDP verifier, PmDP auditing, accountants, filters.
+
+The verifier imports no mechanism: it trusts only a matrix and the true distances.
+"""
