@@ -50,7 +50,10 @@ _CACHE_VERSION = "1"
 
 
 def cache_dir() -> Path:
-    """Folder for processed graphs and osmnx downloads (``$MDPSIM_CACHE`` or ``~/.cache/mdpsim``)."""
+    """Folder for processed graphs and osmnx downloads.
+
+    ``$MDPSIM_CACHE`` if set, else ``~/.cache/mdpsim``.
+    """
     root = os.environ.get("MDPSIM_CACHE") or Path.home() / ".cache" / "mdpsim"
     return Path(root)
 
@@ -233,7 +236,9 @@ def _read_osm_xml(path: Path, network_type: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            G = ox.graph_from_xml(_clip_osm_xml(path), bidirectional=network_type == "walk")
+            G = ox.graph_from_xml(
+                _clip_osm_xml(path), bidirectional=network_type == "walk", simplify=False
+            )
     except InputError:
         raise
     except Exception as exc:
@@ -245,7 +250,9 @@ def _read_osm_xml(path: Path, network_type: str):
     ]
     G.remove_edges_from(drop)
     G.remove_nodes_from([n for n in list(G.nodes) if G.degree(n) == 0])
-    return G
+    if G.number_of_edges() == 0:
+        raise InputError(f"network file {path}: no {network_type} edges in this file")
+    return ox.simplify_graph(G)
 
 
 def _clip_osm_xml(path: Path) -> Path:
@@ -322,7 +329,7 @@ def _process(G, *, network_type: str, source: str):
         G = ox.distance.add_edge_lengths(G)
     G = ox.truncate.largest_component(G, strongly=True)
     if not _is_projected(G):
-        for n, d in G.nodes(data=True):
+        for _, d in G.nodes(data=True):
             d["lon"], d["lat"] = float(d["x"]), float(d["y"])
         G = ox.project_graph(G)
     _drop_attrs(G)

@@ -1,0 +1,146 @@
+"""Privacy domains on road networks and grids: sizes, metrics, chaining pairs, errors."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from sim.domain import Domain
+from sim.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def road_300(helsinki_walk):
+    return Domain.from_network(helsinki_walk, n_points=300, seed=3)
+
+
+@pytest.mark.parametrize("n", [2, 50, 2000])
+def test_n_points_gives_exactly_that_many_secrets(helsinki_walk, n):
+    d = Domain.from_network(helsinki_walk, n_points=n)
+    assert d.n_x == n and d.n_y == n
+    assert d.dist_xx.shape == (n, n) and d.dist_xx.dtype == np.float64
+
+
+def test_spacing_places_one_point_per_spacing(helsinki_walk):
+    from sim.network import summarize
+
+    d = Domain.from_network(helsinki_walk, spacing_m=100.0)
+    total_m = summarize(helsinki_walk).total_length_km * 1000
+    assert d.n_x == int(total_m // 100.0)
+
+
+def test_intersections_domain_chains_along_graph_edges(helsinki_test_walk):
+    d = Domain.from_network(helsinki_test_walk)
+    assert d.n_x == helsinki_test_walk.number_of_nodes()
+    undirected = nx.Graph(helsinki_test_walk)
+    assert len(d.constraint_pairs) <= undirected.number_of_edges()
+
+
+def test_road_metric_is_symmetric_and_obeys_the_triangle_inequality(road_300):
+    d = road_300.dist_xx
+    assert np.array_equal(d, d.T)
+    assert np.all(np.diag(d) == 0) and np.all(d[~np.eye(len(d), dtype=bool)] > 0)
+    for k in range(len(d)):
+        assert np.all(d <= d[:, [k]] + d[[k], :] + 1e-12)
+
+
+def test_road_distances_match_networkx_shortest_paths(helsinki_walk):
+    d = Domain.from_network(helsinki_walk, metric="road")  # X = intersections
+    nodes = list(helsinki_walk.nodes)
+    und = nx.Graph()
+    for u, v, length in helsinki_walk.edges(data="length"):
+        if u != v and (not und.has_edge(u, v) or und[u][v]["length"] > length):
+            und.add_edge(u, v, length=length)
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(nodes), size=5, replace=False):
+        ref = nx.single_source_dijkstra_path_length(und, nodes[i], weight="length")
+        for j in rng.choice(len(nodes), size=20, replace=False):
+            assert d.dist_xx[i, j] == pytest.approx(ref[nodes[j]] / 1000, rel=1e-12, abs=1e-15)
+
+
+def test_constraint_pairs_imply_all_distances_by_chaining(road_300):
+    d = road_300.dist_xx
+    p = road_300.constraint_pairs
+    A = coo_matrix((d[p[:, 0], p[:, 1]], (p[:, 0], p[:, 1])), shape=d.shape)
+    chained = dijkstra(A, directed=False)
+    np.testing.assert_allclose(chained, d, rtol=1e-12, atol=1e-15)
+    assert len(p) < 0.05 * len(d) ** 2
+
+
+@pytest.mark.parametrize("metric", ["l1", "l2", "linf"])
+def test_lp_metrics_and_their_chaining_pairs(road_300, helsinki_walk, metric):
+    d = Domain.from_network(helsinki_walk, n_points=60, seed=3, metric=metric)
+    diff = d.x_xy[:, None, :] - d.x_xy[None, :, :]
+    p = {"l1": 1, "l2": 2, "linf": np.inf}[metric]
+    np.testing.assert_allclose(d.dist_xx, np.linalg.norm(diff, ord=p, axis=2) / 1000)
+    pairs = d.constraint_pairs
+    A = coo_matrix((d.dist_xx[pairs[:, 0], pairs[:, 1]], (pairs[:, 0], pairs[:, 1])), (60, 60))
+    np.testing.assert_allclose(dijkstra(A, directed=False), d.dist_xx, rtol=1e-11)
+
+
+def test_l1_grid_keeps_only_neighbouring_cells():
+    d = Domain.from_bbox((0, 0, 400, 300), cell_m=100, metric="l1")
+    assert d.n_x == 12
+    # a 4 x 3 grid has 3*3 + 4*2 = 17 neighbouring pairs; everything else chains through them
+    assert len(d.constraint_pairs) == 17
+
+
+def test_grid_over_network_bbox(helsinki_walk):
+    d = Domain.grid(helsinki_walk, cell_m=200.0, metric="l2")
+    assert d.n_x == d.n_y and d.n_x > 20
+    assert d.metric == "l2"
+
+
+def test_coarser_outputs(helsinki_walk):
+    d = Domain.from_network(helsinki_walk, n_points=200, n_outputs=50)
+    assert d.dist_xy.shape == (200, 50)
+    assert np.all(d.dist_xy >= 0)
+
+
+def test_same_seed_same_domain_other_seed_other_points(helsinki_walk):
+    a = Domain.from_network(helsinki_walk, n_points=100, seed=7)
+    b = Domain.from_network(helsinki_walk, n_points=100, seed=7)
+    c = Domain.from_network(helsinki_walk, n_points=100, seed=8)
+    assert np.array_equal(a.x_xy, b.x_xy) and np.array_equal(a.dist_xx, b.dist_xx)
+    assert not np.array_equal(a.x_xy, c.x_xy)
+
+
+def test_prior_from_points_and_restrict(road_300):
+    pts = road_300.x_xy[[0, 0, 0, 5]] + 0.1
+    d = road_300.with_prior(points_xy=pts)
+    assert d.prior[0] == pytest.approx(0.75) and d.prior[5] == pytest.approx(0.25)
+    assert d.dist_xx is road_300.dist_xx  # shared, not copied
+    sub = d.restrict([0, 5, 9])
+    assert sub.n_x == 3 and sub.dist_xx[0, 1] == road_300.dist_xx[0, 5]
+    assert sub.prior.sum() == pytest.approx(1.0)
+
+
+def test_arrays_are_read_only(road_300):
+    with pytest.raises(ValueError):
+        road_300.dist_xx[0, 1] = 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_points": 10**9}, "more than this network allows"),
+        ({"n_points": 1}, "at least 2"),
+        ({"spacing_m": 0.0}, "spacing_m=0.0"),
+        ({"spacing_m": -5.0}, "spacing_m=-5.0"),
+        ({"n_points": 10, "metric": "l3"}, "metric='l3'.*p = 1, 2, inf"),
+        ({"n_points": 10, "spacing_m": 5.0}, "not both"),
+    ],
+)
+def test_bad_domain_parameters_are_named(helsinki_walk, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        Domain.from_network(helsinki_walk, **kwargs)
+
+
+def test_grid_rejects_road_metric_and_bad_cells(helsinki_walk):
+    with pytest.raises(InputError, match="metric='road'"):
+        Domain.grid(helsinki_walk, cell_m=100, metric="road")
+    with pytest.raises(InputError, match="cell_m"):
+        Domain.grid(helsinki_walk, cell_m=0, metric="l2")
