@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTHON ?= $(shell bash .ci/find_python312)
 
-.PHONY: venv test test-all demo dashboard bench lint format clean
+.PHONY: venv test demo dashboard lint format clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python 3.12 found; install it or run 'make PYTHON=/path/to/python3.12'" >&2; exit 2; }
@@ -20,11 +20,9 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# `make test` runs the fast suite; `make test TESTS=all` adds the slow and browser tests (CI).
 test: lint
-	$(PY) -m pytest
-
-test-all: lint
-	$(PY) -m pytest -m "" 
+	$(PY) -m pytest $(if $(filter all,$(TESTS)),-m "",)
 
 demo: venv
 	$(VENV)/bin/mdpsim demo
