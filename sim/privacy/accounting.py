@@ -1,0 +1,227 @@
+"""Geo-privacy notions, the conversions between them, and the Gaussian CGP mechanism.
+
+Units: distances in km, ``epsilon`` in 1/km, ``rho`` in 1/km^2 (the CGP metric is in km),
+``lambda_km`` (the Lambda of approximate GP) in km. Locations elsewhere are in metres; convert
+to km (divide by 1000) before privatising them with :func:`gaussian_release`.
+
+Notions (Liang & Yi, *Adaptive Privacy Budgeting*, §3):
+
+* pure GP, ``epsilon``: ``Pr[M(x) in S] <= exp(epsilon d(x, x')) Pr[M(x') in S]``;
+* CGP, ``rho``: ``D_alpha(M(x) || M(x')) <= rho alpha d(x, x')^2`` for all ``alpha > 1``;
+* approximate GP, ``(epsilon, delta, Lambda)``: the pure inequality plus ``delta``, for pairs
+  with ``d(x, x') <= Lambda``.
+
+Conversions (derivations in ``docs/budgeting.md``): pure ``epsilon`` implies CGP
+``epsilon^2 / 2``; ``(rho, Lambda)``-CGP implies ``(epsilon, delta, Lambda)``-GP with
+``epsilon = min_alpha rho alpha Lambda + (log(1/delta) + log f(alpha)) / ((alpha-1) Lambda)``,
+``f(alpha) = (1/alpha) (1 - 1/alpha)^(alpha-1)``. Every numerical optimisation over ``alpha``
+returns the formula evaluated at the chosen ``alpha``, so an imperfect optimiser can only
+make a conversion looser, never unsound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+from sim.errors import InputError
+
+# One ulp-ish relative margin, applied in the safe direction wherever a float is rounded.
+_SAFETY = 1e-12
+# Grid over a = alpha - 1 (log-spaced) before a bounded refinement.
+_A_GRID = np.logspace(-9, 9, 1801)
+
+
+@dataclass(frozen=True)
+class PureGP:
+    """Pure geo-privacy: ``epsilon_per_km``-GP."""
+
+    epsilon_per_km: float
+
+    def __post_init__(self) -> None:
+        _check_nonneg(self.epsilon_per_km, "epsilon_per_km")
+
+
+@dataclass(frozen=True)
+class CGP:
+    """Concentrated geo-privacy: ``rho_per_km2``-CGP (Rényi, metric in km)."""
+
+    rho_per_km2: float
+
+    def __post_init__(self) -> None:
+        _check_nonneg(self.rho_per_km2, "rho_per_km2")
+
+
+@dataclass(frozen=True)
+class ApproxGP:
+    """Approximate geo-privacy ``(epsilon_per_km, delta, lambda_km)``."""
+
+    epsilon_per_km: float
+    delta: float
+    lambda_km: float
+
+    def __post_init__(self) -> None:
+        _check_nonneg(self.epsilon_per_km, "epsilon_per_km")
+        if not (isinstance(self.delta, (int, float)) and 0.0 < self.delta < 1.0):
+            raise InputError(f"delta={self.delta!r} must lie strictly between 0 and 1")
+        if not (isinstance(self.lambda_km, (int, float)) and 0.0 < self.lambda_km < math.inf):
+            raise InputError(
+                f"lambda_km={self.lambda_km!r} must be a finite distance > 0 in km: "
+                "CGP implies approximate GP only for pairs within a bounded distance"
+            )
+
+
+Notion = PureGP | CGP | ApproxGP
+
+
+# --------------------------------------------------------------------------- conversions
+def gp_to_cgp(epsilon_per_km: float) -> float:
+    """CGP parameter (1/km^2) implied by pure ``epsilon_per_km``-GP: ``epsilon^2 / 2``."""
+    eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
+    return eps * eps / 2.0 * (1.0 + _SAFETY)
+
+
+def cgp_to_approx_gp(rho_per_km2: float, *, delta: float, lambda_km: float) -> ApproxGP:
+    """Smallest ``epsilon`` (1/km) this module certifies for ``(rho, Lambda)``-CGP at ``delta``.
+
+    Uses the Rényi-to-hockey-stick bound of Canonne, Kamath & Steinke (2020, Prop. 12) at
+    distance ``Lambda``, which dominates every shorter distance (``docs/budgeting.md``).
+    """
+    rho = _check_nonneg(rho_per_km2, "rho_per_km2")
+    ApproxGP(0.0, delta, lambda_km)  # validates delta and lambda_km
+    if rho == 0.0:
+        return ApproxGP(0.0, delta, lambda_km)
+    log_inv_delta = -math.log(delta)
+
+    def eps_at(a):
+        return rho * (1.0 + a) * lambda_km + (log_inv_delta + _log_f(a)) / (a * lambda_km)
+
+    a = _best_a(eps_at, minimise=True)
+    eps = float(eps_at(a)) * (1.0 + _SAFETY)
+    return ApproxGP(max(eps, 0.0), delta, lambda_km)
+
+
+def approx_gp_to_cgp_budget(epsilon_per_km: float, *, delta: float, lambda_km: float) -> float:
+    """Largest total CGP ``rho`` (1/km^2) whose conversion stays within ``(eps, delta, Lambda)``.
+
+    This is how the approximate-GP filter of the paper (its Theorem 4.5) becomes a CGP filter:
+    composed CGP costs ``sum_j r_j <= rho_max`` is equivalent to the converted
+    ``epsilon(sum_j r_j) <= epsilon``. Rounded down.
+    """
+    eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
+    ApproxGP(eps, delta, lambda_km)
+    log_inv_delta = -math.log(delta)
+
+    def rho_at(a):
+        num = eps * a * lambda_km - log_inv_delta - _log_f(a)
+        return num / ((1.0 + a) * a * lambda_km**2)
+
+    a = _best_a(rho_at, minimise=False)
+    rho = float(rho_at(a)) * (1.0 - _SAFETY)
+    return max(rho, 0.0)
+
+
+def cgp_delta(rho_per_km2: float, *, epsilon_per_km: float, lambda_km: float) -> float:
+    """The ``delta`` certified for ``(rho, Lambda)``-CGP read as ``epsilon``-GP within Lambda."""
+    rho = _check_nonneg(rho_per_km2, "rho_per_km2")
+    eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
+    ApproxGP(eps, 0.5, lambda_km)
+    if rho == 0.0:
+        return 0.0
+
+    def log_delta_at(a):
+        return a * (rho * (1.0 + a) * lambda_km**2 - eps * lambda_km) + _log_f(a)
+
+    a = _best_a(log_delta_at, minimise=True)
+    return min(1.0, math.exp(float(log_delta_at(a))) * (1.0 + _SAFETY))
+
+
+def _log_f(a):
+    """``log f(alpha)`` with ``alpha = 1 + a``: ``a log a - (1 + a) log(1 + a)`` (<= 0)."""
+    a = np.asarray(a, dtype=float)
+    return a * np.log(a) - (1.0 + a) * np.log1p(a)
+
+
+def _best_a(fun, *, minimise: bool) -> float:
+    """``a = alpha - 1 > 0`` optimising ``fun``: log grid, then a bounded Brent refinement."""
+    sign = 1.0 if minimise else -1.0
+    values = sign * fun(_A_GRID)
+    best = int(np.nanargmin(values))
+    lo = math.log(_A_GRID[max(best - 1, 0)])
+    hi = math.log(_A_GRID[min(best + 1, len(_A_GRID) - 1)])
+    res = optimize.minimize_scalar(
+        lambda t: sign * float(fun(math.exp(t))), bounds=(lo, hi), method="bounded"
+    )
+    a_ref = math.exp(res.x)
+    return a_ref if sign * float(fun(a_ref)) <= values[best] else float(_A_GRID[best])
+
+
+# --------------------------------------------------------------------------- Gaussian mechanism
+def gaussian_noise_std_km(rho_per_km2, *, lipschitz: float = 1.0) -> np.ndarray:
+    """Per-coordinate noise std (km) of the ``rho``-CGP Gaussian mechanism: ``K / sqrt(2 rho)``.
+
+    Rounded up by a relative ``1e-12`` so float rounding never shrinks the noise.
+    """
+    rho = np.asarray(rho_per_km2, dtype=float)
+    if not np.all(np.isfinite(rho)) or np.any(rho <= 0):
+        raise InputError("rho_per_km2 must be finite and > 0 for every user released")
+    k = _check_nonneg(lipschitz, "lipschitz")
+    if k == 0.0:
+        raise InputError("lipschitz must be > 0 (a constant function needs no privacy)")
+    return k / np.sqrt(2.0 * rho) * (1.0 + _SAFETY)
+
+
+def gaussian_release(
+    values_km, rho_per_km2, *, rng: np.random.Generator, lipschitz: float = 1.0
+) -> np.ndarray:
+    """``phi(u) + N(0, K^2 / (2 rho) I)``: the Gaussian mechanism, ``rho``-CGP (Lemma 3.4).
+
+    Parameters
+    ----------
+    values_km
+        ``phi(u)`` per user, shape ``(n,)`` or ``(n, d)``, in km, with ``phi`` K-Lipschitz
+        from the metric (km) to the Euclidean norm (km).
+    rho_per_km2
+        A scalar or one ``rho`` per user, in 1/km^2.
+    """
+    vals = np.asarray(values_km, dtype=float)
+    std = gaussian_noise_std_km(rho_per_km2, lipschitz=lipschitz)
+    if std.ndim == 1 and vals.ndim == 2:
+        std = std[:, None]
+    return vals + rng.standard_normal(vals.shape) * std
+
+
+def gaussian_norm_bound(d: int, beta) -> np.ndarray:
+    """``lambda(d, beta)``: ``Pr[||Z|| > lambda] = beta`` for ``Z ~ N(0, I_d)`` (exact).
+
+    The exact upper ``beta`` quantile of the chi distribution with ``d`` degrees of freedom.
+    :func:`laurent_massart_bound` is the paper's closed-form upper bound of it.
+    """
+    beta = np.asarray(beta, dtype=float)
+    _check_beta(beta)
+    return stats.chi.isf(beta, df=int(d))
+
+
+def laurent_massart_bound(d: int, beta) -> np.ndarray:
+    """``sqrt(d + 2 sqrt(d log(1/beta)) + 2 log(1/beta))`` >= :func:`gaussian_norm_bound`."""
+    beta = np.asarray(beta, dtype=float)
+    _check_beta(beta)
+    x = -np.log(beta)
+    return np.sqrt(d + 2.0 * np.sqrt(d * x) + 2.0 * x)
+
+
+def _check_beta(beta: np.ndarray) -> None:
+    if not np.all((beta > 0) & (beta < 1)):
+        raise InputError("beta must lie strictly between 0 and 1")
+
+
+def _check_nonneg(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"{name}={value!r} must be a number")
+    v = float(value)
+    if not (math.isfinite(v) and v >= 0.0):
+        raise InputError(f"{name}={value!r} must be finite and >= 0")
+    return v

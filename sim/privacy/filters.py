@@ -1,0 +1,275 @@
+"""Privacy filters: per-user stopping rules that never let the composed loss pass a budget B.
+
+A filter (Liang & Yi, §4; Rogers et al. 2016; Feldman & Zrnic 2021) is ex-ante and fully
+adaptive: each query's cost may depend on every earlier output, and the filter answers
+CONT (the user answers and pays) or HALT. The first HALT is permanent.
+
+Three notions, one additive currency each:
+
+* pure GP budget ``PureGP(B)``: costs are ``epsilon`` (1/km), ``sum_j eps_j <= B``;
+* CGP budget ``CGP(B)``: costs are ``rho`` (1/km^2), ``sum_j rho_j <= B``;
+* approximate GP budget ``ApproxGP(B, delta, Lambda)``: costs are CGP ``rho``; the filter
+  continues while the converted ``epsilon(sum_j rho_j, delta, Lambda) <= B``, i.e. while
+  ``sum_j rho_j <= approx_gp_to_cgp_budget(B, delta, Lambda)``.
+
+Components and time steps compose under ``dist_inf`` (paper §5): a cost paid on any component
+adds to the same sum, so the ledger keeps a per-component breakdown for reporting only.
+
+Exact float accounting (``docs/budgeting.md``): every sum is rounded *up* to the next float
+when it is inexact (two-sum error term), so the recorded spend is never below the true real
+sum of the accepted costs; a request is accepted iff the *exact* real sum fits the capacity;
+``remaining`` is rounded *down*, and a request of exactly ``remaining`` is always accepted and
+leaves ``remaining == 0``. NaN, inf and negative costs raise :class:`PrivacyBudgetError`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from sim.errors import InputError, PrivacyBudgetError
+from sim.privacy.accounting import (
+    CGP,
+    ApproxGP,
+    Notion,
+    PureGP,
+    approx_gp_to_cgp_budget,
+    gp_to_cgp,
+)
+
+
+# --------------------------------------------------------------------------- exact float sums
+def _two_sum(a, b):
+    """``s = fl(a + b)`` and the exact error ``a + b - s`` (Knuth), element-wise."""
+    s = a + b
+    bp = s - a
+    ap = s - bp
+    return s, (a - ap) + (b - bp)
+
+
+def add_up(a, b):
+    """The smallest float >= the exact real ``a + b`` (element-wise, finite inputs)."""
+    s, err = _two_sum(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    return np.where(err > 0, np.nextafter(s, np.inf), s)
+
+
+def sub_down(a, b):
+    """The largest float <= the exact real ``a - b``, clipped at 0."""
+    s, err = _two_sum(np.asarray(a, dtype=float), -np.asarray(b, dtype=float))
+    s = np.where(err < 0, np.nextafter(s, -np.inf), s)
+    return np.maximum(s, 0.0)
+
+
+def fits(spent, cost, capacity):
+    """Whether the exact real ``spent + cost <= capacity`` (element-wise)."""
+    s, err = _two_sum(np.asarray(spent, dtype=float), np.asarray(cost, dtype=float))
+    return (s < capacity) | ((s == capacity) & (err <= 0))
+
+
+def _checked_costs(costs, n: int | None = None) -> np.ndarray:
+    arr = np.asarray(costs, dtype=float)
+    if n is not None and arr.shape != (n,):
+        raise PrivacyBudgetError(f"costs must have shape ({n},), got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise PrivacyBudgetError("privacy costs must be finite (got NaN or inf)")
+    if np.any(arr < 0):
+        raise PrivacyBudgetError("privacy costs must be >= 0 (got a negative cost)")
+    return arr
+
+
+# --------------------------------------------------------------------------- notions
+def currency_of(budget: Notion) -> str:
+    """``"epsilon_per_km"`` for a pure GP budget, ``"rho_per_km2"`` otherwise."""
+    return "epsilon_per_km" if isinstance(budget, PureGP) else "rho_per_km2"
+
+
+def capacity_of(budget: Notion) -> float:
+    """The additive capacity in the filter's currency."""
+    if isinstance(budget, PureGP):
+        return budget.epsilon_per_km
+    if isinstance(budget, CGP):
+        return budget.rho_per_km2
+    if isinstance(budget, ApproxGP):
+        return approx_gp_to_cgp_budget(
+            budget.epsilon_per_km, delta=budget.delta, lambda_km=budget.lambda_km
+        )
+    raise InputError(f"budget={budget!r} must be PureGP, CGP or ApproxGP")
+
+
+def cost_in(budget: Notion, cost: Notion) -> float:
+    """A mechanism's guarantee ``cost`` expressed in the currency of a ``budget``.
+
+    Pure GP composes only with pure GP; CGP and approximate-GP budgets take CGP costs and pure
+    costs converted by ``epsilon^2 / 2``. An approximate-GP *cost* does not compose additively
+    and is refused.
+    """
+    if isinstance(cost, ApproxGP):
+        raise InputError("an (epsilon, delta)-GP cost cannot be composed by a filter; use CGP")
+    if isinstance(budget, PureGP):
+        if not isinstance(cost, PureGP):
+            raise InputError("a pure GP budget only accepts pure GP costs (CGP is not pure)")
+        return cost.epsilon_per_km
+    if isinstance(cost, PureGP):
+        return gp_to_cgp(cost.epsilon_per_km)
+    return cost.rho_per_km2
+
+
+# --------------------------------------------------------------------------- filters
+class PrivacyFilter:
+    """One user's filter.
+
+    Parameters
+    ----------
+    budget
+        ``PureGP(B)``, ``CGP(B)`` or ``ApproxGP(B, delta, lambda_km)`` (units in
+        :mod:`sim.privacy.accounting`).
+    """
+
+    def __init__(self, budget: Notion) -> None:
+        self.budget = budget
+        self.currency = currency_of(budget)
+        self.capacity = capacity_of(budget)
+        self.spent = 0.0
+        self.halted = False
+        self.ledger: list[tuple[object, float]] = []
+
+    @property
+    def remaining(self) -> float:
+        """Budget left, in the filter's currency, rounded down (0 once halted)."""
+        return 0.0 if self.halted else float(sub_down(self.capacity, self.spent))
+
+    def request(self, cost: float, *, component=None) -> bool:
+        """CONT (pay ``cost`` and return True) or HALT (return False, permanently)."""
+        c = float(_checked_costs([cost])[0])
+        if self.halted:
+            return False
+        if not fits(self.spent, c, self.capacity):
+            self.halted = True
+            return False
+        self.spent = float(add_up(self.spent, c))
+        self.ledger.append((component, c))
+        return True
+
+    def spend(self, cost: float, *, component=None) -> None:
+        """Pay ``cost`` or raise :class:`PrivacyBudgetError` (and change nothing)."""
+        c = float(_checked_costs([cost])[0])
+        if self.halted:
+            raise PrivacyBudgetError("this user's filter has halted; it answers no more queries")
+        if not fits(self.spent, c, self.capacity):
+            raise PrivacyBudgetError(
+                f"cost {c!r} exceeds the remaining budget {self.remaining!r} ({self.currency})"
+            )
+        self.request(c, component=component)
+
+    def spent_by_component(self) -> dict:
+        """Spend per component (for reporting; each value rounded up)."""
+        out: dict = defaultdict(float)
+        for comp, c in self.ledger:
+            out[comp] = float(add_up(out[comp], c))
+        return dict(out)
+
+
+class PopulationFilter:
+    """Filters of ``n`` users held in arrays (vectorised :class:`PrivacyFilter`).
+
+    Parameters
+    ----------
+    budget
+        The notion and budget ``B`` shared by all users (see :class:`PrivacyFilter`).
+    n_users
+        Number of users.
+    capacity
+        Optional per-user capacities in the filter's currency (heterogeneous budgets), each
+        in ``[0, capacity_of(budget)]``; by default every user gets the full capacity.
+    """
+
+    def __init__(self, budget: Notion, n_users: int, *, capacity=None) -> None:
+        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 0:
+            raise InputError(f"n_users={n_users!r} must be an integer >= 0")
+        self.budget = budget
+        self.currency = currency_of(budget)
+        full = capacity_of(budget)
+        if capacity is None:
+            cap = np.full(int(n_users), full)
+        else:
+            cap = np.array(capacity, dtype=float)
+            if cap.shape != (n_users,) or not np.all(np.isfinite(cap)):
+                raise InputError(f"capacity must be {n_users} finite numbers")
+            if np.any(cap < 0) or np.any(cap > full):
+                raise InputError(f"capacity values must lie in [0, {full!r}] ({self.currency})")
+        self.capacity = cap
+        self.spent = np.zeros(int(n_users))
+        self.halted = np.zeros(int(n_users), dtype=bool)
+        self._by_component: dict = {}
+
+    @property
+    def n_users(self) -> int:
+        return len(self.capacity)
+
+    @property
+    def remaining(self) -> np.ndarray:
+        """Per-user budget left, rounded down (0 for halted users)."""
+        return np.where(self.halted, 0.0, sub_down(self.capacity, self.spent))
+
+    def request(self, costs, *, component=None) -> np.ndarray:
+        """Ask every user with ``cost > 0`` to pay; return who pays and may answer.
+
+        Users whose cost would pass their budget halt permanently; halted users never pay.
+        A cost of 0 means the user is not asked. Invalid costs raise before any change.
+        """
+        c = _checked_costs(costs, self.n_users)
+        asked = c > 0
+        ok = asked & ~self.halted & fits(self.spent, c, self.capacity)
+        self.halted |= asked & ~ok
+        self._pay(np.where(ok, c, 0.0), ok, component)
+        return ok
+
+    def spend(self, costs, *, component=None) -> None:
+        """Charge every user ``costs`` atomically, or raise and change nothing."""
+        c = _checked_costs(costs, self.n_users)
+        asked = c > 0
+        if np.any(asked & self.halted):
+            raise PrivacyBudgetError(
+                f"{int(np.sum(asked & self.halted))} charged users have halted filters"
+            )
+        over = asked & ~fits(self.spent, c, self.capacity)
+        if np.any(over):
+            first = int(np.argmax(over))
+            raise PrivacyBudgetError(
+                f"{int(over.sum())} users would pass their budget (user {first}: cost "
+                f"{c[first]!r} > remaining {self.remaining[first]!r} {self.currency})"
+            )
+        self._pay(c, asked, component)
+
+    def spent_by_component(self) -> dict:
+        """Per-component spend arrays (each rounded up), for reporting."""
+        return {k: v.copy() for k, v in self._by_component.items()}
+
+    def _pay(self, c: np.ndarray, paying: np.ndarray, component) -> None:
+        if not np.any(paying):
+            return
+        self.spent = np.where(paying, add_up(self.spent, c), self.spent)
+        prev = self._by_component.get(component, np.zeros(self.n_users))
+        self._by_component[component] = np.where(paying, add_up(prev, c), prev)
+
+
+def rounded_sum_up(parts) -> float:
+    """``sum(parts)`` rounded so the float is never below the exact real sum."""
+    total = 0.0
+    for p in _checked_costs(parts):
+        total = float(add_up(total, p))
+    return total
+
+
+__all__ = [
+    "PopulationFilter",
+    "PrivacyFilter",
+    "add_up",
+    "capacity_of",
+    "cost_in",
+    "currency_of",
+    "fits",
+    "rounded_sum_up",
+    "sub_down",
+]

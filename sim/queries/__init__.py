@@ -1,0 +1,52 @@
+"""Server queries under geo-privacy with adaptive budgeting (Liang & Yi, §5-6).
+
+Iterative elimination (PIE-NI, PIE-k) turns the Gaussian baselines ``BM0`` (point
+privatization) and ``BM1`` (distance privatization) into privacy-saving ``PM0``/``PM1``;
+:mod:`sim.queries.budgeting` (Algorithm 3) hands the savings to later queries. Every query
+takes user locations as an ``(n, 2)`` array in metres and per-user CGP budgets in 1/km^2,
+and returns a :class:`QueryAnswer` with the answer and each user's spend.
+"""
+
+from sim.queries.budgeting import STRATEGIES, QueryBudgeter, allocate
+from sim.queries.elimination import (
+    METHODS,
+    DistancePrivatization,
+    Elimination,
+    PointPrivatization,
+    QueryAnswer,
+    pie_k,
+    pie_ni,
+    priv_sav,
+    split_budget,
+)
+from sim.queries.kde import kde, l1_err, true_kde
+from sim.queries.knn import dist_err, knn, true_knn
+from sim.queries.range_count import Disk, Rectangle, count_err, range_count, true_count
+from sim.queries.threshold import threshold_query
+
+__all__ = [
+    "METHODS",
+    "STRATEGIES",
+    "Disk",
+    "DistancePrivatization",
+    "Elimination",
+    "PointPrivatization",
+    "QueryAnswer",
+    "QueryBudgeter",
+    "Rectangle",
+    "allocate",
+    "count_err",
+    "dist_err",
+    "kde",
+    "knn",
+    "l1_err",
+    "pie_k",
+    "pie_ni",
+    "priv_sav",
+    "range_count",
+    "split_budget",
+    "threshold_query",
+    "true_count",
+    "true_kde",
+    "true_knn",
+]

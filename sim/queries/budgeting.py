@@ -1,0 +1,126 @@
+"""Budgeting across a sequence of queries with savings reused (paper §5.1, Algorithm 3).
+
+Every user starts with budget ``B_i`` (the capacity of a :class:`PopulationFilter`) for ``m``
+queries asked one after another (possibly on different components or time steps, which
+compose under ``dist_inf``). Query ``l`` gets a per-user allocation computed from what the user
+has left; a privacy-saving algorithm (``PM*``) may spend less than its allocation, and the
+savings flow to later queries. Strategies:
+
+* ``fixed``: ``B / m`` per query, savings never reused (the baseline schedule);
+* ``even``: ``B_i^rem / (m - l + 1)``, savings spread evenly over the remaining queries;
+* ``proportion``: ``B / m + p * S_i`` with the savings ``S_i = B_i^rem - (m - l + 1) B / m``
+  and a fixed proportion ``p`` (3/4 in the paper) used at once;
+* ``linear``: the same with ``p`` rising linearly from 3/4 at query 2 to 1 at query ``m``, so
+  the last query uses everything left.
+
+Allocations never exceed the rounded-down remaining budget, so charging the spend through the
+filter never fails for an algorithm that respects its allocation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from sim.errors import InputError, PrivacyBudgetError
+from sim.privacy.filters import PopulationFilter
+from sim.queries.elimination import QueryAnswer
+
+STRATEGIES = ("fixed", "even", "proportion", "linear")
+
+
+def allocate(
+    remaining,
+    *,
+    total_budget,
+    m: int,
+    l: int,
+    strategy: str = "linear",
+    proportion: float = 0.75,
+) -> np.ndarray:
+    """Per-user budget for query ``l`` (1-based) of ``m``, in the filter's currency.
+
+    Parameters
+    ----------
+    remaining
+        Each user's remaining budget (rounded down, as :attr:`PopulationFilter.remaining`).
+    total_budget
+        Each user's initial budget ``B_i`` (scalar or array).
+    """
+    if strategy not in STRATEGIES:
+        raise InputError(f"strategy={strategy!r} must be one of {STRATEGIES}")
+    if not 1 <= l <= m:
+        raise InputError(f"query index l={l} must lie in [1, m={m}]")
+    if not 0.0 <= proportion <= 1.0:
+        raise InputError(f"proportion={proportion!r} must lie in [0, 1]")
+    rem = np.asarray(remaining, dtype=float)
+    base = np.asarray(total_budget, dtype=float) / m
+    left = m - l + 1
+    if strategy == "fixed":
+        alloc = base
+    elif strategy == "even":
+        alloc = rem / left
+    else:
+        p = proportion
+        if strategy == "linear" and l >= 2:
+            p = 1.0 if m == 2 else proportion + (1.0 - proportion) * (l - 2) / (m - 2)
+        savings = np.maximum(rem - left * base, 0.0)
+        alloc = base + p * savings
+    return np.minimum(np.broadcast_to(alloc, rem.shape), rem)
+
+
+class QueryBudgeter:
+    """Algorithm 3 driven one query at a time: allocate, let the query run, charge its spend.
+
+    Parameters
+    ----------
+    population
+        The users' filters (their capacities are the ``B_i``).
+    m
+        Number of queries planned.
+    strategy, proportion
+        See :func:`allocate`.
+    """
+
+    def __init__(
+        self,
+        population: PopulationFilter,
+        m: int,
+        *,
+        strategy: str = "linear",
+        proportion: float = 0.75,
+    ) -> None:
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+            raise InputError(f"m={m!r} must be an integer >= 1")
+        if strategy not in STRATEGIES:
+            raise InputError(f"strategy={strategy!r} must be one of {STRATEGIES}")
+        self.population = population
+        self.m = int(m)
+        self.strategy = strategy
+        self.proportion = proportion
+        self.asked = 0
+
+    def next_allocation(self) -> np.ndarray:
+        """Per-user budget for the next query (0 for halted or exhausted users)."""
+        if self.asked >= self.m:
+            raise PrivacyBudgetError(f"all m={self.m} planned queries have been asked")
+        return allocate(
+            self.population.remaining,
+            total_budget=self.population.capacity,
+            m=self.m,
+            l=self.asked + 1,
+            strategy=self.strategy,
+            proportion=self.proportion,
+        )
+
+    def run(self, query: Callable[[np.ndarray], QueryAnswer], *, component=None) -> QueryAnswer:
+        """Allocate, run ``query(allocation)``, charge its ``spent`` (atomically) and return it."""
+        alloc = self.next_allocation()
+        answer = query(alloc)
+        spent = np.asarray(answer.spent, dtype=float)
+        if spent.shape != alloc.shape or np.any(spent > alloc):
+            raise PrivacyBudgetError("the query spent more than its allocation")
+        self.population.spend(spent, component=self.asked if component is None else component)
+        self.asked += 1
+        return answer

@@ -1,0 +1,330 @@
+"""Private iterative elimination: PIE-NI (Algorithm 4) and PIE-k (Algorithm 5).
+
+A user's per-query CGP budget ``rho_i`` (1/km^2) is split into ``c`` parts. In round ``j``
+every still-active user releases a fresh Gaussian estimate with part ``r_{i,j}``; the server
+combines the user's releases so far into an estimate of ``phi(x_i)`` with a confidence
+half-width ``h``, and eliminates users whose interval settles the question. Eliminated users
+keep the parts they did not spend (the *privacy saving*); users still active after ``c``
+rounds have spent all of ``rho_i`` and their combined release is distributed exactly like the
+one-shot baseline's, so PIE loses no utility on them.
+
+A *valid triple* ``(M, g, h)`` for a 1-Lipschitz ``phi`` (km -> km) is implemented as a small
+class that simulates the users' side (:class:`PointPrivatization`: ``M`` releases the location,
+``g = phi(weighted mean)``; :class:`DistancePrivatization`: ``M`` releases ``phi(x)``,
+``g = weighted mean``). With the variance-weighted mean of releases with parts
+``r_1..r_j`` the error is ``N(0, I / (2 rho_bar_j))``, ``rho_bar_j = sum_{s<=j} r_s``, so
+``h = lambda(d, beta) / sqrt(2 rho_bar_j)`` with ``lambda`` the exact chi quantile
+(:func:`sim.privacy.accounting.gaussian_norm_bound`; ``d = 2`` for points, ``1`` for
+distances). Each (user, round) event gets ``beta_0 / (c |G_0|)``; the union bound gives
+the guarantees of Lemmas 5.2 and 5.3 with probability ``1 - beta_0``.
+
+Units: locations in km inside this module (the query modules convert from metres), ``rho``
+in 1/km^2, ``phi`` values and half-widths in km.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.errors import InputError
+from sim.privacy.accounting import gaussian_norm_bound, gaussian_release
+from sim.privacy.filters import add_up, sub_down
+
+SPLITS = ("even", "doubling")
+MAX_PARTS = 64
+
+
+# --------------------------------------------------------------------------- budget split
+def split_budget(rho_per_km2, c: int, *, scheme: str = "even") -> tuple[np.ndarray, np.ndarray]:
+    """Split each user's ``rho`` into ``c`` parts.
+
+    ``"even"``: ``rho / c`` each; ``"doubling"``: ``2^(j-1) / (2^c - 1) rho`` (paper §7).
+
+    Returns
+    -------
+    parts, cum_up
+        ``(n, c)`` arrays: the parts (the last one is ``rho`` minus the others, rounded down,
+        so their exact real sum never exceeds ``rho``) and the running sums rounded up (what a
+        user who took part in ``j`` rounds has spent is ``cum_up[:, j-1]``; ``cum_up[:, -1]
+        <= rho``).
+    """
+    rho = np.asarray(rho_per_km2, dtype=float)
+    if rho.ndim != 1 or not np.all(np.isfinite(rho)) or np.any(rho < 0):
+        raise InputError("rho_per_km2 must be a 1-D array of finite values >= 0 (per km^2)")
+    c = check_parts(c)
+    if scheme == "even":
+        w = np.full(c, 1.0 / c)
+    elif scheme == "doubling":
+        w = 2.0 ** np.arange(c) / (2.0**c - 1.0)
+    else:
+        raise InputError(f"scheme={scheme!r} must be one of {SPLITS}")
+    parts = rho[:, None] * w[None, :]
+    cum = np.empty_like(parts)
+    acc = np.zeros(len(rho))
+    for j in range(c - 1):
+        acc = add_up(acc, parts[:, j])
+        cum[:, j] = acc
+    parts[:, -1] = sub_down(rho, acc)
+    cum[:, -1] = add_up(acc, parts[:, -1])
+    return parts, cum
+
+
+def check_parts(c) -> int:
+    """``c``: an integer number of rounds in ``[1, 64]``."""
+    if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_PARTS:
+        raise InputError(f"c={c!r} must be an integer number of rounds in [1, {MAX_PARTS}]")
+    return int(c)
+
+
+def check_beta(beta, name: str = "beta") -> float:
+    """A failure probability in (0, 1)."""
+    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating)):
+        raise InputError(f"{name}={beta!r} must be a number in (0, 1)")
+    if not 0.0 < float(beta) < 1.0:
+        raise InputError(f"{name}={beta!r} must lie strictly between 0 and 1")
+    return float(beta)
+
+
+# --------------------------------------------------------------------------- valid triples
+class _Triple:
+    """Shared state: the variance-weighted sum of each user's releases and its rho total."""
+
+    dim: int
+
+    def __init__(self, values_km: np.ndarray, *, rng: np.random.Generator) -> None:
+        self._values = values_km
+        self._rng = rng
+        n = len(values_km)
+        self.weighted_sum = np.zeros((n, self.dim))
+        self.rho_total = np.zeros(n)
+
+    def release(self, users: np.ndarray, rho: np.ndarray) -> None:
+        """Users ``users`` each release one Gaussian estimate with budget ``rho`` (1/km^2)."""
+        noisy = gaussian_release(self._values[users].reshape(len(users), -1), rho, rng=self._rng)
+        self.weighted_sum[users] += rho[:, None] * noisy
+        self.rho_total[users] += rho
+
+    def mean(self, users: np.ndarray) -> np.ndarray:
+        """The combined release (km): ``N(value, I / (2 rho_total))``."""
+        return self.weighted_sum[users] / self.rho_total[users, None]
+
+    def bound(self, users: np.ndarray, beta: float) -> np.ndarray:
+        """Half-width ``h`` (km): ``|g - phi(x)| <= h`` with probability ``1 - beta``."""
+        return gaussian_norm_bound(self.dim, beta) / np.sqrt(2.0 * self.rho_total[users])
+
+
+class PointPrivatization(_Triple):
+    """``(M(., .; f_id), g_0, h_0)``: users release ``x + N(0, I/(2r))``; ``g_0 = phi(mean)``.
+
+    ``phi`` maps ``(m, 2)`` km points to ``(m,)`` km values and must be 1-Lipschitz for the
+    Euclidean norm. The release is CGP for the l2 metric and therefore also for any metric
+    that dominates it (road distance >= straight-line distance).
+    """
+
+    dim = 2
+
+    def __init__(
+        self, locations_km, phi: Callable[[np.ndarray], np.ndarray], *, rng: np.random.Generator
+    ) -> None:
+        super().__init__(np.asarray(locations_km, dtype=float), rng=rng)
+        self.phi = phi
+
+    def estimate(self, users: np.ndarray) -> np.ndarray:
+        return self.phi(self.mean(users))
+
+
+class DistancePrivatization(_Triple):
+    """``(M(., .; phi), g_1, h_1)``: users release ``phi(x) + N(0, 1/(2r))``; ``g_1`` averages.
+
+    ``phi_values_km`` are the users' true ``phi(x_i)`` (computed on the user's device);
+    ``phi`` must be 1-Lipschitz for the metric whose privacy is claimed.
+    """
+
+    dim = 1
+
+    def __init__(self, phi_values_km, *, rng: np.random.Generator) -> None:
+        super().__init__(np.asarray(phi_values_km, dtype=float).reshape(-1, 1), rng=rng)
+
+    def estimate(self, users: np.ndarray) -> np.ndarray:
+        return self.mean(users)[:, 0]
+
+
+Triple = PointPrivatization | DistancePrivatization
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class Elimination:
+    """What PIE-NI / PIE-k return (all arrays have one entry per user).
+
+    ``s0``: eliminated as ``phi > nu_high`` (PIE-NI) or as not among the k smallest (PIE-k);
+    ``s1``: eliminated as ``phi < nu_low`` (PIE-NI only); ``active``: ``G_jhat``, users never
+    eliminated; ``rounds``: releases made by each user; ``spent``: rho (1/km^2) each spent,
+    rounded up; ``iterations``: ``jhat``.
+    """
+
+    s0: np.ndarray
+    s1: np.ndarray
+    active: np.ndarray
+    rounds: np.ndarray
+    spent: np.ndarray
+    iterations: int
+
+
+def _start(triple: Triple, rho, c, scheme, beta0):
+    rho = np.asarray(rho, dtype=float)
+    if rho.shape != (len(triple.rho_total),):
+        raise InputError(f"rho_per_km2 must have one value per user ({len(triple.rho_total)})")
+    parts, cum = split_budget(rho, c, scheme=scheme)
+    beta0 = check_beta(beta0, "beta0")
+    active = rho > 0
+    n0 = max(int(active.sum()), 1)
+    return parts, cum, active, beta0 / (parts.shape[1] * n0)
+
+
+def _spent(cum: np.ndarray, rounds: np.ndarray) -> np.ndarray:
+    took = rounds > 0
+    out = np.zeros(len(rounds))
+    out[took] = cum[np.nonzero(took)[0], rounds[took] - 1]
+    return out
+
+
+def pie_ni(
+    triple: Triple,
+    rho_per_km2,
+    *,
+    nu_low: float,
+    nu_high: float,
+    c: int = 4,
+    scheme: str = "even",
+    beta0: float = 0.025,
+) -> Elimination:
+    """PIE-NI (Algorithm 4): settle ``phi(x_i) < nu_low`` or ``> nu_high`` per user.
+
+    Users with ``rho = 0`` do not take part. With probability ``1 - beta0`` every user in
+    ``s1`` has ``phi < nu_low`` and every user in ``s0`` has ``phi > nu_high`` (Lemma 5.2).
+    ``nu_low = -inf`` gives one-sided elimination (KDE).
+    """
+    if not nu_low <= nu_high:
+        raise InputError(f"nu_low={nu_low} must be <= nu_high={nu_high}")
+    parts, cum, active, beta_each = _start(triple, rho_per_km2, c, scheme, beta0)
+    n = len(active)
+    s0, s1 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    rounds = np.zeros(n, dtype=np.int64)
+    j = 0
+    while j < parts.shape[1] and active.any():
+        users = np.nonzero(active)[0]
+        triple.release(users, parts[users, j])
+        rounds[users] += 1
+        est, h = triple.estimate(users), triple.bound(users, beta_each)
+        low, high = est + h < nu_low, est - h > nu_high
+        s1[users[low]] = True
+        s0[users[high]] = True
+        active[users[low | high]] = False
+        j += 1
+    return Elimination(s0, s1, active, rounds, _spent(cum, rounds), j)
+
+
+def pie_k(
+    triple: Triple,
+    rho_per_km2,
+    *,
+    k: int,
+    c: int = 4,
+    scheme: str = "even",
+    beta0: float = 0.025,
+) -> Elimination:
+    """PIE-k (Algorithm 5): keep the users that may hold one of the k smallest ``phi``.
+
+    Each round keeps the users whose interval's left end is at most the k-th smallest right
+    end (their interval meets that of ``t_k``). With probability ``1 - beta0`` the true k
+    smallest are in every ``G_j`` (Lemma 5.3). Stops after ``c`` rounds or at ``k`` users.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k={k!r} must be an integer >= 1")
+    parts, cum, active, beta_each = _start(triple, rho_per_km2, c, scheme, beta0)
+    n = len(active)
+    s0 = np.zeros(n, dtype=bool)
+    rounds = np.zeros(n, dtype=np.int64)
+    j = 0
+    while j < parts.shape[1] and active.sum() > k:
+        users = np.nonzero(active)[0]
+        triple.release(users, parts[users, j])
+        rounds[users] += 1
+        est, h = triple.estimate(users), triple.bound(users, beta_each)
+        right_k = np.partition(est + h, k - 1)[k - 1]
+        out = est - h > right_k
+        s0[users[out]] = True
+        active[users[out]] = False
+        j += 1
+    return Elimination(s0, np.zeros(n, dtype=bool), active, rounds, _spent(cum, rounds), j)
+
+
+# --------------------------------------------------------------------------- query plumbing
+METHODS = ("BM0", "BM1", "PM0", "PM1")
+
+
+@dataclass
+class QueryAnswer:
+    """A query's answer and what it cost each user.
+
+    ``value``: the answer (a count, a KDE value, user indices, a bool); ``spent``: CGP rho
+    (1/km^2) each user paid, rounded up, zero for users not asked; ``participants``: users
+    asked (``rho > 0``); ``elimination``: PIE's record for PM methods, else ``None``.
+    """
+
+    value: object
+    spent: np.ndarray
+    participants: np.ndarray
+    method: str
+    elimination: Elimination | None = None
+
+
+def check_method(method: str) -> str:
+    """One of ``BM0`` (point, baseline), ``BM1`` (distance, baseline), ``PM0``, ``PM1``."""
+    if method not in METHODS:
+        raise InputError(f"method={method!r} must be one of {METHODS}")
+    return method
+
+
+def locations_in_km(locations_m) -> np.ndarray:
+    """``(n, 2)`` metres -> km, validated."""
+    xy = np.asarray(locations_m, dtype=float)
+    if xy.ndim != 2 or xy.shape[1] != 2 or not np.all(np.isfinite(xy)):
+        raise InputError("locations_m must be an (n, 2) array of finite coordinates in metres")
+    return xy / 1000.0
+
+
+def budgets_for(rho_per_km2, n: int) -> np.ndarray:
+    """Per-user budgets (a scalar is broadcast) in 1/km^2: finite and >= 0."""
+    rho = np.broadcast_to(np.asarray(rho_per_km2, dtype=float), (n,)).copy()
+    if not np.all(np.isfinite(rho)) or np.any(rho < 0):
+        raise InputError("rho_per_km2 must be finite and >= 0 for every user (per km^2)")
+    return rho
+
+
+def make_triple(method: str, locations_km: np.ndarray, phi, rng: np.random.Generator) -> Triple:
+    """Point privatization for ``*0`` methods, distance privatization for ``*1`` methods."""
+    if method.endswith("0"):
+        return PointPrivatization(locations_km, phi, rng=rng)
+    return DistancePrivatization(phi(locations_km), rng=rng)
+
+
+def release_once(triple: Triple, rho: np.ndarray) -> np.ndarray:
+    """The baselines: every user with ``rho > 0`` releases once with all of it; returns spend."""
+    users = np.nonzero(rho > 0)[0]
+    if len(users):
+        triple.release(users, rho[users])
+    return np.where(rho > 0, rho, 0.0)
+
+
+def priv_sav(spent, rho_per_km2) -> float:
+    """PrivSav: mean over asked users of the unspent fraction ``(rho_i - spent_i) / rho_i``."""
+    rho = np.asarray(rho_per_km2, dtype=float)
+    asked = rho > 0
+    if not asked.any():
+        return 0.0
+    return float(np.mean((rho[asked] - np.asarray(spent)[asked]) / rho[asked]))

@@ -1,0 +1,86 @@
+"""Private k nearest neighbours among the users (paper §6.4).
+
+Which k users are nearest to a query point ``p``? ``phi = len_p``. Baselines: the k smallest
+noisy distances, from noisy locations (``BM0``) or noisy distances (``BM1``). ``PM0``/``PM1``
+run PIE-k; if exactly k users survive they are the answer (with probability ``1 - beta/4``
+the true k nearest), otherwise the baseline rule picks among the survivors.
+
+Locations and ``p`` in metres; budgets in 1/km^2; ``value`` is an array of user indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.errors import InputError
+from sim.queries.elimination import (
+    QueryAnswer,
+    budgets_for,
+    check_beta,
+    check_method,
+    locations_in_km,
+    make_triple,
+    pie_k,
+    release_once,
+)
+from sim.queries.kde import _point_km
+
+
+def true_knn(locations_m, point_m, k: int) -> np.ndarray:
+    """Indices of the k locations nearest to ``point_m`` (ties broken by index)."""
+    dist = np.linalg.norm(locations_in_km(locations_m) - _point_km(point_m), axis=1)
+    return np.sort(np.argsort(dist, kind="stable")[:k])
+
+
+def knn(
+    locations_m,
+    point_m,
+    k: int,
+    rho_per_km2,
+    *,
+    method: str = "PM1",
+    rng: np.random.Generator,
+    c: int = 4,
+    scheme: str = "even",
+    beta: float = 0.1,
+) -> QueryAnswer:
+    """Privately find the k asked users nearest to ``point_m``.
+
+    With at most k users asked the answer is all of them and nobody pays (it does not depend
+    on their data). Other parameters as in :func:`sim.queries.range_count.range_count`.
+    """
+    check_method(method)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k={k!r} must be an integer >= 1")
+    xy, p = locations_in_km(locations_m), _point_km(point_m)
+    rho = budgets_for(rho_per_km2, len(xy))
+    asked = rho > 0
+    if asked.sum() <= k:
+        return QueryAnswer(np.nonzero(asked)[0], np.zeros(len(xy)), asked, method)
+
+    def len_p(points_km):
+        return np.linalg.norm(points_km - p, axis=1)
+
+    triple = make_triple(method, xy, len_p, rng)
+    if method.startswith("BM"):
+        spent = release_once(triple, rho)
+        return QueryAnswer(_k_smallest(triple, np.nonzero(asked)[0], k), spent, asked, method)
+    beta = check_beta(beta)
+    elim = pie_k(triple, rho, k=k, c=c, scheme=scheme, beta0=0.25 * beta)
+    survivors = np.nonzero(elim.active)[0]
+    chosen = survivors if len(survivors) == k else _k_smallest(triple, survivors, k)
+    return QueryAnswer(chosen, elim.spent, asked, method, elim)
+
+
+def dist_err(chosen, locations_m, point_m) -> float:
+    """DistErr: ``(Dist(J~, p) - Dist(J*, p)) / Dist(J*, p)``, Dist = summed distance."""
+    dist = np.linalg.norm(locations_in_km(locations_m) - _point_km(point_m), axis=1)
+    chosen = np.asarray(chosen, dtype=np.int64)
+    best = np.sort(dist)[: len(chosen)].sum()
+    got = dist[chosen].sum()
+    return float((got - best) / best) if best > 0 else float(got - best)
+
+
+def _k_smallest(triple, users: np.ndarray, k: int) -> np.ndarray:
+    est = triple.estimate(users)
+    return np.sort(users[np.argsort(est, kind="stable")[:k]])

@@ -1,0 +1,68 @@
+"""Private threshold query (paper Appendix C): is a count below ``threshold``?
+
+Central model: a trusted curator holds a database and asks whether ``|H(x)| < threshold``
+(e.g. how many users sit in a zone, below ``q N``?). ``|H|`` changes by at most 1 when one
+record changes (Hamming metric), so the budget ``rho`` is per record squared (unitless).
+``BM1`` adds ``N(0, 1/(2 rho))`` once; ``PM1`` runs PIE-NI on the single curator with
+``nu_low = nu_high = threshold`` and stops as soon as the answer is settled, spending only
+the rounds it used; if ``c`` rounds do not settle it, the full-budget average decides, exactly
+as ``BM1`` would.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim.errors import InputError
+from sim.queries.elimination import (
+    DistancePrivatization,
+    QueryAnswer,
+    check_beta,
+    pie_ni,
+    release_once,
+)
+
+THRESHOLD_METHODS = ("BM1", "PM1")
+
+
+def threshold_query(
+    value: float,
+    threshold: float,
+    rho: float,
+    *,
+    method: str = "PM1",
+    rng: np.random.Generator,
+    c: int = 8,
+    scheme: str = "even",
+    beta: float = 0.1,
+) -> QueryAnswer:
+    """Privately decide ``value < threshold``; ``answer.value`` is a bool, ``spent`` shape (1,).
+
+    With probability ``1 - beta/4`` an early answer (before ``c`` rounds) is correct.
+    """
+    if method not in THRESHOLD_METHODS:
+        raise InputError(f"method={method!r} must be one of {THRESHOLD_METHODS}")
+    for name, v in (("value", value), ("threshold", threshold), ("rho", rho)):
+        if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)):
+            raise InputError(f"{name}={v!r} must be a finite number")
+    if rho <= 0:
+        raise InputError(f"rho={rho!r} must be > 0")
+    triple = DistancePrivatization(np.array([float(value)]), rng=rng)
+    budget = np.array([float(rho)])
+    asked = np.array([True])
+    if method == "BM1":
+        spent = release_once(triple, budget)
+        return QueryAnswer(
+            bool(triple.estimate(np.array([0]))[0] < threshold), spent, asked, method
+        )
+    t = float(threshold)
+    elim = pie_ni(
+        triple, budget, nu_low=t, nu_high=t, c=c, scheme=scheme, beta0=0.25 * check_beta(beta)
+    )
+    if elim.s1[0] or elim.s0[0]:
+        answer = bool(elim.s1[0])
+    else:
+        answer = bool(triple.estimate(np.array([0]))[0] < t)
+    return QueryAnswer(answer, elim.spent, asked, method, elim)
