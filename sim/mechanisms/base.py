@@ -9,6 +9,18 @@ A mechanism stores its parameters in ``__init__`` (validated there), does its wo
 
 Subclasses implement ``_fit(domain) -> (matrix, info)``; the base class checks the matrix
 (finite, non-negative, rows summing to 1 within 1e-9, then renormalised) and times the fit.
+A mechanism that fits on a sub-domain (e.g. ``domain.restrict(rows)``) returns that domain
+as ``info["domain"]``; it becomes ``domain_`` and the matrix must match it.
+
+Fail closed: for a pure guarantee, ``fit`` runs the exact verifier (sim/privacy/verify.py) on
+the released matrix against ``domain_.dist_xx`` and ``domain_.constraint_pairs`` (exact by
+chaining) and raises :class:`PrivacyViolation` if the smallest epsilon exceeds
+``epsilon * (1 + 1e-9)``; ``info_["verified_epsilon"]`` keeps the certified value.
+
+Conformance tests (tests/test_mechanism_conformance.py) run every registered mechanism on
+40-point domains. A mechanism with required extra parameters or a heavy fit declares the
+small-instance parameters to use there as a class attribute, e.g.
+``conformance_params: ClassVar[dict] = {"n_anchors": 8}`` (``epsilon`` is added by the test).
 """
 
 from __future__ import annotations
@@ -22,9 +34,11 @@ from typing import ClassVar, Self
 import numpy as np
 
 from sim.errors import InputError
+from sim.privacy.verify import PrivacyViolation, verify
 from sim.sampling import sample_rows
 
 ROW_SUM_TOL = 1e-9
+SELF_CHECK_RTOL = 1e-9
 _REGISTRY: dict[str, type[Mechanism]] = {}
 
 
@@ -102,6 +116,8 @@ class Mechanism(ABC):
     """Base class of all location-privacy mechanisms over a finite domain."""
 
     name: ClassVar[str] = "?"
+    # Extra constructor parameters for the 40-point conformance test (see module docstring).
+    conformance_params: ClassVar[dict] = {}
 
     def __init__(self, epsilon: float) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -121,10 +137,32 @@ class Mechanism(ABC):
         start = time.perf_counter()
         matrix, info = self._fit(domain)
         elapsed = time.perf_counter() - start
-        self.matrix_ = _checked_matrix(matrix, domain, type(self).__name__)
-        self.domain_ = domain
-        self.info_ = {"fit_seconds": elapsed, "n_x": domain.n_x, "n_y": domain.n_y, **info}
+        info = dict(info)
+        fitted = info.pop("domain", domain)
+        who = type(self).__name__
+        matrix = _checked_matrix(matrix, fitted, who)
+        verified = self._self_check(matrix, fitted, who)
+        self.matrix_ = matrix
+        self.domain_ = fitted
+        self.info_ = {
+            "fit_seconds": elapsed,
+            "n_x": fitted.n_x,
+            "n_y": fitted.n_y,
+            **info,
+            "verified_epsilon": verified,
+        }
         return self
+
+    def _self_check(self, matrix: np.ndarray, domain, who: str) -> float | None:
+        """Exact check of a pure guarantee (fail closed); ``None`` for other guarantees."""
+        guarantee = self.guarantee
+        if guarantee.kind != "pure":
+            return None
+        eps = guarantee.epsilon_per_km
+        result = verify(matrix, domain.dist_xx, eps, pairs=domain.constraint_pairs)
+        if not result.smallest_epsilon <= eps * (1 + SELF_CHECK_RTOL):
+            raise PrivacyViolation(f"{who} released a matrix that is not {eps:g}/km-mDP: {result}")
+        return result.smallest_epsilon
 
     def sample(self, i: int, rng: np.random.Generator) -> int:
         """Index of one output drawn for secret ``i``."""
@@ -162,7 +200,9 @@ class Mechanism(ABC):
 def _checked_matrix(matrix: np.ndarray, domain, who: str) -> np.ndarray:
     Z = np.array(matrix, dtype=np.float64, copy=True)
     if Z.shape != (domain.n_x, domain.n_y):
-        raise RuntimeError(f"{who} produced a {Z.shape} matrix for a {domain.n_x}x{domain.n_y} domain")
+        raise RuntimeError(
+            f"{who} produced a {Z.shape} matrix for a {domain.n_x}x{domain.n_y} domain"
+        )
     if not np.all(np.isfinite(Z)) or np.any(Z < 0):
         raise RuntimeError(f"{who} produced negative or non-finite probabilities")
     sums = Z.sum(axis=1)

@@ -2,3 +2,7 @@
 
 The verifier imports no mechanism: it trusts only a matrix and the true distances.
 """
+
+from sim.privacy.verify import PrivacyViolation, VerifyResult, verify
+
+__all__ = ["PrivacyViolation", "VerifyResult", "verify"]

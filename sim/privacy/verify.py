@@ -1,0 +1,254 @@
+"""The exact mDP verifier (SPEC §1): trust only a matrix and the true distances.
+
+``Z`` is eps-mDP iff ``Z[i,k] <= exp(eps d(i,j)) Z[j,k]`` for all ordered pairs i != j and
+all outputs k. The check runs in log space: a constraint is broken when
+``log Z[i,k] - log Z[j,k] > eps * d(i,j) * (1 + rtol)`` (a *relative* tolerance, never an
+absolute slack). ``x / 0`` with ``x > 0`` is an infinite loss (broken); ``0 / 0`` is skipped
+(counted as a constraint, never broken). ``d(i,j) = 0`` demands equal entries.
+
+The full check visits all N (N-1) K constraints in blocks of rows, so memory stays bounded
+(a few MB of work space besides the caller's matrix and distances). With ``pairs=`` only the
+listed pairs are checked, in both directions (O(P K)); with ``domain.constraint_pairs`` this is
+exact by chaining (SPEC §1), but the full check is the reference. See docs/mechanisms.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.errors import InputError
+
+DEFAULT_RTOL = 1e-9
+# log(0) is replaced by this finite sentinel: 0/0 gives 0 (never a violation), x/0 gives
+# ~1e300 (read back as an infinite loss) and no NaN reaches the fast max/min reductions.
+# Real log-probabilities of float64 lie in [-745, 0], far from both.
+_ZERO_LOG = -1e300
+_INF_CUT = 1e299
+_BLOCK_ELEMS = 1 << 17  # elements of one work block (1 MiB): stays in cache
+
+
+class PrivacyViolation(RuntimeError):
+    """A released matrix failed the exact mDP check (fail closed)."""
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """Outcome of :func:`verify`.
+
+    Attributes
+    ----------
+    smallest_epsilon
+        ``max ln(Z[i,k] / Z[j,k]) / d(i,j)`` over the checked constraints, per km
+        (``inf`` for an infinite loss, 0 when no ratio exceeds 1).
+    violation_ratio
+        ``n_violations / n_constraints``.
+    worst
+        ``(i, j, k)`` attaining ``smallest_epsilon``, or ``None`` if it is 0.
+    passed
+        No checked constraint is broken at ``epsilon`` with relative tolerance ``rtol``.
+    """
+
+    smallest_epsilon: float
+    violation_ratio: float
+    n_violations: int
+    n_constraints: int
+    worst: tuple[int, int, int] | None
+    passed: bool
+    epsilon: float
+    rtol: float
+    mode: str
+
+    def __str__(self) -> str:
+        verdict = "passed" if self.passed else "FAILED"
+        return (
+            f"{verdict} at {self.epsilon:g}/km ({self.mode}): smallest epsilon "
+            f"{self.smallest_epsilon:.12g}/km, {self.n_violations:,} of "
+            f"{self.n_constraints:,} constraints broken (ratio {self.violation_ratio:.3g}), "
+            f"worst (i, j, k) = {self.worst}"
+        )
+
+
+def verify(
+    matrix,
+    dist,
+    epsilon: float,
+    *,
+    pairs=None,
+    rtol: float = DEFAULT_RTOL,
+    chunk_rows: int = 256,
+) -> VerifyResult:
+    """Check ``matrix`` (N x K) against the true distances ``dist`` (N x N, km) at ``epsilon``.
+
+    Parameters
+    ----------
+    matrix
+        Non-negative finite N x K matrix, ``Z[i,k] = Pr[y_k | x_i]``.
+    dist
+        Non-negative finite N x N distances in km (the TRUE metric).
+    epsilon
+        Budget per km, finite and > 0.
+    pairs
+        Optional (P, 2) index pairs ``i != j``; each is checked in both directions.
+    rtol
+        Relative tolerance on ``eps * d`` (default 1e-9).
+    chunk_rows
+        Rows of the matrix whose logarithms are held at once in the full check.
+    """
+    Z = _as_matrix(matrix)
+    D = _as_dist(dist, len(Z))
+    eps = _as_positive(epsilon, "epsilon")
+    if not (math.isfinite(rtol) and 0 <= rtol < 1):
+        raise InputError(f"rtol={rtol!r} must be in [0, 1)")
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)):
+        raise InputError(f"chunk_rows={chunk_rows!r} must be a positive integer")
+    if chunk_rows < 1:
+        raise InputError(f"chunk_rows={chunk_rows!r} must be a positive integer")
+    acc = _Accumulator(eps, rtol)
+    if pairs is None:
+        _check_all(Z, D, acc, int(chunk_rows))
+        n_constraints = len(Z) * (len(Z) - 1) * Z.shape[1]
+        mode = "all pairs"
+    else:
+        p = _as_pairs(pairs, len(Z))
+        _check_pairs(Z, D, p, acc)
+        n_constraints = 2 * len(p) * Z.shape[1]
+        mode = f"{len(p):,} pairs, both directions"
+    return acc.result(Z, n_constraints, mode)
+
+
+# --------------------------------------------------------------------- the two sweeps
+def _check_all(Z: np.ndarray, D: np.ndarray, acc: _Accumulator, chunk_rows: int) -> None:
+    """All pairs i < j (both directions at once: max gives i->j, -min gives j->i)."""
+    n, k = Z.shape
+    bj = int(np.clip(_BLOCK_ELEMS // max(k, 1), 1, 512))
+    b1 = int(np.clip(_BLOCK_ELEMS // (bj * max(k, 1)), 1, chunk_rows))
+    work = np.empty(b1 * bj * k)  # reused: fresh large arrays would page-fault every block
+    for i0 in range(0, n, chunk_rows):
+        i1 = min(i0 + chunk_rows, n)
+        Li = _logs(Z[i0:i1])
+        for j0 in range(i0, n, bj):
+            j1 = min(j0 + bj, n)
+            Lj = Li[j0 - i0 : j1 - i0] if j1 <= i1 else _logs(Z[j0:j1])
+            for s0 in range(i0, i1, b1):
+                s1 = min(s0 + b1, i1)
+                if s0 >= j1 - 1:
+                    break
+                ii = np.arange(s0, s1)[:, None]
+                jj = np.arange(j0, j1)[None, :]
+                keep = ii < jj
+                diff = work[: (s1 - s0) * (j1 - j0) * k].reshape(s1 - s0, j1 - j0, k)
+                np.subtract(Li[s0 - i0 : s1 - i0, None, :], Lj[None, :, :], out=diff)
+                acc.add(diff, ii, jj, keep, D[s0:s1, j0:j1], D[j0:j1, s0:s1].T)
+
+
+def _check_pairs(Z: np.ndarray, D: np.ndarray, pairs: np.ndarray, acc: _Accumulator) -> None:
+    k = Z.shape[1]
+    step = int(np.clip(_BLOCK_ELEMS // max(k, 1), 1, 4096))
+    for p0 in range(0, len(pairs), step):
+        a, b = pairs[p0 : p0 + step, 0], pairs[p0 : p0 + step, 1]
+        diff = (_logs(Z[a]) - _logs(Z[b]))[:, None, :]
+        keep = np.ones((len(a), 1), dtype=bool)
+        acc.add(diff, a[:, None], b[:, None], keep, D[a, b][:, None], D[b, a][:, None])
+
+
+class _Accumulator:
+    """Running worst ratio, violation counts and the worst pair over blocks of differences."""
+
+    def __init__(self, eps: float, rtol: float) -> None:
+        self.eps, self.rtol = eps, rtol
+        self.best = 0.0
+        self.best_pair: tuple[int, int] | None = None
+        self.n_violations = 0
+
+    def add(self, diff, ii, jj, keep, d_fwd, d_rev) -> None:
+        """``diff[s, t, k] = log Z[ii[s], k] - log Z[jj[t], k]``; ``keep`` masks pairs."""
+        fwd = diff.max(axis=2)
+        rev = -diff.min(axis=2)
+        for loss, d, src, dst in ((fwd, d_fwd, ii, jj), (rev, d_rev, jj, ii)):
+            limit = self.eps * d * (1.0 + self.rtol)
+            broken = keep & (loss > limit)
+            if broken.any():
+                sign = 1.0 if src is ii else -1.0
+                counts = (sign * diff > limit[:, :, None]).sum(axis=2)
+                self.n_violations += int(counts[broken].sum())
+            ratio = _ratios(loss, d)
+            ratio = np.where(keep, ratio, 0.0)
+            pos = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+            if ratio[pos] > self.best:
+                self.best = float(ratio[pos])
+                src_full = np.broadcast_to(src, ratio.shape)
+                dst_full = np.broadcast_to(dst, ratio.shape)
+                self.best_pair = (int(src_full[pos]), int(dst_full[pos]))
+
+    def result(self, Z: np.ndarray, n_constraints: int, mode: str) -> VerifyResult:
+        worst = None
+        if self.best_pair is not None:
+            i, j = self.best_pair
+            worst = (i, j, int(np.argmax(_logs(Z[i]) - _logs(Z[j]))))
+        return VerifyResult(
+            smallest_epsilon=self.best,
+            violation_ratio=self.n_violations / n_constraints if n_constraints else 0.0,
+            n_violations=self.n_violations,
+            n_constraints=n_constraints,
+            worst=worst,
+            passed=self.n_violations == 0,
+            epsilon=self.eps,
+            rtol=self.rtol,
+            mode=mode,
+        )
+
+
+def _ratios(loss: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``loss / d`` per pair: infinite for x/0 or for a positive loss at distance 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(loss > 0, loss / d, 0.0)
+    return np.where(loss >= _INF_CUT, np.inf, ratio)
+
+
+def _logs(rows: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        out = np.log(rows)
+    out[rows == 0] = _ZERO_LOG
+    return out
+
+
+# --------------------------------------------------------------------- validation
+def _as_matrix(matrix) -> np.ndarray:
+    Z = np.asarray(matrix, dtype=np.float64)
+    if Z.ndim != 2 or Z.shape[0] < 1 or Z.shape[1] < 1:
+        raise InputError(f"matrix must be a non-empty N x K array, got shape {Z.shape}")
+    if not np.all(np.isfinite(Z)) or np.any(Z < 0):
+        raise InputError("matrix must be finite and non-negative")
+    return Z
+
+
+def _as_dist(dist, n: int) -> np.ndarray:
+    D = np.asarray(dist, dtype=np.float64)
+    if D.shape != (n, n):
+        raise InputError(f"dist must be {n} x {n} (km between secrets), got shape {D.shape}")
+    if not np.all(np.isfinite(D)) or np.any(D < 0):
+        raise InputError("dist must be finite and non-negative (km)")
+    return D
+
+
+def _as_positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"{name}={value!r} must be a number (per km)")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"{name}={value!r} must be finite and > 0 (per km)")
+    return value
+
+
+def _as_pairs(pairs, n: int) -> np.ndarray:
+    p = np.asarray(pairs)
+    if p.ndim != 2 or p.shape[1] != 2 or not np.issubdtype(p.dtype, np.integer):
+        raise InputError("pairs must be an integer array of shape (P, 2)")
+    if len(p) and (p.min() < 0 or p.max() >= n):
+        raise InputError(f"pairs must index secrets in [0, {n})")
+    if np.any(p[:, 0] == p[:, 1]):
+        raise InputError("pairs must not contain (i, i)")
+    return p.astype(np.int64)
