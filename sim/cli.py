@@ -42,8 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_network_args(p)
     _add_domain_args(p)
 
-    p = sub.add_parser("demo", help="the default job on the bundled Helsinki network")
-    p.add_argument("--n-points", type=int, default=2000, help="secrets |X| (default 2000)")
+    p = sub.add_parser("run", help="run a scenario; write Parquet tables and summary.json")
+    p.add_argument("scenario", help="a TOML scenario file (see docs/scenarios.md)")
+    p.add_argument("--out", help="output folder (default runs/<scenario name>-seed<S>)")
+    p.add_argument("--seed", type=int, help="override scenario.seed")
+    p.add_argument("--ticks", type=int, help="override scenario.ticks")
+    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+
+    p = sub.add_parser("demo", help="run scenarios/helsinki_demo.toml on the bundled network")
+    p.add_argument("--out", help="output folder (default runs/helsinki_demo-seed<S>)")
     return parser
 
 
@@ -117,19 +124,31 @@ def _domain(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("run")
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sim import scenario as scenario_mod
+    from sim.run import run_scenario, summary_table
+
+    scenario = scenario_mod.load(args.scenario)
+    seed = scenario["scenario"]["seed"] if args.seed is None else args.seed
+    out = Path(args.out or f"runs/{scenario['scenario']['name']}-seed{seed}")
+    summary = run_scenario(
+        scenario, out, seed=seed, ticks=args.ticks, progress=True, overwrite=args.force
+    )
+    print(summary_table(summary))
+    print(f"outputs          {out}/ (ticks.parquet, users.parquet, summary.json)")
+    return 0
+
+
 @command("demo")
 def _demo(args: argparse.Namespace) -> int:
-    return _domain(
-        argparse.Namespace(
-            source="helsinki",
-            network_type="walk",
-            n_points=args.n_points,
-            spacing_m=None,
-            grid_cell_m=None,
-            n_outputs=None,
-            metric="road",
-            seed=0,
-        )
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "helsinki_demo.toml"
+    return _run(
+        argparse.Namespace(scenario=str(scenario), out=args.out, seed=None, ticks=None, force=True)
     )
 
 

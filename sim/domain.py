@@ -46,7 +46,9 @@ class Domain:
     graph
         The road graph the domain was built on (shared, not copied), or ``None``.
     x_anchor, y_anchor
-        For road domains: ``(u, v, offset_m)`` per point, locating it on the road graph.
+        For road domains: ``(segment, node, offset_m)`` per point, locating it on the roads.
+    rows_in_parent
+        For a :meth:`restrict`-ed domain, the secret indices in the domain it came from.
     """
 
     x_xy: np.ndarray
@@ -60,6 +62,7 @@ class Domain:
     x_anchor: tuple | None = field(default=None, repr=False)
     y_anchor: tuple | None = field(default=None, repr=False)
     _road_pairs: np.ndarray | None = field(default=None, repr=False)
+    rows_in_parent: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         n, k = len(self.x_xy), len(self.y_xy)
@@ -240,6 +243,7 @@ class Domain:
             metric=self.metric,
             y_in_x=y_in_x,
             graph=self.graph,
+            rows_in_parent=rows if self.rows_in_parent is None else self.rows_in_parent[rows],
         )
 
     @cached_property

@@ -1,0 +1,1 @@
+"""Mesa agents of the simulation: mobile users and the honest-but-curious server."""

@@ -1,0 +1,134 @@
+"""Mobile users on the road network: trips along shortest paths at a speed, with dwell times.
+
+Users live on the secrets X of a road :class:`~sim.domain.Domain`. The secrets and their
+constraint pairs form a graph whose shortest paths are exactly the road distances, so a trip
+is a walk along that graph. Destinations are a fixed set of places drawn from the prior.
+State is held in arrays (one entry per user); a tick advances every user by
+``speed * tick_seconds`` metres and snaps it to the last secret passed, carrying the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from sim.errors import InputError
+
+
+@dataclass(frozen=True)
+class MobilityModel:
+    """What moves users, and what a server may assume about it.
+
+    Attributes
+    ----------
+    places
+        Secret indices of the destinations.
+    step_m
+        Distance travelled per tick, metres.
+    dwell_ticks
+        ``(min, max)`` ticks spent at each destination.
+    reach_km
+        Largest road distance between a user's secrets at consecutive ticks (the step plus
+        the longest gap between adjacent secrets): the support of the tracking kernel.
+    """
+
+    places: np.ndarray
+    step_m: float
+    dwell_ticks: tuple[int, int]
+    reach_km: float
+    _pred: np.ndarray  # (n_places, N): next hop towards each place (shortest-path tree)
+
+    @classmethod
+    def build(
+        cls,
+        domain,
+        *,
+        n_places: int,
+        speed_mps: float,
+        tick_seconds: float,
+        dwell_ticks: tuple[int, int],
+        rng: np.random.Generator,
+    ) -> MobilityModel:
+        """Draw destinations from the prior and precompute routes towards each of them."""
+        if domain.metric != "road":
+            raise InputError("mobility needs a road domain (domain.metric = 'road')")
+        n_places = min(n_places, domain.n_x)
+        places = np.sort(rng.choice(domain.n_x, size=n_places, replace=False, p=domain.prior))
+        pairs = domain.constraint_pairs
+        w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
+        graph = sparse.coo_matrix((w, (pairs[:, 0], pairs[:, 1])), shape=domain.dist_xx.shape)
+        _, pred = csgraph.dijkstra(
+            graph.tocsr(), directed=False, indices=places, return_predecessors=True
+        )
+        longest_gap_km = float(w.max()) if len(w) else 0.0
+        step_m = speed_mps * tick_seconds
+        return cls(
+            places=places,
+            step_m=step_m,
+            dwell_ticks=(int(dwell_ticks[0]), int(dwell_ticks[1])),
+            reach_km=step_m / 1000.0 + longest_gap_km,
+            _pred=pred,
+        )
+
+    def route(self, start: int, place_slot: int) -> np.ndarray:
+        """Secrets from ``start`` to ``places[place_slot]`` along a shortest path."""
+        pred = self._pred[place_slot]
+        path = [start]
+        node = start
+        while pred[node] >= 0:
+            node = int(pred[node])
+            path.append(node)
+        return np.asarray(path, dtype=np.int64)
+
+
+class Population:
+    """Positions and trip state of all users, as arrays."""
+
+    def __init__(self, model: MobilityModel, domain, n_users: int, rng: np.random.Generator):
+        self.model = model
+        self.dist_xx = domain.dist_xx
+        self.position = rng.choice(domain.n_x, size=n_users, p=domain.prior).astype(np.int64)
+        self.dwell_left = rng.integers(0, model.dwell_ticks[1] + 1, size=n_users)
+        self.carry_m = np.zeros(n_users)
+        self._route: list[np.ndarray | None] = [None] * n_users
+        self._hop = np.zeros(n_users, dtype=np.int64)
+
+    @property
+    def n_users(self) -> int:
+        """Number of users."""
+        return len(self.position)
+
+    def step(self, rng: np.random.Generator) -> None:
+        """Advance every user by one tick (dwelling users stay put)."""
+        dwelling = self.dwell_left > 0
+        self.dwell_left[dwelling] -= 1
+        for u in np.nonzero(~dwelling)[0]:
+            if self._route[u] is None:
+                self._start_trip(u, rng)
+            self._advance(u, rng)
+
+    def _start_trip(self, u: int, rng: np.random.Generator) -> None:
+        slot = int(rng.integers(len(self.model.places)))
+        route = self.model.route(int(self.position[u]), slot)
+        self._route[u], self._hop[u], self.carry_m[u] = route, 0, 0.0
+
+    def _advance(self, u: int, rng: np.random.Generator) -> None:
+        route = self._route[u]
+        budget_m = self.carry_m[u] + self.model.step_m
+        hop = self._hop[u]
+        while hop + 1 < len(route):
+            gap_m = self.dist_xx[route[hop], route[hop + 1]] * 1000.0
+            if gap_m > budget_m:
+                break
+            budget_m -= gap_m
+            hop += 1
+        self._hop[u], self.position[u] = hop, route[hop]
+        if hop + 1 == len(route):  # arrived: dwell, then a new trip
+            lo, hi = self.model.dwell_ticks
+            self.dwell_left[u] = rng.integers(lo, hi + 1)
+            self._route[u], self.carry_m[u] = None, 0.0
+        else:
+            self.carry_m[u] = budget_m
