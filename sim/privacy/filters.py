@@ -24,6 +24,7 @@ leaves ``remaining == 0``. NaN, inf and negative costs raise :class:`PrivacyBudg
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -50,12 +51,18 @@ def _two_sum(a, b):
 
 def add_up(a, b):
     """The smallest float >= the exact real ``a + b`` (element-wise, finite inputs)."""
+    if isinstance(a, float) and isinstance(b, float):
+        s, err = _two_sum(a, b)
+        return math.nextafter(s, math.inf) if err > 0 else s
     s, err = _two_sum(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
     return np.where(err > 0, np.nextafter(s, np.inf), s)
 
 
 def sub_down(a, b):
     """The largest float <= the exact real ``a - b``, clipped at 0."""
+    if isinstance(a, float) and isinstance(b, float):
+        s, err = _two_sum(a, -b)
+        return max(math.nextafter(s, -math.inf) if err < 0 else s, 0.0)
     s, err = _two_sum(np.asarray(a, dtype=float), -np.asarray(b, dtype=float))
     s = np.where(err < 0, np.nextafter(s, -np.inf), s)
     return np.maximum(s, 0.0)
@@ -63,8 +70,22 @@ def sub_down(a, b):
 
 def fits(spent, cost, capacity):
     """Whether the exact real ``spent + cost <= capacity`` (element-wise)."""
+    if isinstance(spent, float) and isinstance(cost, float):
+        s, err = _two_sum(spent, cost)
+        return s < capacity or (s == capacity and err <= 0)
     s, err = _two_sum(np.asarray(spent, dtype=float), np.asarray(cost, dtype=float))
     return (s < capacity) | ((s == capacity) & (err <= 0))
+
+
+def _checked_cost(cost) -> float:
+    if isinstance(cost, bool) or not isinstance(cost, (int, float, np.integer, np.floating)):
+        raise PrivacyBudgetError(f"a privacy cost must be a number, got {cost!r}")
+    c = float(cost)
+    if not math.isfinite(c):
+        raise PrivacyBudgetError("privacy costs must be finite (got NaN or inf)")
+    if c < 0:
+        raise PrivacyBudgetError("privacy costs must be >= 0 (got a negative cost)")
+    return c
 
 
 def _checked_costs(costs, n: int | None = None) -> np.ndarray:
@@ -129,7 +150,7 @@ class PrivacyFilter:
     def __init__(self, budget: Notion) -> None:
         self.budget = budget
         self.currency = currency_of(budget)
-        self.capacity = capacity_of(budget)
+        self.capacity = float(capacity_of(budget))
         self.spent = 0.0
         self.halted = False
         self.ledger: list[tuple[object, float]] = []
@@ -137,23 +158,23 @@ class PrivacyFilter:
     @property
     def remaining(self) -> float:
         """Budget left, in the filter's currency, rounded down (0 once halted)."""
-        return 0.0 if self.halted else float(sub_down(self.capacity, self.spent))
+        return 0.0 if self.halted else sub_down(self.capacity, self.spent)
 
     def request(self, cost: float, *, component=None) -> bool:
         """CONT (pay ``cost`` and return True) or HALT (return False, permanently)."""
-        c = float(_checked_costs([cost])[0])
+        c = _checked_cost(cost)
         if self.halted:
             return False
         if not fits(self.spent, c, self.capacity):
             self.halted = True
             return False
-        self.spent = float(add_up(self.spent, c))
+        self.spent = add_up(self.spent, c)
         self.ledger.append((component, c))
         return True
 
     def spend(self, cost: float, *, component=None) -> None:
         """Pay ``cost`` or raise :class:`PrivacyBudgetError` (and change nothing)."""
-        c = float(_checked_costs([cost])[0])
+        c = _checked_cost(cost)
         if self.halted:
             raise PrivacyBudgetError("this user's filter has halted; it answers no more queries")
         if not fits(self.spent, c, self.capacity):
@@ -166,7 +187,7 @@ class PrivacyFilter:
         """Spend per component (for reporting; each value rounded up)."""
         out: dict = defaultdict(float)
         for comp, c in self.ledger:
-            out[comp] = float(add_up(out[comp], c))
+            out[comp] = add_up(out[comp], c)
         return dict(out)
 
 
@@ -254,14 +275,6 @@ class PopulationFilter:
         self._by_component[component] = np.where(paying, add_up(prev, c), prev)
 
 
-def rounded_sum_up(parts) -> float:
-    """``sum(parts)`` rounded so the float is never below the exact real sum."""
-    total = 0.0
-    for p in _checked_costs(parts):
-        total = float(add_up(total, p))
-    return total
-
-
 __all__ = [
     "PopulationFilter",
     "PrivacyFilter",
@@ -270,6 +283,5 @@ __all__ = [
     "cost_in",
     "currency_of",
     "fits",
-    "rounded_sum_up",
     "sub_down",
 ]
