@@ -179,7 +179,6 @@ class ServerAgent(mesa.Agent):
             "mechanism": self.settings["name"],
             "epsilon_per_km": self.settings["epsilon_per_km"],
             "report_epsilon_per_km": self.report_epsilon,
-            "mechanism_generation_s": self.generation_seconds,
             "mechanism_generations": self.n_generations,
             "solver_status": str(info.get("solver_status", info.get("status", "n/a"))),
             "upload_attack_error_km": _mean(self.upload_errors_km),

@@ -32,6 +32,7 @@ class TickLog:
 
     ticks: list[dict] = field(default_factory=list)
     users: list[dict[str, np.ndarray]] = field(default_factory=list)
+    timings: list[dict[str, float]] = field(default_factory=list)
 
 
 class PrivacyModel(mesa.Model):
@@ -136,9 +137,10 @@ class PrivacyModel(mesa.Model):
             **self.server.mechanism_row(),
             **queries,
             **attacks.tick_row(),
-            **timing,
         }
         self.log.ticks.append(row)
+        # wall-clock times differ between identical runs: kept apart from the data
+        self.log.timings.append({"tick": self.tick, "regenerated": bool(regenerated), **timing})
         if self.config["output"]["per_user"]:
             cols = {
                 "tick": np.full(n, self.tick, dtype=np.int64),

@@ -4,6 +4,8 @@ Outputs of ``run_scenario(..., out_dir=DIR)``:
 
 * ``ticks.parquet``: one row per tick (utility, queries, budgets, attacks, timings);
 * ``users.parquet``: one row per (tick, user) when ``output.per_user`` is on;
+* ``timings.parquet``: wall-clock seconds per tick and phase (these differ between identical
+  runs, so they are kept out of the two tables above, which are byte-identical for a seed);
 * ``summary.json``: the scenario, the seed and the run's headline numbers.
 
 Everything is written into a hidden sibling folder first and renamed to ``DIR`` at the end,
@@ -50,8 +52,8 @@ def simulate(
     progress: bool = False,
     graph=None,
     domain=None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the model; return the per-tick and per-user tables."""
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Run the model; return the per-tick, per-user and timing tables."""
     model = PrivacyModel(scenario, rng=seed, graph=graph, domain=domain)
     n_ticks = scenario["scenario"]["ticks"] if ticks is None else ticks
     if n_ticks < 1:
@@ -70,10 +72,10 @@ def simulate(
         if model.log.users
         else {}
     )
-    return ticks_df, users_df
+    return ticks_df, users_df, pd.DataFrame(model.log.timings)
 
 
-def summarize(ticks_df: pd.DataFrame, users_df: pd.DataFrame) -> dict:
+def summarize(ticks_df: pd.DataFrame, timings_df: pd.DataFrame) -> dict:
     """Headline numbers of a run (means over ticks; the final budgets)."""
     out: dict = {"ticks": len(ticks_df)}
     for name in SUMMARY_METRICS:
@@ -85,8 +87,10 @@ def summarize(ticks_df: pd.DataFrame, users_df: pd.DataFrame) -> dict:
     out["halted_users_final"] = int(last["n_halted"])
     out["remaining_budget_mean_final"] = float(last["remaining_budget_mean"])
     out["mechanism_generations"] = int(last["mechanism_generations"])
-    gen = ticks_df.loc[ticks_df["mechanism_regenerated"], "mechanism_generation_s"]
-    out["mechanism_generation_s_mean"] = float(gen.mean()) if len(gen) else math.nan
+    generated = timings_df["regenerated"]
+    out["mechanism_generation_s_mean"] = float(timings_df.loc[generated, "mechanism_s"].mean())
+    phases = ["move_s", "report_s", "query_s", "attack_s"]
+    out["seconds_per_tick_excl_generation"] = float(timings_df[phases].sum(axis=1).mean())
     return out
 
 
@@ -103,14 +107,15 @@ def run_scenario(
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
-    ticks_df, users_df = simulate(scenario, seed=seed, ticks=ticks, progress=progress)
-    summary = summarize(ticks_df, users_df)
+    ticks_df, users_df, timings_df = simulate(scenario, seed=seed, ticks=ticks, progress=progress)
+    summary = summarize(ticks_df, timings_df)
     used_seed = scenario["scenario"]["seed"] if seed is None else seed
     doc = {"scenario": scenario.to_dict(), "seed": used_seed, "summary": summary}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         ticks_df.to_parquet(tmp / "ticks.parquet", index=False)
+        timings_df.to_parquet(tmp / "timings.parquet", index=False)
         if len(users_df):
             users_df.to_parquet(tmp / "users.parquet", index=False)
         (tmp / "summary.json").write_text(json.dumps(doc, indent=2, default=_json_default))

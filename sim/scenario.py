@@ -97,8 +97,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         ),  # fmt: skip
     },
     "mechanism": {
-        "name": Field(str, "dista_lp", "a name from sim.mechanisms.available()"),
-        "epsilon_per_km": Field(NUMBER, 4.0, "budget of one report, per km", _positive),
+        "name": Field(str, "dista_lp", "a name from sim.mechanisms.available()", required=True),
+        "epsilon_per_km": Field(
+            NUMBER, 4.0, "total eps of the mechanism, per km", _positive, required=True
+        ),
         "refresh_every_ticks": Field(
             int,
             0,
@@ -177,42 +179,43 @@ def load(path: str | Path) -> Scenario:
         raise InputError(f"scenario file {str(p)!r} is not valid TOML: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"scenario file {str(p)!r} is not UTF-8 text: {exc}") from exc
-    return from_dict(raw, path=str(p))
+    try:
+        return from_dict(raw, path=str(p))
+    except InputError as exc:
+        raise InputError(f"{p}: {exc}") from None
 
 
 def from_dict(raw: dict[str, Any], *, path: str | None = None) -> Scenario:
     """Validate a nested dict (as parsed from TOML) and fill in defaults."""
-    where = f" in {path}" if path else ""
     unknown = [t for t in raw if t not in SCHEMA and t != "sweep"]
     if unknown:
         raise InputError(
-            f"unknown table [{unknown[0]}]{where}; allowed tables: "
+            f"unknown table [{unknown[0]}]; allowed tables: "
             + ", ".join(f"[{t}]" for t in [*SCHEMA, "sweep"])
         )
     values: dict[str, dict[str, Any]] = {}
     for table, fields in SCHEMA.items():
         given = raw.get(table, {})
         if not isinstance(given, dict):
-            raise InputError(f"[{table}]{where} must be a table, not {type(given).__name__}")
+            raise InputError(f"[{table}] must be a table, not {type(given).__name__}")
         extra = [k for k in given if k not in fields]
         if extra:
             raise InputError(
-                f"unknown field {table}.{extra[0]}{where}; fields of [{table}]: "
-                + ", ".join(fields)
+                f"unknown field {table}.{extra[0]}; fields of [{table}]: " + ", ".join(fields)
             )
         values[table] = {
-            name: _field_value(f"{table}.{name}", f, given, where) for name, f in fields.items()
+            name: _field_value(f"{table}.{name}", f, given) for name, f in fields.items()
         }
-    _check_mechanism(values, where)
-    sweep = _check_sweep(raw.get("sweep", {}), where)
+    _check_mechanism(values)
+    sweep = _check_sweep(raw.get("sweep", {}))
     return Scenario(values=values, sweep=sweep, path=path)
 
 
-def _field_value(dotted: str, f: Field, given: dict, where: str) -> Any:
+def _field_value(dotted: str, f: Field, given: dict) -> Any:
     name = dotted.split(".", 1)[1]
     if name not in given:
         if f.required:
-            raise InputError(f"missing field {dotted}{where}: {f.help}")
+            raise InputError(f"missing field {dotted}: {f.help}")
         return copy.deepcopy(f.default)
     value = given[name]
     kinds = f.kind if isinstance(f.kind, tuple) else (f.kind,)
@@ -220,49 +223,48 @@ def _field_value(dotted: str, f: Field, given: dict, where: str) -> Any:
     if not ok:
         expected = " or ".join(k.__name__ for k in kinds)
         raise InputError(
-            f"field {dotted}{where} must be {expected}, got {type(value).__name__} {value!r} "
-            f"({f.help})"
+            f"field {dotted} must be {expected}, got {type(value).__name__} {value!r} ({f.help})"
         )
     if f.check is not None:
         problem = f.check(value)
         if problem:
-            raise InputError(f"field {dotted}{where} = {value!r} {problem} ({f.help})")
+            raise InputError(f"field {dotted} = {value!r} {problem} ({f.help})")
     return float(value) if f.kind is NUMBER else value
 
 
-def _check_mechanism(values: dict, where: str) -> None:
+def _check_mechanism(values: dict) -> None:
     from sim.mechanisms import available
 
     name = values["mechanism"]["name"]
     if name not in available():
         raise InputError(
-            f"field mechanism.name{where} = {name!r} is not a mechanism; "
+            f"field mechanism.name = {name!r} is not a mechanism; "
             f"available: {', '.join(available())}"
         )
 
 
-def _check_sweep(sweep: Any, where: str) -> dict[str, Any]:
+def _check_sweep(sweep: Any) -> dict[str, Any]:
     if not isinstance(sweep, dict):
-        raise InputError(f"[sweep]{where} must be a table")
+        raise InputError("[sweep] must be a table")
     out: dict[str, Any] = {}
     for key, values in sweep.items():
         if key == "repetitions":
             if isinstance(values, bool) or not isinstance(values, int) or values < 1:
-                raise InputError(f"sweep.repetitions{where} must be an integer >= 1")
+                raise InputError("sweep.repetitions must be an integer >= 1")
             out[key] = values
             continue
         if "." not in key:
             raise InputError(
-                f'sweep key {key!r}{where} must name a field as "table.field", '
+                f'sweep key {key!r} must name a field as "table.field", '
                 'e.g. "mechanism.epsilon_per_km" = [4, 7, 10]'
             )
         table, name = key.split(".", 1)
         if table not in SCHEMA or name not in SCHEMA[table]:
-            raise InputError(f"sweep key {key!r}{where} is not a scenario field")
+            raise InputError(f"sweep key {key!r} is not a scenario field")
         if not isinstance(values, list) or not values:
-            raise InputError(f"sweep.{key}{where} must be a non-empty list of values")
+            raise InputError(f"sweep.{key} must be a non-empty list of values")
         for v in values:  # each value must pass the field's own validation
-            _field_value(key, SCHEMA[table][name], {name: v}, where)
+            _field_value(key, SCHEMA[table][name], {name: v})
         out[key] = values
     return out
 
@@ -287,6 +289,7 @@ def reference_markdown() -> str:
         for name, f in fields.items():
             kinds = f.kind if isinstance(f.kind, tuple) else (f.kind,)
             kind = " or ".join(k.__name__ for k in kinds)
-            lines.append(f"| `{name}` | {kind} | `{f.default!r}` | {f.help} |")
+            default = "required" if f.required else f"`{f.default!r}`"
+            lines.append(f"| `{name}` | {kind} | {default} | {f.help} |")
         lines.append("")
     return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""Scenario files: defaults, validation messages that name the field, the shipped scenarios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sim import scenario as sc
+from sim.errors import InputError
+
+SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.toml"))
+MINIMAL = '[mechanism]\nname = "em"\nepsilon_per_km = 4.0\n'
+
+
+def _load(tmp_path, text: str):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return sc.load(path)
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_shipped_scenarios_validate(path):
+    s = sc.load(path)
+    assert s["scenario"]["name"] == path.stem
+
+
+def test_required_scenarios_are_shipped():
+    names = {p.name for p in SCENARIOS}
+    assert {
+        "helsinki_demo.toml",
+        "mechanism_compare.toml",
+        "budgeting.toml",
+        "attack.toml",
+    } <= names
+
+
+def test_defaults_fill_missing_optional_fields(tmp_path):
+    s = _load(tmp_path, MINIMAL)
+    assert s.get("users.count") == 50 and s.get("network.source") == "helsinki"
+    assert isinstance(s.get("mechanism.epsilon_per_km"), float)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[mechanism\nname = 1", "not valid TOML"),
+        (MINIMAL + "[users]\ncount = 'many'\n", "users.count must be int"),
+        (MINIMAL + "[users]\ncount = 0\n", r"users.count = 0 must be >= 1"),
+        (MINIMAL + "[users]\nspeed_mps = -1.0\n", "users.speed_mps"),
+        (MINIMAL + "[users]\ncolour = 'red'\n", "unknown field users.colour"),
+        (MINIMAL + "[weather]\nrain = true\n", r"unknown table \[weather\]"),
+        ('[mechanism]\nname = "em"\n', "missing field mechanism.epsilon_per_km"),
+        ('[mechanism]\nname = "nope"\nepsilon_per_km = 1.0\n', "mechanism.name.*available"),
+        (MINIMAL + "[domain]\nmetric = 'l3'\n", "domain.metric.*road, l1, l2, linf"),
+        (MINIMAL + "[users]\ndwell_ticks = [5, 1]\n", r"users.dwell_ticks.*min <= max"),
+        (MINIMAL + "[queries]\nbeta = 1.5\n", "queries.beta"),
+        (MINIMAL + "[queries]\nkinds = ['range', 'sql']\n", r"queries.kinds.*'sql'"),
+        (MINIMAL + "[users]\ncount = true\n", "users.count must be int"),
+        (MINIMAL + '[sweep]\n"users.count" = []\n', "sweep.users.count.*non-empty"),
+        (MINIMAL + '[sweep]\n"users.count" = [10, -1]\n', "users.count = -1"),
+        (MINIMAL + '[sweep]\n"users.nothing" = [1]\n', "not a scenario field"),
+        (MINIMAL + "[sweep]\nrepetitions = 0\n", "repetitions"),
+    ],
+)
+def test_bad_input_names_the_field(tmp_path, text, message):
+    with pytest.raises(InputError, match=message):
+        _load(tmp_path, text)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        sc.load(tmp_path / "nope.toml")
+
+
+def test_replace_revalidates(tmp_path):
+    s = _load(tmp_path, MINIMAL)
+    assert s.replace(**{"users.count": 7}).get("users.count") == 7
+    with pytest.raises(InputError, match="users.count"):
+        s.replace(**{"users.count": -7})
+
+
+def test_reference_lists_every_field():
+    ref = sc.reference_markdown()
+    for table, fields in sc.SCHEMA.items():
+        for name in fields:
+            assert f"`{name}`" in ref, f"{table}.{name}"
