@@ -1,0 +1,186 @@
+"""The exact mDP verifier: known smallest epsilons, planted leaks, zeros, chunking, pairs mode."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sim.errors import InputError
+from sim.mechanisms.em import exponential_matrix
+from sim.privacy import verify
+
+
+def _line(n: int, step_km: float = 0.1) -> np.ndarray:
+    pos = np.arange(n) * step_km
+    return np.abs(pos[:, None] - pos[None, :])
+
+
+def test_two_point_matrix_has_the_hand_computed_smallest_epsilon():
+    Z = np.array([[0.8, 0.2], [0.4, 0.6]])
+    dist = np.array([[0.0, 0.5], [0.5, 0.0]])
+    expected = max(math.log(0.8 / 0.4), math.log(0.6 / 0.2)) / 0.5  # ln 3 / 0.5
+    r = verify(Z, dist, 3.0)
+    assert r.smallest_epsilon == pytest.approx(expected, rel=1e-12)
+    assert r.worst == (1, 0, 1)
+    assert r.passed and r.n_violations == 0 and r.n_constraints == 2 * 1 * 2
+
+
+def test_budget_just_below_smallest_epsilon_fails_and_just_above_passes():
+    Z = np.array([[0.8, 0.2], [0.4, 0.6]])
+    dist = np.array([[0.0, 0.5], [0.5, 0.0]])
+    eps_min = math.log(3.0) / 0.5
+    assert verify(Z, dist, eps_min * (1 + 1e-12)).passed
+    low = verify(Z, dist, eps_min * (1 - 1e-6))
+    assert not low.passed
+    assert low.n_violations == 1 and low.violation_ratio == pytest.approx(1 / 4)
+
+
+def test_relative_tolerance_is_relative_not_absolute():
+    # A leak of 1e-6 in log space on a 1 m pair is a 1e-3 relative breach: must be caught,
+    # although it is far below the 0.01 absolute slack some peers use.
+    dist = _line(2, 0.001)
+    eps = 1.0
+    ratio = math.exp(eps * 0.001 + 1e-6)
+    Z = np.array([[0.5 * ratio, 1 - 0.5 * ratio], [0.5, 0.5]])
+    r = verify(Z, dist, eps)
+    assert not r.passed and r.worst in [(0, 1, 0), (1, 0, 1)]
+    assert r.smallest_epsilon > eps * (1 + 9e-4)
+
+
+def test_planted_violation_is_found_and_counted_exactly():
+    dist = _line(6)
+    Z = exponential_matrix(dist, 4.0)
+    assert verify(Z, dist, 4.0).passed
+    bad = Z.copy()
+    bad[2, 5] *= 2.0  # row 2 gains mass on output 5 against every other row
+    bad[2] /= bad[2].sum()
+    r = verify(bad, dist, 4.0)
+    assert not r.passed
+    assert r.worst[0] == 2 or r.worst[1] == 2
+    brute = _brute_force(bad, dist, 4.0)
+    assert r.n_violations == brute[1]
+    assert r.smallest_epsilon == pytest.approx(brute[0], rel=1e-12)
+
+
+def test_positive_over_zero_is_an_infinite_loss():
+    Z = np.array([[1.0, 0.0], [0.5, 0.5]])
+    dist = _line(2)
+    r = verify(Z, dist, 10.0)
+    assert math.isinf(r.smallest_epsilon)
+    assert r.worst == (1, 0, 1)
+    assert r.n_violations == 1
+
+
+def test_zero_over_zero_is_skipped_but_counted():
+    Z = np.array([[0.7, 0.3, 0.0], [0.6, 0.4, 0.0]])
+    dist = _line(2, 1.0)
+    r = verify(Z, dist, 1.0)
+    assert r.passed and r.n_constraints == 2 * 3
+    assert r.smallest_epsilon == pytest.approx(math.log(0.4 / 0.3), rel=1e-12)
+
+
+def test_tiny_entries_are_compared_in_log_space():
+    Z = np.array([[1.0 - 1e-300, 1e-300], [1.0 - 4e-300, 4e-300]])
+    dist = _line(2, 1.0)
+    r = verify(Z, dist, 2.0)
+    assert r.smallest_epsilon == pytest.approx(math.log(4.0), rel=1e-9)
+    assert r.worst == (1, 0, 1)
+
+
+def test_zero_distance_demands_equal_rows():
+    dist = np.zeros((2, 2))
+    assert verify(np.array([[0.5, 0.5], [0.5, 0.5]]), dist, 1.0).passed
+    r = verify(np.array([[0.5, 0.5], [0.5 + 1e-12, 0.5 - 1e-12]]), dist, 1.0)
+    assert not r.passed and math.isinf(r.smallest_epsilon)
+
+
+def test_chunked_sweep_equals_one_block_and_brute_force():
+    rng = np.random.default_rng(3)
+    pts = rng.uniform(0, 2.0, size=(37, 2))
+    dist = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1))
+    Z = rng.dirichlet(np.ones(11), size=37)
+    Z[5, 3] = 0.0
+    Z[9, :] = Z[8, :]
+    whole = verify(Z, dist, 2.0, chunk_rows=1000)
+    for rows in (1, 4, 13):
+        part = verify(Z, dist, 2.0, chunk_rows=rows)
+        assert part.smallest_epsilon == whole.smallest_epsilon
+        assert part.n_violations == whole.n_violations and part.worst == whole.worst
+    best, count = _brute_force(Z, dist, 2.0)
+    assert whole.n_violations == count
+    assert whole.smallest_epsilon == best
+
+
+def test_pairs_mode_equals_full_check_on_a_road_domain(road_domain_small):
+    d = road_domain_small
+    Z = exponential_matrix(d.dist_xy, 4.0)
+    full = verify(Z, d.dist_xx, 4.0)
+    paired = verify(Z, d.dist_xx, 4.0, pairs=d.constraint_pairs)
+    assert paired.smallest_epsilon == pytest.approx(full.smallest_epsilon, rel=1e-9)
+    assert paired.n_constraints == 2 * len(d.constraint_pairs) * d.n_y
+    # a leak planted on a non-edge pair is seen through the chain of edges as well
+    bad = Z.copy()
+    bad[0] *= np.exp(np.linspace(0, 0.5, d.n_y))
+    bad[0] /= bad[0].sum()
+    full_bad = verify(bad, d.dist_xx, 4.0)
+    paired_bad = verify(bad, d.dist_xx, 4.0, pairs=d.constraint_pairs)
+    assert not full_bad.passed and not paired_bad.passed
+    assert paired_bad.smallest_epsilon == pytest.approx(full_bad.smallest_epsilon, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"epsilon": 0.0},
+        {"epsilon": float("nan")},
+        {"epsilon": float("inf")},
+        {"epsilon": -1.0},
+        {"rtol": -1e-9},
+        {"chunk_rows": 0},
+        {"pairs": np.array([[0, 0]])},
+        {"pairs": np.array([[0, 7]])},
+        {"pairs": np.array([0.0, 1.0])},
+    ],
+)
+def test_bad_arguments_raise_input_error(kwargs):
+    Z = np.full((3, 2), 0.5)
+    args = {"epsilon": 1.0, **kwargs}
+    eps = args.pop("epsilon")
+    with pytest.raises(InputError):
+        verify(Z, _line(3), eps, **args)
+
+
+@pytest.mark.parametrize(
+    "Z, dist",
+    [
+        (np.array([[0.5, -0.1]]), np.zeros((1, 1))),
+        (np.array([[np.nan, 1.0]]), np.zeros((1, 1))),
+        (np.full((2, 2), 0.5), np.zeros((3, 3))),
+        (np.full((2, 2), 0.5), np.array([[0.0, -1.0], [-1.0, 0.0]])),
+    ],
+)
+def test_bad_matrix_or_distances_raise_input_error(Z, dist):
+    with pytest.raises(InputError):
+        verify(Z, dist, 1.0)
+
+
+def _brute_force(Z: np.ndarray, dist: np.ndarray, eps: float) -> tuple[float, int]:
+    """Triple loop in Python: the reference (smallest epsilon, violations)."""
+    n, k = Z.shape
+    best, count = 0.0, 0
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            for c in range(k):
+                a, b = Z[i, c], Z[j, c]
+                if a == 0:
+                    continue
+                loss = math.inf if b == 0 else math.log(a) - math.log(b)
+                if loss > eps * dist[i, j] * (1 + 1e-9):
+                    count += 1
+                if loss > 0:
+                    best = max(best, math.inf if dist[i, j] == 0 else loss / dist[i, j])
+    return best, count
