@@ -110,7 +110,7 @@ def test_the_remaining_budget_can_be_spent_exactly(budget, seq):
 
 
 @pytest.mark.slow
-@settings(max_examples=5000, deadline=None)
+@settings(max_examples=3000, deadline=None)
 @given(budget=budgets, seq=SEQUENCES)
 def test_thousands_of_adaptive_sequences_stay_within_budget_and_spend_exactly(budget, seq):
     _never_past_budget(budget, seq)

@@ -66,7 +66,8 @@ def allocate(
         if strategy == "linear" and l >= 2:
             p = 1.0 if m == 2 else proportion + (1.0 - proportion) * (l - 2) / (m - 2)
         savings = np.maximum(rem - left * base, 0.0)
-        alloc = base + p * savings
+        # p = 1 means "use everything left": exactly rem (base + (rem - base) may round off).
+        alloc = rem if p == 1.0 else base + p * savings
     return np.minimum(np.broadcast_to(alloc, rem.shape), rem)
 
 
