@@ -47,6 +47,8 @@ _KEEP_EDGE_ATTRS = ("osmid", "highway", "name", "oneway", "length", "geometry")
 _KEEP_NODE_ATTRS = ("x", "y", "lon", "lat", "street_count")
 # Bump when processing changes, so stale caches are not reused.
 _CACHE_VERSION = "1"
+# Graphs already loaded in this process, by cache file (GraphML parsing takes seconds).
+_MEMO: dict[Path, object] = {}
 
 
 def cache_dir() -> Path:
@@ -97,14 +99,18 @@ def load_network(source: str | os.PathLike = "helsinki", *, network_type: str = 
     -------
     networkx.MultiDiGraph
         Node attributes ``x``, ``y`` (metres, projected CRS); edge attribute ``length`` (metres).
+        Loads are memoised per process: treat the graph as read-only (copy it to modify).
     """
     if network_type not in NETWORK_TYPES:
         raise InputError(f"network_type={network_type!r} is not supported; use 'walk' or 'drive'")
     source_str = os.fspath(source)
     kind, path = _resolve(source_str)
     cached = _cache_path(kind, path or source_str, network_type)
+    if cached in _MEMO:
+        return _MEMO[cached]
     if cached.exists():
-        return _load_graphml(cached)
+        _MEMO[cached] = _load_graphml(cached)
+        return _MEMO[cached]
     if kind == "pbf":
         raw = _read_pbf(path, network_type)
     elif kind == "osm":
@@ -117,6 +123,7 @@ def load_network(source: str | os.PathLike = "helsinki", *, network_type: str = 
         raw = _download_place(source_str, network_type)
     G = _process(raw, network_type=network_type, source=source_str)
     _save_graphml_atomic(G, cached)
+    _MEMO[cached] = G
     return G
 
 

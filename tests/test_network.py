@@ -36,10 +36,16 @@ def test_test_extract_loads_for_walk_and_drive(helsinki_test_walk):
     assert 0 < drive.number_of_nodes() < helsinki_test_walk.number_of_nodes()
 
 
-def test_second_load_comes_from_the_graphml_cache(helsinki_walk, tmp_path):
+def test_second_load_comes_from_the_graphml_cache(helsinki_walk, monkeypatch):
+    import sim.network as network
+
+    assert load_network("helsinki") is helsinki_walk  # memoised in this process
+    monkeypatch.setattr(network, "_MEMO", {})
+    monkeypatch.setattr(network, "_read_pbf", lambda *a: pytest.fail("parsed the PBF again"))
     again = load_network("helsinki")
     assert again.number_of_nodes() == helsinki_walk.number_of_nodes()
     assert again.graph.get("mdpsim_processed") is True
+    assert list((network.cache_dir() / "graphs").glob("Helsinki-walk-*.graphml"))
 
 
 def test_graphml_file_round_trips(helsinki_test_walk, tmp_path):
