@@ -121,41 +121,59 @@ def verify(
 
 # --------------------------------------------------------------------- the two sweeps
 def _check_all(Z: np.ndarray, D: np.ndarray, acc: _Accumulator, chunk_rows: int) -> None:
-    """All pairs i < j (both directions at once: max gives i->j, -min gives j->i)."""
+    """All pairs i < j (both directions at once: max gives i->j, -min gives j->i).
+
+    The inner loop only reduces blocks of differences into the chunk's loss arrays
+    (``chunk_rows x N``); the bookkeeping then runs once per chunk, vectorised.
+    """
     n, k = Z.shape
-    bj = int(np.clip(_BLOCK_ELEMS // max(k, 1), 1, 512))
-    b1 = int(np.clip(_BLOCK_ELEMS // (bj * max(k, 1)), 1, chunk_rows))
+    bj = int(np.clip(_BLOCK_ELEMS // k, 1, 1024))
+    b1 = int(np.clip(_BLOCK_ELEMS // (bj * k), 1, chunk_rows))
     work = np.empty(b1 * bj * k)  # reused: fresh large arrays would page-fault every block
     for i0 in range(0, n, chunk_rows):
         i1 = min(i0 + chunk_rows, n)
         Li = _logs(Z[i0:i1])
-        for j0 in range(i0, n, bj):
+        fwd = np.full((i1 - i0, n), -np.inf)
+        rev = np.full((i1 - i0, n), -np.inf)
+        for j0 in range(i0 + 1, n, bj):
             j1 = min(j0 + bj, n)
             Lj = Li[j0 - i0 : j1 - i0] if j1 <= i1 else _logs(Z[j0:j1])
-            for s0 in range(i0, i1, b1):
+            for s0 in range(i0, min(i1, j1 - 1), b1):
                 s1 = min(s0 + b1, i1)
-                if s0 >= j1 - 1:
-                    break
-                ii = np.arange(s0, s1)[:, None]
-                jj = np.arange(j0, j1)[None, :]
-                keep = ii < jj
                 diff = work[: (s1 - s0) * (j1 - j0) * k].reshape(s1 - s0, j1 - j0, k)
                 np.subtract(Li[s0 - i0 : s1 - i0, None, :], Lj[None, :, :], out=diff)
-                acc.add(diff, ii, jj, keep, D[s0:s1, j0:j1], D[j0:j1, s0:s1].T)
+                diff.max(axis=2, out=fwd[s0 - i0 : s1 - i0, j0:j1])
+                diff.min(axis=2, out=rev[s0 - i0 : s1 - i0, j0:j1])
+        np.negative(rev, out=rev)
+        ii = np.arange(i0, i1)[:, None]
+        jj = np.arange(n)[None, :]
+        keep = ii < jj
+        acc.add(
+            Z, fwd, np.broadcast_to(ii, fwd.shape), np.broadcast_to(jj, fwd.shape), keep, D[i0:i1]
+        )
+        acc.add(
+            Z,
+            rev,
+            np.broadcast_to(jj, rev.shape),
+            np.broadcast_to(ii, rev.shape),
+            keep,
+            D[:, i0:i1].T,
+        )
 
 
 def _check_pairs(Z: np.ndarray, D: np.ndarray, pairs: np.ndarray, acc: _Accumulator) -> None:
     k = Z.shape[1]
-    step = int(np.clip(_BLOCK_ELEMS // max(k, 1), 1, 4096))
+    step = int(np.clip(_BLOCK_ELEMS // k, 1, 4096))
     for p0 in range(0, len(pairs), step):
         a, b = pairs[p0 : p0 + step, 0], pairs[p0 : p0 + step, 1]
-        diff = (_logs(Z[a]) - _logs(Z[b]))[:, None, :]
-        keep = np.ones((len(a), 1), dtype=bool)
-        acc.add(diff, a[:, None], b[:, None], keep, D[a, b][:, None], D[b, a][:, None])
+        diff = _logs(Z[a]) - _logs(Z[b])
+        keep = np.ones(len(a), dtype=bool)
+        acc.add(Z, diff.max(axis=1), a, b, keep, D[a, b])
+        acc.add(Z, -diff.min(axis=1), b, a, keep, D[b, a])
 
 
 class _Accumulator:
-    """Running worst ratio, violation counts and the worst pair over blocks of differences."""
+    """Running worst ratio, worst pair and violation count over batches of pair losses."""
 
     def __init__(self, eps: float, rtol: float) -> None:
         self.eps, self.rtol = eps, rtol
@@ -163,25 +181,17 @@ class _Accumulator:
         self.best_pair: tuple[int, int] | None = None
         self.n_violations = 0
 
-    def add(self, diff, ii, jj, keep, d_fwd, d_rev) -> None:
-        """``diff[s, t, k] = log Z[ii[s], k] - log Z[jj[t], k]``; ``keep`` masks pairs."""
-        fwd = diff.max(axis=2)
-        rev = -diff.min(axis=2)
-        for loss, d, src, dst in ((fwd, d_fwd, ii, jj), (rev, d_rev, jj, ii)):
-            limit = self.eps * d * (1.0 + self.rtol)
-            broken = keep & (loss > limit)
-            if broken.any():
-                sign = 1.0 if src is ii else -1.0
-                counts = (sign * diff > limit[:, :, None]).sum(axis=2)
-                self.n_violations += int(counts[broken].sum())
-            ratio = _ratios(loss, d)
-            ratio = np.where(keep, ratio, 0.0)
-            pos = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-            if ratio[pos] > self.best:
-                self.best = float(ratio[pos])
-                src_full = np.broadcast_to(src, ratio.shape)
-                dst_full = np.broadcast_to(dst, ratio.shape)
-                self.best_pair = (int(src_full[pos]), int(dst_full[pos]))
+    def add(self, Z, loss, src, dst, keep, d) -> None:
+        """``loss = max_k log Z[src,k] - log Z[dst,k]`` per pair (same-shape arrays)."""
+        limit = self.eps * d * (1.0 + self.rtol)
+        broken = keep & (loss > limit)
+        if broken.any():
+            self.n_violations += _count_broken(Z, src[broken], dst[broken], limit[broken])
+        ratio = np.where(keep, _ratios(loss, d), 0.0)
+        pos = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+        if ratio[pos] > self.best:
+            self.best = float(ratio[pos])
+            self.best_pair = (int(src[pos]), int(dst[pos]))
 
     def result(self, Z: np.ndarray, n_constraints: int, mode: str) -> VerifyResult:
         worst = None
@@ -199,6 +209,17 @@ class _Accumulator:
             rtol=self.rtol,
             mode=mode,
         )
+
+
+def _count_broken(Z: np.ndarray, src, dst, limit) -> int:
+    """Number of outputs k with ``log Z[src,k] - log Z[dst,k] > limit``, summed over pairs."""
+    step = int(np.clip(_BLOCK_ELEMS // Z.shape[1], 1, 4096))
+    total = 0
+    for p0 in range(0, len(src), step):
+        a, b = src[p0 : p0 + step], dst[p0 : p0 + step]
+        diff = _logs(Z[a]) - _logs(Z[b])
+        total += int((diff > limit[p0 : p0 + step, None]).sum())
+    return total
 
 
 def _ratios(loss: np.ndarray, d: np.ndarray) -> np.ndarray:
