@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from sim.errors import InputError
+from sim.mechanisms.base import Mechanism
 from sim.mechanisms.em import exponential_matrix
-from sim.privacy import verify
+from sim.privacy import PrivacyViolation, verify
 
 
 def _line(n: int, step_km: float = 0.1) -> np.ndarray:
@@ -184,3 +185,34 @@ def _brute_force(Z: np.ndarray, dist: np.ndarray, eps: float) -> tuple[float, in
                 if loss > 0:
                     best = max(best, math.inf if dist[i, j] == 0 else loss / dist[i, j])
     return best, count
+
+
+class _Fixed(Mechanism):
+    """An unregistered mechanism releasing a given matrix (optionally on a sub-domain)."""
+
+    def __init__(self, epsilon: float, matrix: np.ndarray, rows=None) -> None:
+        super().__init__(epsilon)
+        self.matrix, self.rows = matrix, rows
+
+    def _fit(self, domain):
+        if self.rows is None:
+            return self.matrix, {}
+        return self.matrix, {"domain": domain.restrict(self.rows)}
+
+
+def test_fit_fails_closed_on_a_leaky_matrix(l2_domain_small):
+    d = l2_domain_small
+    Z = exponential_matrix(d.dist_xy, 4.0)
+    assert _Fixed(4.0, Z).fit(d).info_["verified_epsilon"] <= 4.0
+    with pytest.raises(PrivacyViolation, match="not 3/km-mDP"):
+        _Fixed(3.0, Z).fit(d)  # EM at 4/km is not 3/km-mDP on this domain
+
+
+def test_fit_verifies_against_the_sub_domain_it_returns(road_domain_small):
+    d = road_domain_small
+    rows = np.arange(0, d.n_x, 2)
+    sub = d.restrict(rows)
+    mech = _Fixed(4.0, exponential_matrix(sub.dist_xy, 4.0), rows=rows).fit(d)
+    assert mech.domain_.n_x == len(rows) and mech.matrix_.shape == (len(rows), d.n_y)
+    with pytest.raises(RuntimeError, match="matrix for a"):
+        _Fixed(4.0, exponential_matrix(d.dist_xy, 4.0), rows=rows).fit(d)
