@@ -20,41 +20,45 @@ _SCALE = float(2**_BITS)
 
 
 def sample_rows(matrix: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One exact draw of a column index for each row index in ``rows``."""
+    """One exact draw of a column index for each row index in ``rows`` (vectorised)."""
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty(len(rows), dtype=np.int64)
     if len(rows) == 0:
         return out
     ticks = rng.integers(0, 2**_BITS, size=len(rows), dtype=np.int64)
-    order = np.argsort(rows, kind="stable")
-    uniq, starts = np.unique(rows[order], return_index=True)
-    bounds = np.append(starts, len(rows))
-    for r, lo, hi in zip(uniq, bounds[:-1], bounds[1:], strict=True):
-        idx = order[lo:hi]
-        out[idx] = _sample_row(matrix[r], ticks[idx], rng)
+    chunk = max(1, _CHUNK_ENTRIES // matrix.shape[1])
+    for start in range(0, len(rows), chunk):
+        part = slice(start, start + chunk)
+        out[part] = _sample_block(matrix, rows[part], ticks[part], rng)
     return out
+
+
+_CHUNK_ENTRIES = 2**20
 
 
 def _sample_row(p: np.ndarray, ticks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    cdf = np.cumsum(p)
-    total = cdf[-1]
-    if not total > 0:
+    """Draws from one row ``p`` for the given 53-bit ``ticks`` (tests drive the ticks)."""
+    return _sample_block(p[None, :], np.zeros(len(ticks), dtype=np.int64), ticks, rng)
+
+
+def _sample_block(matrix, rows, ticks, rng) -> np.ndarray:
+    p = matrix[rows]  # (m, K)
+    cdf = np.cumsum(p, axis=1)
+    total = cdf[:, -1]
+    if not np.all(total > 0):
         raise ValueError("cannot sample from a row whose entries sum to zero")
     # |cdf_float[k] - cdf_exact[k]| <= k * 2^-53 * total (cumsum of non-negative floats), and
     # the uniform's interval is [ticks, ticks + 1) * total / 2^53, itself rounded.
-    err = (len(p) + 4) * np.finfo(float).eps * total
+    err = (p.shape[1] + 4) * np.finfo(float).eps * total
     lo = ticks * (total / _SCALE)
     hi = (ticks + 1) * (total / _SCALE)
-    k = np.searchsorted(cdf, lo, side="right")
-    k = np.minimum(k, len(p) - 1)
-    left = np.where(k > 0, cdf[np.maximum(k - 1, 0)], 0.0)
-    safe = (lo - err >= left) & (hi + err < cdf[k]) & (p[k] > 0)
-    out = k.copy()
-    if not np.all(safe):
-        exact = _ExactRow(p)
-        for m in np.nonzero(~safe)[0]:
-            out[m] = exact.draw(int(ticks[m]), rng)
-    return out
+    k = np.minimum((cdf <= lo[:, None]).sum(axis=1), p.shape[1] - 1)
+    m = np.arange(len(rows))
+    left = np.where(k > 0, cdf[m, np.maximum(k - 1, 0)], 0.0)
+    safe = (lo - err >= left) & (hi + err < cdf[m, k]) & (p[m, k] > 0)
+    for j in np.nonzero(~safe)[0]:
+        k[j] = _ExactRow(p[j]).draw(int(ticks[j]), rng)
+    return k
 
 
 class _ExactRow:
