@@ -131,12 +131,15 @@ def test_population_spend_is_atomic_and_fails_closed():
     with pytest.raises(PrivacyBudgetError):
         pop.spend(np.array([0.1, 0.1]))  # wrong shape
     assert np.array_equal(pop.spent, before[0]) and np.array_equal(pop.halted, before[1])
+    assert pop.affordable(np.array([0.5, 0.75, 1.0])).tolist() == [True, True, True]
+    assert pop.affordable(np.array([0.6, 0.0, 1.1])).tolist() == [False, True, False]
     ok = pop.request(np.array([0.6, 0.75, 0.0]))
     assert ok.tolist() == [False, True, False]
     assert pop.halted.tolist() == [True, False, False]
     assert pop.remaining.tolist() == [0.0, 0.0, 1.0]
     with pytest.raises(PrivacyBudgetError, match="halted"):
         pop.spend(np.array([1e-9, 0.0, 0.0]))
+    assert not pop.affordable(np.array([1e-300, 0.0, 0.0]))[0]
 
 
 def test_single_filter_spend_raises_without_changing_state():

@@ -246,6 +246,15 @@ class PopulationFilter:
         self._pay(np.where(ok, c, 0.0), ok, component)
         return ok
 
+    def affordable(self, costs) -> np.ndarray:
+        """Which users could pay ``costs`` now (no state change; 0 cost is always affordable).
+
+        Check this *before* letting users release data under a plan, so that a refusal can
+        never come after the release.
+        """
+        c = _checked_costs(costs, self.n_users)
+        return (c == 0) | (~self.halted & fits(self.spent, c, self.capacity))
+
     def spend(self, costs, *, component=None) -> None:
         """Charge every user ``costs`` atomically, or raise and change nothing."""
         c = _checked_costs(costs, self.n_users)

@@ -118,6 +118,8 @@ class QueryBudgeter:
     def run(self, query: Callable[[np.ndarray], QueryAnswer], *, component=None) -> QueryAnswer:
         """Allocate, run ``query(allocation)``, charge its ``spent`` (atomically) and return it."""
         alloc = self.next_allocation()
+        if not np.all(self.population.affordable(alloc)):  # fail closed before any release
+            raise PrivacyBudgetError("an allocation exceeds a user's remaining budget")
         answer = query(alloc)
         spent = np.asarray(answer.spent, dtype=float)
         if spent.shape != alloc.shape or np.any(spent > alloc):

@@ -271,6 +271,10 @@ METHODS = ("BM0", "BM1", "PM0", "PM1")
 class QueryAnswer:
     """A query's answer and what it cost each user.
 
+    The query functions release noisy data as they run: pass budgets that every user can
+    afford (``PopulationFilter.affordable``, or let :class:`QueryBudgeter` allocate) and
+    charge ``spent`` afterwards; ``spent <= rho`` always.
+
     ``value``: the answer (a count, a KDE value, user indices, a bool); ``spent``: CGP rho
     (1/km^2) each user paid, rounded up, zero for users not asked; ``participants``: users
     asked (``rho > 0``); ``elimination``: PIE's record for PM methods, else ``None``.
