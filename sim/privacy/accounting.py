@@ -65,13 +65,8 @@ class ApproxGP:
 
     def __post_init__(self) -> None:
         _check_nonneg(self.epsilon_per_km, "epsilon_per_km")
-        if not (isinstance(self.delta, (int, float)) and 0.0 < self.delta < 1.0):
-            raise InputError(f"delta={self.delta!r} must lie strictly between 0 and 1")
-        if not (isinstance(self.lambda_km, (int, float)) and 0.0 < self.lambda_km < math.inf):
-            raise InputError(
-                f"lambda_km={self.lambda_km!r} must be a finite distance > 0 in km: "
-                "CGP implies approximate GP only for pairs within a bounded distance"
-            )
+        _check_delta(self.delta)
+        _check_lambda(self.lambda_km)
 
 
 Notion = PureGP | CGP | ApproxGP
@@ -91,7 +86,8 @@ def cgp_to_approx_gp(rho_per_km2: float, *, delta: float, lambda_km: float) -> A
     distance ``Lambda``, which dominates every shorter distance (``docs/budgeting.md``).
     """
     rho = _check_nonneg(rho_per_km2, "rho_per_km2")
-    ApproxGP(0.0, delta, lambda_km)  # validates delta and lambda_km
+    _check_delta(delta)
+    _check_lambda(lambda_km)
     if rho == 0.0:
         return ApproxGP(0.0, delta, lambda_km)
     log_inv_delta = -math.log(delta)
@@ -112,7 +108,8 @@ def approx_gp_to_cgp_budget(epsilon_per_km: float, *, delta: float, lambda_km: f
     ``epsilon(sum_j r_j) <= epsilon``. Rounded down.
     """
     eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
-    ApproxGP(eps, delta, lambda_km)
+    _check_delta(delta)
+    _check_lambda(lambda_km)
     log_inv_delta = -math.log(delta)
 
     def rho_at(a):
@@ -128,7 +125,7 @@ def cgp_delta(rho_per_km2: float, *, epsilon_per_km: float, lambda_km: float) ->
     """The ``delta`` certified for ``(rho, Lambda)``-CGP read as ``epsilon``-GP within Lambda."""
     rho = _check_nonneg(rho_per_km2, "rho_per_km2")
     eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
-    ApproxGP(eps, 0.5, lambda_km)
+    _check_lambda(lambda_km)
     if rho == 0.0:
         return 0.0
 
@@ -216,6 +213,19 @@ def laurent_massart_bound(d: int, beta) -> np.ndarray:
 def _check_beta(beta: np.ndarray) -> None:
     if not np.all((beta > 0) & (beta < 1)):
         raise InputError("beta must lie strictly between 0 and 1")
+
+
+def _check_delta(delta) -> None:
+    if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
+        raise InputError(f"delta={delta!r} must lie strictly between 0 and 1")
+
+
+def _check_lambda(lambda_km) -> None:
+    if not (isinstance(lambda_km, (int, float)) and 0.0 < lambda_km < math.inf):
+        raise InputError(
+            f"lambda_km={lambda_km!r} must be a finite distance > 0 in km: "
+            "CGP implies approximate GP only for pairs within a bounded distance"
+        )
 
 
 def _check_nonneg(value, name: str) -> float:
