@@ -162,11 +162,14 @@ def _check_all(Z: np.ndarray, D: np.ndarray, acc: _Accumulator, chunk_rows: int)
 
 
 def _check_pairs(Z: np.ndarray, D: np.ndarray, pairs: np.ndarray, acc: _Accumulator) -> None:
+    """Listed pairs, both directions. When rows recur (dense pair sets, e.g. lp metrics) the
+    logarithms of the whole matrix are taken once (one matrix of extra memory)."""
     k = Z.shape[1]
     step = int(np.clip(_BLOCK_ELEMS // k, 1, 4096))
+    L = _logs(Z) if 2 * len(pairs) > len(Z) else None
     for p0 in range(0, len(pairs), step):
         a, b = pairs[p0 : p0 + step, 0], pairs[p0 : p0 + step, 1]
-        diff = _logs(Z[a]) - _logs(Z[b])
+        diff = L[a] - L[b] if L is not None else _logs(Z[a]) - _logs(Z[b])
         keep = np.ones(len(a), dtype=bool)
         acc.add(Z, diff.max(axis=1), a, b, keep, D[a, b])
         acc.add(Z, -diff.min(axis=1), b, a, keep, D[b, a])
