@@ -31,14 +31,15 @@ class MobilityModel:
     dwell_ticks
         ``(min, max)`` ticks spent at each destination.
     reach_km
-        Largest road distance between a user's secrets at consecutive ticks (the step plus
-        the longest gap between adjacent secrets): the support of the tracking kernel.
+        Per secret, the largest road distance a user there can be at one tick later: the
+        step plus the longest gap to an adjacent secret (a user carries less than the gap
+        it is crossing). The support of the tracking kernel.
     """
 
     places: np.ndarray
     step_m: float
     dwell_ticks: tuple[int, int]
-    reach_km: float
+    reach_km: np.ndarray
     _pred: np.ndarray  # (n_places, N): next hop towards each place (shortest-path tree)
 
     @classmethod
@@ -63,7 +64,9 @@ class MobilityModel:
         _, pred = csgraph.dijkstra(
             graph.tocsr(), directed=False, indices=places, return_predecessors=True
         )
-        longest_gap_km = float(w.max()) if len(w) else 0.0
+        longest_gap_km = np.zeros(domain.n_x)
+        np.maximum.at(longest_gap_km, pairs[:, 0], w)
+        np.maximum.at(longest_gap_km, pairs[:, 1], w)
         step_m = speed_mps * tick_seconds
         return cls(
             places=places,

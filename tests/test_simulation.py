@@ -63,7 +63,8 @@ def test_users_move_along_roads_within_their_reach(run_tables):
     for _ in range(5):
         model.step()
         after = model.population.position
-        assert np.all(model.domain.dist_xx[before, after] <= model.mobility.reach_km + 1e-12)
+        reach = model.mobility.reach_km[before]
+        assert np.all(model.domain.dist_xx[before, after] <= reach + 1e-12)
         moved += int(np.sum(before != after))
         before = after.copy()
     assert moved > 0
