@@ -1,0 +1,446 @@
+"""Batch runs: a scenario's ``[sweep]`` expanded into tasks, run on a process pool or Dask.
+
+The results store (``DIR``), read back by :mod:`sim.results`:
+
+* ``manifest.json``: the scenario, its sweep, the seeding rule and every task
+  (``task_id``, ``params`` {dotted field: value}, ``repetition``, ``seed``, ``status``);
+* ``tasks/<task_id>.parquet``: the run's per-tick table with ``task_id``, ``repetition``,
+  ``seed`` and one column per swept field (named by its dotted name) in front. Its existence
+  is what marks a task as finished;
+* ``tasks/<task_id>.timings.parquet``: wall-clock seconds per tick and phase (kept apart so
+  that the per-tick tables are byte-identical whatever the backend or worker count);
+* ``tasks/<task_id>.users.parquet``: one row per (tick, user) when ``output.per_user`` is on;
+* ``failures.json``: ``task_id`` -> error text (the traceback) of tasks that failed.
+
+Workers only compute; the driver process writes every file, each one atomically (temporary
+file + rename, the per-tick table last), so a batch killed at any moment and resumed neither
+loses nor duplicates a task, and remote Dask workers need no shared file system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sim.errors import InputError
+from sim.scenario import Scenario
+
+MANIFEST = "manifest.json"
+FAILURES = "failures.json"
+TASKS = "tasks"
+SEEDING = ("per-task", "common")
+_MANIFEST_EVERY_S = 1.0  # rewrite the manifest at most this often while tasks finish
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of a batch: the swept values, the repetition and the derived seed."""
+
+    task_id: str
+    params: dict[str, Any]
+    repetition: int
+    seed: int
+
+
+@dataclass
+class TaskResult:
+    """What a worker sends back: the tables, or the error text."""
+
+    task_id: str
+    ticks: pd.DataFrame | None = None
+    timings: pd.DataFrame | None = None
+    users: pd.DataFrame | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """Counts of a batch after :func:`run_batch`."""
+
+    n_tasks: int
+    n_done: int
+    n_failed: int
+    n_skipped: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether every task of the batch has finished."""
+        return self.n_done == self.n_tasks
+
+
+# ---------------------------------------------------------------------- expansion and seeds
+def expand(scenario: Scenario, *, seeding: str = "per-task") -> list[Task]:
+    """The tasks of a scenario's sweep: every combination of values, times ``repetitions``.
+
+    Combinations follow the order of the ``[sweep]`` keys (the last key varies fastest), with
+    repetitions innermost. Values are normalised through the scenario's validation (an int
+    given for a float field becomes a float), so ``4`` and ``4.0`` give the same task and seed.
+
+    Parameters
+    ----------
+    scenario
+        A validated scenario; an empty sweep gives ``repetitions`` (default 1) tasks.
+    seeding
+        ``"per-task"``: each task's seed comes from the scenario seed and its (params,
+        repetition); ``"common"``: from the scenario seed and the repetition only, so every
+        sweep point of one repetition sees the same domain and walks (common random numbers).
+    """
+    if seeding not in SEEDING:
+        raise InputError(f"seeding={seeding!r} must be one of {', '.join(SEEDING)}")
+    fields = [k for k in scenario.sweep if k != "repetitions"]
+    repetitions = int(scenario.sweep.get("repetitions", 1))
+    combos = itertools.product(*(scenario.sweep[k] for k in fields))
+    n_tasks = repetitions * int(np.prod([len(scenario.sweep[k]) for k in fields]))
+    width = max(4, len(str(n_tasks - 1)))
+    base_seed = scenario["scenario"]["seed"]
+    tasks: list[Task] = []
+    for combo in combos:
+        varied = scenario.replace(**dict(zip(fields, combo, strict=True)))
+        params = {k: varied.get(k) for k in fields}
+        for rep in range(repetitions):
+            key = (
+                {"repetition": rep}
+                if seeding == "common"
+                else {"params": params, "repetition": rep}
+            )
+            tasks.append(
+                Task(
+                    task_id=f"{len(tasks):0{width}d}",
+                    params=params,
+                    repetition=rep,
+                    seed=derive_seed(base_seed, key),
+                )
+            )
+    return tasks
+
+
+def derive_seed(base_seed: int, key: dict[str, Any]) -> int:
+    """A 63-bit seed from ``base_seed`` and a JSON-able key (SeedSequence over SHA-256)."""
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode()).digest()
+    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+    state = np.random.SeedSequence(base_seed, spawn_key=words).generate_state(2, np.uint32)
+    return ((int(state[0]) << 32) | int(state[1])) & (2**63 - 1)
+
+
+# ---------------------------------------------------------------------- one task (in a worker)
+def run_task(scenario: Scenario, task: Task) -> TaskResult:
+    """Simulate one task; never raises (errors come back as text)."""
+    from sim.run import simulate
+
+    start = time.perf_counter()
+    try:
+        varied = scenario.replace(**task.params) if task.params else scenario
+        ticks, users, timings = simulate(varied, seed=task.seed)
+        front = _identity_columns(task)
+        return TaskResult(
+            task_id=task.task_id,
+            ticks=_with_front(ticks, front),
+            timings=_with_front(timings, front),
+            users=_with_front(users, front) if len(users) else None,
+            seconds=time.perf_counter() - start,
+        )
+    except Exception:  # noqa: BLE001 -- one task's failure must not stop the batch
+        return TaskResult(
+            task_id=task.task_id, error=traceback.format_exc(), seconds=time.perf_counter() - start
+        )
+
+
+def _identity_columns(task: Task) -> dict[str, Any]:
+    cols: dict[str, Any] = {
+        "task_id": task.task_id,
+        "repetition": task.repetition,
+        "seed": task.seed,
+    }
+    for key, value in task.params.items():
+        cols[key] = value if isinstance(value, bool | int | float | str) else _json(value)
+    return cols
+
+
+def _with_front(df: pd.DataFrame, front: dict[str, Any]) -> pd.DataFrame:
+    ident = pd.DataFrame({k: [v] * len(df) for k, v in front.items()})
+    if "seed" in ident:
+        ident["seed"] = ident["seed"].astype(np.int64)
+    if "repetition" in ident:
+        ident["repetition"] = ident["repetition"].astype(np.int64)
+    return pd.concat([ident, df.reset_index(drop=True)], axis=1)
+
+
+# ---------------------------------------------------------------------- backends
+def _serial(scenario: Scenario, tasks: list[Task]) -> Iterator[tuple[Task, TaskResult]]:
+    for task in tasks:
+        yield task, run_task(scenario, task)
+
+
+def _pooled(executor, scenario: Scenario, tasks: list[Task]) -> Iterator[tuple[Task, TaskResult]]:
+    futures: dict[Future, Task] = {executor.submit(run_task, scenario, t): t for t in tasks}
+    try:
+        for fut in as_completed(futures):
+            task = futures.pop(fut)
+            exc = fut.exception()
+            if exc is not None:  # the worker died or the backend lost the task
+                text = "".join(traceback.format_exception(exc))
+                yield task, TaskResult(task_id=task.task_id, error=text)
+            else:
+                yield task, fut.result()
+    finally:
+        for fut in futures:
+            fut.cancel()
+
+
+def _process_pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")  # no fork of a threaded parent; sim imported once
+    ctx.set_forkserver_preload(["sim.batch", "sim.run"])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+def connect_dask(
+    *, scheduler: str | None = None, dask_workers: int | None = None, processes: bool = True,
+    connect_timeout_s: float = 10.0,
+):  # fmt: skip
+    """A Dask ``Client``: to ``scheduler`` (``tcp://HOST:PORT``) or to a new LocalCluster.
+
+    Raises :class:`InputError` when the scheduler cannot be reached within the timeout.
+    """
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        if "://" not in scheduler:
+            raise InputError(
+                f"--scheduler {scheduler!r} must be an address like tcp://HOST:PORT "
+                "(as printed by `dask scheduler`)"
+            )
+        try:
+            return Client(scheduler, timeout=f"{connect_timeout_s}s", set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise InputError(
+                f"cannot reach the Dask scheduler at {scheduler} within {connect_timeout_s:g} s "
+                f"({type(exc).__name__}: {exc}); start one with `dask scheduler` and "
+                "`dask worker ADDRESS`, or use --dask-workers N for a local cluster"
+            ) from None
+    if dask_workers is None or dask_workers < 1:
+        raise InputError(f"--dask-workers={dask_workers} must be >= 1")
+    cluster = LocalCluster(
+        n_workers=dask_workers,
+        threads_per_worker=1,
+        processes=processes,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    return Client(cluster, set_as_default=False)
+
+
+# ---------------------------------------------------------------------- the driver
+def run_batch(
+    scenario: Scenario,
+    out_dir: str | Path,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+    dask_workers: int | None = None,
+    dask_processes: bool = True,
+    connect_timeout_s: float = 10.0,
+    resume: bool = False,
+    seeding: str = "per-task",
+    progress: bool = True,
+    on_result: Callable[[Task, TaskResult], None] | None = None,
+) -> BatchOutcome:
+    """Run every unfinished task of ``scenario``'s sweep and store the results in ``out_dir``.
+
+    Parameters
+    ----------
+    workers
+        Local worker processes (1: run in this process). Ignored with a Dask backend.
+    scheduler, dask_workers
+        Dask backend: an existing scheduler's address, or a new LocalCluster of this many
+        workers (``dask_processes=False`` runs them as threads of this process).
+    resume
+        Continue the batch already stored in ``out_dir``: finished tasks are skipped, failed
+        ones retried. Without it, ``out_dir`` must not hold a batch.
+    seeding
+        ``"per-task"`` or ``"common"`` (see :func:`expand`).
+    on_result
+        Called in the driver after each task's outcome has been stored.
+    """
+    if scheduler is not None and dask_workers is not None:
+        raise InputError(
+            "give either --scheduler (an existing cluster) or --dask-workers, not both"
+        )
+    if workers < 1:
+        raise InputError(f"--workers={workers} must be >= 1")
+    start = time.perf_counter()
+    out = Path(out_dir)
+    tasks = expand(scenario, seeding=seeding)
+    manifest = _manifest(scenario, tasks, seeding)
+    failures = _open_store(out, manifest, resume=resume)
+    done = {t.task_id for t in tasks if (out / TASKS / f"{t.task_id}.parquet").is_file()}
+    todo = [t for t in tasks if t.task_id not in done]
+    n_skipped = len(done)
+    failures = {k: v for k, v in failures.items() if k not in done}
+    _write_state(out, manifest, done, failures)
+
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(tasks), initial=len(done), unit="task", desc=_name(scenario))
+    client = pool = None
+    try:
+        if scheduler is not None or dask_workers is not None:
+            client = connect_dask(
+                scheduler=scheduler,
+                dask_workers=dask_workers,
+                processes=dask_processes,
+                connect_timeout_s=connect_timeout_s,
+            )
+            results = _pooled(client.get_executor(pure=False), scenario, todo)
+        elif workers > 1 and len(todo) > 1:
+            pool = _process_pool(min(workers, len(todo)))
+            results = _pooled(pool, scenario, todo)
+        else:
+            results = _serial(scenario, todo)
+        last_write = time.monotonic()
+        try:
+            for task, result in results:
+                if result.error is None:
+                    write_task(out, result)
+                    done.add(task.task_id)
+                    failures.pop(task.task_id, None)
+                else:
+                    failures[task.task_id] = result.error
+                    _write_json(out / FAILURES, failures)
+                if time.monotonic() - last_write >= _MANIFEST_EVERY_S:
+                    _write_state(out, manifest, done, failures)
+                    last_write = time.monotonic()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(failed=len(failures), refresh=False)
+                if on_result is not None:
+                    on_result(task, result)
+        finally:
+            results.close()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        if bar is not None:
+            bar.close()
+        if client is not None:
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        _write_state(out, manifest, done, failures)
+    return BatchOutcome(
+        n_tasks=len(tasks),
+        n_done=len(done),
+        n_failed=len(failures),
+        n_skipped=n_skipped,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def write_task(out: Path, result: TaskResult) -> None:
+    """Write one task's tables atomically; the per-tick table last (it marks completion)."""
+    folder = out / TASKS
+    if result.users is not None:
+        _write_parquet(result.users, folder / f"{result.task_id}.users.parquet")
+    _write_parquet(result.timings, folder / f"{result.task_id}.timings.parquet")
+    _write_parquet(result.ticks, folder / f"{result.task_id}.parquet")
+
+
+# ---------------------------------------------------------------------- the store
+def _manifest(scenario: Scenario, tasks: list[Task], seeding: str) -> dict[str, Any]:
+    return {
+        "format": 1,
+        "scenario": json.loads(_json(scenario.to_dict())),
+        "sweep": json.loads(_json(scenario.sweep)),
+        "swept_fields": [k for k in scenario.sweep if k != "repetitions"],
+        "repetitions": int(scenario.sweep.get("repetitions", 1)),
+        "seeding": seeding,
+        "tasks": [{**asdict(t), "status": "pending"} for t in tasks],
+    }
+
+
+def _open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[str, str]:
+    """Create or reopen the store; return the recorded failures."""
+    path = out / MANIFEST
+    if path.is_file():
+        if not resume:
+            raise InputError(
+                f"{out} already holds a batch; pass --resume to continue it or choose another --out"
+            )
+        old = json.loads(path.read_text(encoding="utf-8"))
+        for key in ("scenario", "seeding"):
+            if old.get(key) != manifest[key]:
+                raise InputError(
+                    f"{out} holds a batch with a different {key}; resume it with the same "
+                    "scenario file and options, or choose another --out"
+                )
+        if _task_keys(old["tasks"]) != _task_keys(manifest["tasks"]):
+            raise InputError(f"{out}: the stored task list differs from this scenario's sweep")
+    elif out.exists() and any(out.iterdir()):
+        raise InputError(
+            f"output folder {str(out)!r} exists and is not a batch store; choose another --out"
+        )
+    (out / TASKS).mkdir(parents=True, exist_ok=True)
+    for stale in (out / TASKS).glob(".*.tmp-*"):
+        stale.unlink()
+    fpath = out / FAILURES
+    return json.loads(fpath.read_text(encoding="utf-8")) if fpath.is_file() else {}
+
+
+def _task_keys(tasks: list[dict]) -> list[dict]:
+    keys = ("task_id", "params", "repetition", "seed")
+    return json.loads(_json([{k: t[k] for k in keys} for t in tasks]))
+
+
+def _write_state(out: Path, manifest: dict, done: set[str], failures: dict[str, str]) -> None:
+    for t in manifest["tasks"]:
+        tid = t["task_id"]
+        t["status"] = "done" if tid in done else "failed" if tid in failures else "pending"
+    _write_json(out / MANIFEST, manifest)
+    _write_json(out / FAILURES, failures)
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    _atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2), encoding="utf-8"))
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    _atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
+
+
+def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _name(scenario: Scenario) -> str:
+    return scenario["scenario"]["name"]

@@ -1,0 +1,278 @@
+"""``mdpsim report``: paper-style tables and plots from a batch results store.
+
+Every number is a mean over repetitions with a 95% half-width of 1.96 standard errors
+(``1.96 * s / sqrt(n)``, ``s`` the sample standard deviation of the per-task values, ``n``
+the number of repetitions with a value). A task's value of a metric is its mean over ticks,
+except budgets and halted users (their value at the last tick) and the solve time (the mean
+wall-clock seconds of the ticks that generated the mechanism).
+
+Outputs in ``DIR/report/``: ``summary.md``, ``summary.csv`` (one row per sweep point),
+``tasks.csv`` (one row per task) and PNG plots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sim import results
+from sim.errors import InputError
+
+Z95 = 1.96
+TICK_MEANS = {
+    "utility_loss_km": "utility loss (km)",
+    "attack_error_km": "attack error (km)",
+    "attack_hit_rate": "attack top-1 hit rate",
+    "tracking_error_km": "tracking error (km)",
+    "posterior_leakage_max_per_km": "max posterior leakage (1/km)",
+    "upload_attack_error_km": "upload attack error (km)",
+    "range_error": "range count error",
+    "kde_error": "KDE error",
+    "knn_error": "kNN error",
+    "query_privacy_saving": "query privacy saving",
+}
+FINAL = {
+    "remaining_budget_mean": ("remaining_budget_final", "remaining budget at the end (rho/km^2)"),
+    "n_halted": ("halted_final", "halted users at the end"),
+}
+SOLVE = ("solve_s", "mechanism solve time (s)")
+LABELS = {**TICK_MEANS, **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
+TABLES = {
+    "Utility and attacks": [
+        "utility_loss_km",
+        "attack_error_km",
+        "attack_hit_rate",
+        "tracking_error_km",
+        "posterior_leakage_max_per_km",
+        "upload_attack_error_km",
+    ],
+    "Queries and budgets": [
+        "range_error",
+        "kde_error",
+        "knn_error",
+        "query_privacy_saving",
+        "remaining_budget_final",
+        "halted_final",
+    ],
+    "Cost": ["solve_s"],
+}
+PIVOTED = ("utility_loss_km", "attack_error_km", "solve_s", "query_privacy_saving", "range_error")
+EPS_FIELD = "mechanism.epsilon_per_km"
+N_FIELD = "domain.n_points"
+
+
+# ---------------------------------------------------------------------- numbers
+def per_task(ticks: pd.DataFrame, timings: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    """One row per finished task: its swept values and its value of every metric."""
+    swept = list(manifest["swept_fields"])
+    keys = ["task_id", "repetition", "seed", *swept]
+    first = ticks.groupby("task_id", sort=False).first()
+    out = first.reset_index()[[*keys, "mechanism", "epsilon_per_km"]].copy()
+    out["n_points"] = (
+        first[N_FIELD].to_numpy() if N_FIELD in swept else results.scenario_value(manifest, N_FIELD)
+    )
+    present = [m for m in TICK_MEANS if m in ticks]
+    means = ticks.groupby("task_id", sort=False)[present].mean()
+    last = ticks.groupby("task_id", sort=False).last()
+    for col, (name, _) in FINAL.items():
+        means[name] = last[col].astype(float)
+    generated = timings[timings["regenerated"]]
+    means[SOLVE[0]] = generated.groupby("task_id", sort=False)["mechanism_s"].mean()
+    return out.merge(means, left_on="task_id", right_index=True, how="left")
+
+
+def summarize(tasks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Mean, 1.96-SE half-width and count over repetitions of each metric, per group."""
+    metrics = [m for m in LABELS if m in tasks and tasks[m].notna().any()]
+    if by:
+        groups = tasks.groupby(list(by), sort=False, dropna=False)[metrics]
+    else:
+        groups = tasks.assign(_all=0).groupby("_all")[metrics]
+    mean, std, count = groups.mean(), groups.std(ddof=1), groups.count()
+    out = pd.DataFrame(index=mean.index)
+    out["n"] = groups.size()
+    for m in metrics:
+        out[f"{m}_mean"] = mean[m]
+        out[f"{m}_ci95"] = Z95 * std[m] / np.sqrt(count[m])
+    out = out.reset_index()
+    return out.drop(columns="_all") if not by else out
+
+
+# ---------------------------------------------------------------------- text
+def fmt(mean: float, ci: float) -> str:
+    """``mean ± ci`` with 4 significant digits (just the mean when ci is undefined)."""
+    if not np.isfinite(mean):
+        return "—"
+    return f"{mean:.4g} ± {ci:.2g}" if np.isfinite(ci) else f"{mean:.4g}"
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A DataFrame of strings as a GitHub Markdown table."""
+    head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *rows])
+
+
+def _summary_tables(summary: pd.DataFrame, by: list[str]) -> list[str]:
+    parts = []
+    for title, metrics in TABLES.items():
+        metrics = [m for m in metrics if f"{m}_mean" in summary]
+        if not metrics:
+            continue
+        frame = summary[[*by, "n"]].copy()
+        for m in metrics:
+            frame[LABELS[m]] = [
+                fmt(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"], strict=True)
+            ]
+        parts += [f"## {title}", "", markdown_table(frame), ""]
+    return parts
+
+
+def _pivots(summary: pd.DataFrame, by: list[str]) -> list[str]:
+    """Paper-style tables: one metric, rows = other swept fields, columns = eps (or last)."""
+    if len(by) < 2:
+        return []
+    col = EPS_FIELD if EPS_FIELD in by else by[-1]
+    rows = [f for f in by if f != col]
+    parts = []
+    for m in PIVOTED:
+        if f"{m}_mean" not in summary:
+            continue
+        cells = summary.assign(
+            _cell=[
+                fmt(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"], strict=True)
+            ]
+        )
+        table = cells.pivot_table(
+            index=rows, columns=col, values="_cell", aggfunc="first", sort=False
+        )
+        table.columns = [f"{col} = {c}" for c in table.columns]
+        parts += [f"## {LABELS[m]}", "", markdown_table(table.reset_index()), ""]
+    return parts
+
+
+# ---------------------------------------------------------------------- plots
+def _series_label(key, names: list[str]) -> str:
+    key = key if isinstance(key, tuple) else (key,)
+    return ", ".join(
+        str(v) if n == "mechanism" else f"{n.split('.')[-1]}={v}"
+        for n, v in zip(names, key, strict=True)
+    )
+
+
+def _errorbar_plot(ax, tasks: pd.DataFrame, x: str, y: str, series: list[str]) -> None:
+    for key, group in tasks.groupby(series, sort=False, dropna=False):
+        stats = group.groupby(x)[y].agg(["mean", "std", "count"]).sort_index()
+        ci = Z95 * stats["std"] / np.sqrt(stats["count"])
+        ax.errorbar(
+            stats.index, stats["mean"], yerr=ci.fillna(0.0), marker="o", capsize=3,
+            label=_series_label(key, series),
+        )  # fmt: skip
+
+
+def _over_ticks_plot(ax, ticks: pd.DataFrame, y: str, by: list[str]) -> None:
+    series = by or ["mechanism"]
+    for key, group in ticks.groupby(series, sort=False, dropna=False):
+        stats = group.groupby("tick")[y].agg(["mean", "std", "count"]).sort_index()
+        ci = (Z95 * stats["std"] / np.sqrt(stats["count"])).fillna(0.0)
+        (line,) = ax.plot(stats.index, stats["mean"], marker=".", label=_series_label(key, series))
+        ax.fill_between(
+            stats.index, stats["mean"] - ci, stats["mean"] + ci, color=line.get_color(), alpha=0.2
+        )
+
+
+def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Path) -> list[Path]:
+    """The report's PNG plots (those whose data exist); returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    others = [f for f in by if f not in (EPS_FIELD, "mechanism.name")]
+    specs = [
+        ("utility_loss_vs_eps.png", "utility_loss_km", "eps"),
+        ("attack_error_vs_eps.png", "attack_error_km", "eps"),
+        ("remaining_budget_over_ticks.png", "remaining_budget_mean", "ticks"),
+        ("privacy_saving_over_ticks.png", "query_privacy_saving", "ticks"),
+        ("solve_time_vs_n_points.png", SOLVE[0], "size"),
+    ]
+    written = []
+    for name, metric, kind in specs:
+        source = ticks if kind == "ticks" else tasks
+        if metric not in source or not source[metric].notna().any():
+            continue
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        if kind == "eps":
+            _errorbar_plot(ax, tasks, "epsilon_per_km", metric, ["mechanism", *others])
+            ax.set_xlabel("epsilon (1/km)")
+            ax.set_ylabel(LABELS[metric])
+        elif kind == "ticks":
+            _over_ticks_plot(ax, ticks, metric, by)
+            ax.set_xlabel("tick")
+            ax.set_ylabel(
+                "remaining budget, mean over users (rho/km^2)"
+                if metric == "remaining_budget_mean"
+                else "query privacy saving"
+            )
+        else:
+            series = ["mechanism", *[f for f in by if f not in (N_FIELD, "mechanism.name")]]
+            _errorbar_plot(ax, tasks, "n_points", metric, series)
+            ax.set_xlabel("|X| (secrets)")
+            ax.set_ylabel(LABELS[metric])
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        ax.set_title(f"{ax.get_ylabel()}: mean ± 1.96 SE", fontsize="medium")
+        fig.tight_layout()
+        path = out / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+# ---------------------------------------------------------------------- the report
+def write_report(store: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """Write ``summary.md``, ``summary.csv``, ``tasks.csv`` and the PNGs; return their paths."""
+    store = Path(store)
+    manifest = results.load_manifest(store)
+    ticks = results.load_ticks(store)
+    if ticks.empty:
+        raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
+    tasks = per_task(ticks, results.load_timings(store), manifest)
+    by = list(manifest["swept_fields"])
+    summary = summarize(tasks, by)
+    out = Path(out_dir) if out_dir is not None else store / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out / "summary.csv", index=False)
+    tasks.to_csv(out / "tasks.csv", index=False)
+    plots = write_plots(tasks, ticks, by, out)
+    failures = results.load_failures(store)
+    name = manifest["scenario"]["scenario"]["name"]
+    lines = [
+        f"# Batch report: {name}",
+        "",
+        f"- tasks finished: {len(tasks)} of {len(manifest['tasks'])}; failed: {len(failures)}",
+        f"- swept: {', '.join(by) if by else '(nothing)'}; "
+        f"repetitions: {manifest['repetitions']}; seeding: {manifest['seeding']}",
+        f"- ticks per run: {manifest['scenario']['scenario']['ticks']}; "
+        f"mechanism: {manifest['scenario']['mechanism']['name']} (unless swept)",
+        "- cells: mean ± 1.96 standard errors over repetitions (n = repetitions); a task's value"
+        " is its mean over ticks (budgets and halted users: last tick; solve time: ticks that"
+        " generated the mechanism)",
+        "",
+        *_pivots(summary, by),
+        *_summary_tables(summary, by),
+    ]
+    if plots:
+        lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
+    if failures:
+        lines += ["## Failed tasks", ""]
+        lines += [f"- `{tid}`: {text.strip().splitlines()[-1]}" for tid, text in failures.items()]
+        lines.append("")
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    return [out / "summary.md", out / "summary.csv", out / "tasks.csv", *plots]
