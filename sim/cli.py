@@ -51,6 +51,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="run scenarios/helsinki_demo.toml on the bundled network")
     p.add_argument("--out", help="output folder (default runs/helsinki_demo-seed<S>)")
+
+    p = sub.add_parser(
+        "batch", help="run a scenario's [sweep] as tasks (process pool or Dask); see docs/batch.md"
+    )
+    p.add_argument("scenario", help="a TOML scenario file with a [sweep] table")
+    p.add_argument("--out", help="results store folder (default runs/<scenario name>-batch)")
+    backend = p.add_mutually_exclusive_group()
+    backend.add_argument(
+        "--workers", type=int, help="local worker processes (default: CPU count; 1: in-process)"
+    )
+    backend.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://HOST:PORT")
+    backend.add_argument("--dask-workers", type=int, help="start a local Dask cluster of N workers")
+    p.add_argument("--resume", action="store_true", help="continue the batch stored in --out")
+    p.add_argument("--ticks", type=int, help="override scenario.ticks for every task")
+    p.add_argument(
+        "--common-seeds",
+        action="store_true",
+        help="seed tasks by repetition only: every sweep point of a repetition sees the same "
+        "domain and walks (default: seed from the task's values and repetition)",
+    )
+    p.add_argument(
+        "--connect-timeout", type=float, default=10.0, help="seconds to reach --scheduler"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("report", help="tables and plots of a batch results store")
+    p.add_argument("store", help="a folder written by `mdpsim batch`")
+    p.add_argument("--out", help="report folder (default STORE/report)")
     return parser
 
 
@@ -150,6 +178,49 @@ def _demo(args: argparse.Namespace) -> int:
     return _run(
         argparse.Namespace(scenario=str(scenario), out=args.out, seed=None, ticks=None, force=True)
     )
+
+
+@command("batch")
+def _batch(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from sim import scenario as scenario_mod
+    from sim.batch import run_batch
+
+    scenario = scenario_mod.load(args.scenario)
+    if args.ticks is not None:
+        scenario = scenario.replace(**{"scenario.ticks": args.ticks})
+    out = Path(args.out or f"runs/{scenario['scenario']['name']}-batch")
+    outcome = run_batch(
+        scenario,
+        out,
+        workers=args.workers if args.workers is not None else os.cpu_count() or 1,
+        scheduler=args.scheduler,
+        dask_workers=args.dask_workers,
+        connect_timeout_s=args.connect_timeout,
+        resume=args.resume,
+        seeding="common" if args.common_seeds else "per-task",
+        progress=not args.no_progress,
+    )
+    print(
+        f"tasks            {outcome.n_done} of {outcome.n_tasks} finished "
+        f"({outcome.n_skipped} skipped as already done), {outcome.n_failed} failed"
+    )
+    print(f"time             {outcome.seconds:.1f} s")
+    print(f"store            {out}/ (manifest.json, tasks/*.parquet, failures.json)")
+    if not outcome.ok:
+        print(f"failed tasks are listed in {out / 'failures.json'}; rerun with --resume")
+    return 0 if outcome.ok else 1
+
+
+@command("report")
+def _report(args: argparse.Namespace) -> int:
+    from sim.report import write_report
+
+    for path in write_report(args.store, args.out):
+        print(path)
+    return 0
 
 
 if __name__ == "__main__":
