@@ -85,3 +85,8 @@ def test_reference_lists_every_field():
     for table, fields in sc.SCHEMA.items():
         for name in fields:
             assert f"`{name}`" in ref, f"{table}.{name}"
+
+
+def test_docs_reference_is_current():
+    doc = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
+    assert sc.reference_markdown() in doc.read_text(), "regenerate docs/scenarios.md"
