@@ -1,0 +1,80 @@
+"""The live map: roads, reported locations, the attacker's estimates and true locations.
+
+A deck.gl map with no basemap at all (no tiles, no style fetched), so it works offline:
+pydeck's sentinel map style with ``map_provider=None`` tells Streamlit not to add its default
+Carto basemap (``map_style=None`` would make Streamlit fetch one).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pydeck as pdk
+
+#: Layer name -> (legend label, RGBA colour).
+STYLE = {
+    "roads": ("roads", [150, 150, 150, 255]),
+    "true": ("true location", [33, 102, 172, 230]),
+    "reported": ("reported location", [230, 97, 1, 230]),
+    "estimate": ("attacker's estimate (single report)", [178, 24, 43, 230]),
+    "tracking": ("attacker's estimate (tracking)", [118, 42, 131, 200]),
+}
+_RADIUS_M = {"true": 14, "reported": 12, "estimate": 10, "tracking": 8}
+
+
+def deck(
+    roads: list[list[list[float]]],
+    layers: dict[str, pd.DataFrame],
+    *,
+    show: tuple[str, ...] = ("reported", "estimate"),
+) -> pdk.Deck:
+    """A deck with the road paths and the point layers named in ``show`` (if present)."""
+    drawn = [
+        pdk.Layer(
+            "PathLayer",
+            id="roads",
+            data=pd.DataFrame({"path": roads}),
+            get_path="path",
+            get_color=STYLE["roads"][1],
+            width_min_pixels=1,
+            get_width=2,
+        )
+    ]
+    for name in show:
+        frame = layers.get(name)
+        if frame is None or frame.empty:
+            continue
+        drawn.append(
+            pdk.Layer(
+                "ScatterplotLayer",
+                id=name,
+                data=frame,
+                get_position=["lon", "lat"],
+                get_fill_color=STYLE[name][1],
+                get_radius=_RADIUS_M[name],
+                radius_min_pixels=3,
+                pickable=True,
+            )
+        )
+    return pdk.Deck(
+        layers=drawn,
+        initial_view_state=view_of(roads),
+        map_provider=None,
+        tooltip={"text": "user {user}"},
+    )
+
+
+def view_of(roads: list[list[list[float]]], *, width_px: int = 700, height_px: int = 480):
+    """A view centred on the roads and zoomed so that they fit a ``width_px x height_px`` map."""
+    ll = np.array([pt for path in roads for pt in path], dtype=float)
+    lo, hi = ll.min(axis=0), ll.max(axis=0)
+    lat = float((lo[1] + hi[1]) / 2)
+    span_lon = max(float(hi[0] - lo[0]), 1e-6)
+    span_lat = max(float(hi[1] - lo[1]), 1e-6) / np.cos(np.radians(lat))  # Mercator stretch
+    # at zoom z the world (360 degrees) is 256 * 2**z pixels wide
+    zoom = min(
+        np.log2(width_px * 360 / (256 * span_lon)), np.log2(height_px * 360 / (256 * span_lat))
+    )
+    return pdk.ViewState(
+        longitude=float((lo[0] + hi[0]) / 2), latitude=lat, zoom=round(float(zoom) - 0.2, 2)
+    )

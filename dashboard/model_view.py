@@ -1,0 +1,184 @@
+"""Plain tables of a live :class:`~sim.model.PrivacyModel` for the dashboard's map and charts.
+
+Nothing here imports Streamlit: every function takes the model and returns a DataFrame, so the
+numbers the page shows are tested without a browser.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dashboard.geo import lonlat
+from sim import scenario as scenario_mod
+from sim.errors import InputError
+from sim.model import PrivacyModel
+from sim.scenario import Scenario
+
+#: The dashboard's default: small enough that a tick takes well under a second.
+LIVE_DEFAULT = {
+    "scenario": {"name": "live", "seed": 1, "ticks": 20},
+    "network": {"source": "helsinki", "network_type": "walk"},
+    "domain": {"n_points": 400},
+    "users": {"count": 30, "budget_rho_per_km2": 400.0},
+    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
+    "queries": {"rho_per_km2": 10.0},
+    "output": {"per_user": True},
+}
+
+#: Fields the live page lets a user edit: dotted name -> label.
+EDITABLE = {
+    "scenario.seed": "seed",
+    "domain.n_points": "secrets |X|",
+    "users.count": "users",
+    "users.budget_rho_per_km2": "budget per user (rho, 1/km²)",
+    "mechanism.name": "mechanism",
+    "mechanism.epsilon_per_km": "epsilon (1/km)",
+    "queries.every_ticks": "queries every (ticks, 0: never)",
+    "attacks.tracking": "tracking attack",
+}
+
+#: Chart name -> tick-table columns (those missing in a run are skipped).
+CHARTS = {
+    "Utility loss (km)": ["utility_loss_km"],
+    "Attack error (km)": ["attack_error_km", "attack_expected_error_km", "tracking_error_km"],
+    "Attack hit rate": ["attack_hit_rate", "tracking_hit_rate"],
+    "Posterior leakage (1/km)": ["posterior_leakage_max_per_km", "report_epsilon_per_km"],
+    "Privacy savings of queries": [
+        "query_privacy_saving",
+        "range_privacy_saving",
+        "kde_privacy_saving",
+        "knn_privacy_saving",
+    ],
+    "Halted users": ["n_halted"],
+    "Remaining budget (rho, 1/km²)": ["remaining_budget_mean", "remaining_budget_min"],
+}
+
+
+def default_scenario() -> Scenario:
+    """The small live scenario the page opens with."""
+    return scenario_mod.from_dict(LIVE_DEFAULT)
+
+
+def edited(base: Scenario, values: dict) -> Scenario:
+    """``base`` with the page's edits (dotted name -> value), re-validated.
+
+    Raises :class:`~sim.errors.InputError` naming the field when an edit is not allowed.
+    """
+    unknown = [k for k in values if k not in EDITABLE]
+    if unknown:
+        raise InputError(f"{unknown[0]!r} is not editable here; editable: {', '.join(EDITABLE)}")
+    return base.replace(**values)
+
+
+def history(model: PrivacyModel) -> pd.DataFrame:
+    """One row per simulated tick (empty before the first step)."""
+    return pd.DataFrame(model.log.ticks)
+
+
+def chart_frame(ticks: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The chart's columns that this run has, indexed by tick."""
+    present = [c for c in columns if c in ticks]
+    return ticks.set_index("tick")[present].astype(float)
+
+
+def points(model: PrivacyModel) -> dict[str, pd.DataFrame]:
+    """Map layers of the latest tick, in lon/lat degrees.
+
+    ``true``: every user's secret now; ``reported``: the outputs reported at the latest tick;
+    ``estimate``: the server's Bayes-optimal single-report estimate of each of those reporters;
+    ``tracking``: the tracking attack's MAP guess of every user (when the attack is on).
+    Before the first tick only ``true`` is there.
+    """
+    dom, crs = model.domain, model.graph.graph["crs"]
+    n = model.population.n_users
+    out = {"true": _layer(np.arange(n), dom.x_xy[model.population.position], crs)}
+    if not model.log.users:
+        return out
+    last = model.log.users[-1]
+    reporting = last["reported_output"] >= 0
+    users, outputs = last["user"][reporting], last["reported_output"][reporting]
+    out["reported"] = _layer(users, dom.y_xy[outputs], crs)
+    server = model.server
+    guesses = server.rows_global[server.bayes.optimal_estimate[outputs]]
+    out["estimate"] = _layer(users, dom.x_xy[guesses], crs)
+    if server.tracking is not None:
+        guess = server.tracking.belief.argmax(axis=1)
+        out["tracking"] = _layer(np.arange(n), dom.x_xy[guess], crs)
+    return out
+
+
+def _layer(users: np.ndarray, xy_m: np.ndarray, crs) -> pd.DataFrame:
+    ll = lonlat(xy_m, crs)
+    return pd.DataFrame({"user": users.astype(int), "lon": ll[:, 0], "lat": ll[:, 1]})
+
+
+def budgets(model: PrivacyModel) -> pd.DataFrame:
+    """Each user's remaining budget (rho, 1/km²) and whether the filter has halted."""
+    return pd.DataFrame(
+        {
+            "user": np.arange(model.population.n_users),
+            "remaining_budget": np.asarray(model.filters.remaining, dtype=float),
+            "halted": np.asarray(model.filters.halted, dtype=bool),
+        }
+    )
+
+
+def user_row(model: PrivacyModel, user: int) -> pd.DataFrame:
+    """The mechanism row of ``user``'s current secret: ``Pr[y | x]`` against ``d(x, y)`` (km).
+
+    Raises :class:`~sim.errors.InputError` if there is no mechanism yet, the user does not
+    exist, or the user's secret lies outside the rows the current mechanism covers.
+    """
+    mech = _mechanism(model)
+    n = model.population.n_users
+    if not 0 <= user < n:
+        raise InputError(f"user {user} does not exist; users are 0..{n - 1}")
+    secret = int(model.population.position[user])
+    row = int(model.server.row_of[secret])
+    if row < 0:
+        raise InputError(
+            f"user {user}'s secret {secret} is outside the current mechanism's rows; "
+            "it is regenerated when an active user leaves its block"
+        )
+    probability = mech.matrix_[row]
+    return pd.DataFrame(
+        {
+            "output": np.arange(len(probability)),
+            "distance_km": model.domain.dist_xy[secret],
+            "probability": probability,
+        }
+    )
+
+
+def matrix_block(model: PrivacyModel, *, row0: int, col0: int, size: int) -> pd.DataFrame:
+    """A ``size x size`` block of the mechanism matrix from ``(row0, col0)``, long form."""
+    mech = _mechanism(model)
+    n_rows, n_cols = mech.matrix_.shape
+    if size < 1:
+        raise InputError(f"block size {size} must be >= 1")
+    if not (0 <= row0 < n_rows and 0 <= col0 < n_cols):
+        raise InputError(
+            f"block start ({row0}, {col0}) is outside the {n_rows} x {n_cols} matrix; "
+            f"rows 0..{n_rows - 1}, columns 0..{n_cols - 1}"
+        )
+    block = mech.matrix_[row0 : row0 + size, col0 : col0 + size]
+    rows, cols = np.indices(block.shape)
+    values = block.ravel()
+    log10 = np.full(len(values), np.nan)  # a zero probability has no colour
+    np.log10(values, out=log10, where=values > 0)
+    return pd.DataFrame(
+        {
+            "row": rows.ravel() + row0,
+            "column": cols.ravel() + col0,
+            "probability": values,
+            "log10_probability": log10,
+        }
+    )
+
+
+def _mechanism(model: PrivacyModel):
+    mech = model.server.mechanism
+    if mech is None:
+        raise InputError("no mechanism yet: it is generated at the first tick")
+    return mech

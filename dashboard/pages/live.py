@@ -1,0 +1,258 @@
+"""Live simulation: pick or edit a scenario, step the model, watch the map and the charts."""
+
+from __future__ import annotations
+
+import altair as alt
+import streamlit as st
+
+from dashboard import model_view as mv
+from dashboard import resources
+from dashboard.mapview import STYLE, deck
+from sim.errors import InputError, SolverError
+from sim.mechanisms import available
+
+DEFAULT_CHOICE = "live (small default)"
+RUN_ERRORS = (InputError, SolverError)  # user mistakes and solver failures: shown, not raised
+
+
+def widget_key(field: str) -> str:
+    """The session-state key of the widget that edits a dotted scenario field."""
+    return "live_" + field.replace(".", "_")
+
+
+def _choose_scenario() -> None:
+    """Callback of the scenario picker: load the file, fill the editor, rebuild the model."""
+    choice = st.session_state["live_scenario"]
+    try:
+        base = (
+            mv.default_scenario() if choice == DEFAULT_CHOICE else resources.load_scenario(choice)
+        )
+    except InputError as exc:
+        st.session_state["live_error"] = str(exc)
+        return
+    _use(base)
+
+
+def _use(base) -> None:
+    st.session_state["live_base"] = base
+    for field in mv.EDITABLE:
+        st.session_state[widget_key(field)] = base.get(field)
+    st.session_state["live_rebuild"] = base
+    st.session_state.pop("live_error", None)
+
+
+def _apply_edits() -> None:
+    """Callback of the editor's submit button: validate the edits, then rebuild."""
+    values = {field: st.session_state[widget_key(field)] for field in mv.EDITABLE}
+    try:
+        scenario = mv.edited(st.session_state["live_base"], values)
+    except InputError as exc:
+        st.session_state["live_error"] = str(exc)
+        return
+    st.session_state["live_rebuild"] = scenario
+    st.session_state.pop("live_error", None)
+
+
+def _build(scenario) -> None:
+    scenario = scenario.replace(**{"output.per_user": True})  # the map needs per-user rows
+    with st.spinner(f"Building {scenario['scenario']['name']!r} ..."):
+        try:
+            model = resources.build_model(scenario)
+        except RUN_ERRORS as exc:
+            st.session_state["live_error"] = str(exc)
+            return
+    st.session_state["live_model"] = model
+    st.session_state.pop("live_error", None)
+
+
+def sidebar() -> None:
+    """Scenario picker and the editor of its main fields."""
+    with st.sidebar:
+        st.header("Scenario")
+        st.selectbox(
+            "scenario",
+            [DEFAULT_CHOICE, *resources.scenario_files()],
+            key="live_scenario",
+            on_change=_choose_scenario,
+        )
+        with st.form("live_form"):
+            for field, label in mv.EDITABLE.items():
+                key = widget_key(field)
+                if field == "mechanism.name":
+                    st.selectbox(label, available(), key=key)
+                elif field == "attacks.tracking":
+                    st.checkbox(label, key=key)
+                elif isinstance(st.session_state[key], float):
+                    st.number_input(label, key=key)
+                else:
+                    st.number_input(label, key=key, step=1)
+            st.form_submit_button("Apply and rebuild", key="live_apply", on_click=_apply_edits)
+
+
+def controls(model) -> None:
+    """Step, run N ticks, reset."""
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
+    step = c1.button("Step one tick", key="live_step", type="primary")
+    n = c2.number_input("ticks to run", min_value=1, max_value=500, value=5, key="live_n")
+    run = c3.button(f"Run {n} ticks", key="live_run")
+    if c4.button("Reset", key="live_reset"):
+        st.session_state["live_rebuild"] = model.config
+        st.rerun()
+    todo = 1 if step else int(n) if run else 0
+    if not todo:
+        return
+    bar = st.progress(0.0, text="simulating ...") if todo > 1 else None
+    with st.spinner(f"Simulating {todo} tick(s) ..."):
+        try:
+            for i in range(todo):
+                model.step()
+                if bar is not None:
+                    bar.progress((i + 1) / todo, text=f"tick {model.tick}")
+        except RUN_ERRORS as exc:
+            st.error(f"tick {model.tick} failed: {exc}. Reset or change the scenario.")
+    if bar is not None:
+        bar.empty()
+
+
+def headline(model, ticks) -> None:
+    """The latest tick in a few numbers."""
+    cols = st.columns(5)
+    last = ticks.iloc[-1] if len(ticks) else None
+    cols[0].metric("tick", model.tick)
+    cols[1].metric("users", model.population.n_users)
+    cols[2].metric("reports (last tick)", "-" if last is None else int(last["n_reports"]))
+    cols[3].metric("halted users", int(model.filters.halted.sum()))
+    cols[4].metric("mechanism generations", model.server.n_generations)
+
+
+def map_view(model) -> None:
+    """Roads and the latest tick's points."""
+    st.subheader("Map")
+    t1, t2 = st.columns(2)
+    show_true = t1.toggle("show true locations", value=False, key="live_show_true")
+    show_tracking = t2.toggle("show tracking estimates", value=False, key="live_show_tracking")
+    layers = mv.points(model)
+    show = ["reported", "estimate"]
+    if show_tracking:
+        show.append("tracking")
+    if show_true:
+        show.append("true")
+    net = model.config["network"]
+    roads = resources.roads(net["source"], net["network_type"])
+    st.pydeck_chart(deck(roads, layers, show=tuple(show)), key="live_map", height=480)
+    legend = " · ".join(
+        f"<span style='color:rgb({r},{g},{b})'>●</span> {STYLE[name][0]}"
+        for name in show
+        for r, g, b, _ in [STYLE[name][1]]
+    )
+    st.caption(legend, unsafe_allow_html=True)
+
+
+def charts(model, ticks) -> None:
+    """Metrics over time and the budgets now."""
+    st.subheader("Over time")
+    if ticks.empty:
+        st.info("Step the model to see utility, attacks, leakage, savings and budgets over time.")
+        return
+    cols = st.columns(2)
+    for i, (title, columns) in enumerate(mv.CHARTS.items()):
+        frame = mv.chart_frame(ticks, columns)
+        with cols[i % 2]:
+            st.markdown(f"**{title}**")
+            st.line_chart(frame, height=200)
+    with cols[len(mv.CHARTS) % 2]:
+        st.markdown("**Remaining budgets now**")
+        hist = (
+            alt.Chart(mv.budgets(model))
+            .mark_bar()
+            .encode(
+                x=alt.X("remaining_budget:Q", bin=alt.Bin(maxbins=20), title="rho left (1/km²)"),
+                y=alt.Y("count():Q", title="users"),
+                color=alt.Color("halted:N", title="halted"),
+            )
+            .properties(height=200)
+        )
+        st.altair_chart(hist)
+
+
+def inspector(model) -> None:
+    """One user's row of the mechanism, or a block of its matrix as a heatmap."""
+    st.subheader("Mechanism inspector")
+    mech = model.server.mechanism
+    if mech is None:
+        st.info("The mechanism is generated at the first tick.")
+        return
+    n_rows, n_cols = mech.matrix_.shape
+    st.caption(
+        f"{model.config['mechanism']['name']}: {n_rows} x {n_cols} matrix; "
+        f"guarantee {mech.guarantee}; one report costs eps = {model.server.report_epsilon:.3g}/km"
+    )
+    view = st.radio(
+        "view", ["one user's row", "a block of the matrix"], key="insp_view", horizontal=True
+    )
+    try:
+        if view == "one user's row":
+            n = model.population.n_users
+            user = st.number_input("user", min_value=0, max_value=n - 1, value=0, key="insp_user")
+            row = mv.user_row(model, int(user))
+            chart = (
+                alt.Chart(row[row["probability"] > 0])
+                .mark_circle(size=25)
+                .encode(
+                    x=alt.X("distance_km:Q", title="distance from the user's secret (km)"),
+                    y=alt.Y("probability:Q", scale=alt.Scale(type="log"), title="Pr[y | x]"),
+                    tooltip=["output", "distance_km", "probability"],
+                )
+                .properties(height=260)
+            )
+            st.altair_chart(chart)
+        else:
+            c1, c2, c3 = st.columns(3)
+            row0 = c1.number_input("first row", 0, n_rows - 1, 0, key="insp_row0")
+            col0 = c2.number_input("first column", 0, n_cols - 1, 0, key="insp_col0")
+            size = c3.slider("block size", 5, 80, 30, key="insp_size")
+            block = mv.matrix_block(model, row0=int(row0), col0=int(col0), size=int(size))
+            heat = (
+                alt.Chart(block)
+                .mark_rect()
+                .encode(
+                    x=alt.X("column:O", title="output y"),
+                    y=alt.Y("row:O", title="secret x (matrix row)"),
+                    color=alt.Color("log10_probability:Q", scale=alt.Scale(scheme="viridis")),
+                    tooltip=["row", "column", "probability"],
+                )
+                .properties(height=360)
+            )
+            st.altair_chart(heat)
+    except InputError as exc:
+        st.warning(str(exc))
+
+
+def main() -> None:
+    """The page, top to bottom."""
+    st.title("Live simulation")
+    if "live_base" not in st.session_state:
+        _use(mv.default_scenario())
+    sidebar()
+    if "live_rebuild" in st.session_state:
+        _build(st.session_state.pop("live_rebuild"))
+    if "live_error" in st.session_state:
+        st.error(st.session_state["live_error"])
+    model = st.session_state.get("live_model")
+    if model is None:
+        st.info("Fix the scenario in the sidebar to build a model.")
+        return
+    st.caption(
+        f"scenario {model.config['scenario']['name']!r} · network "
+        f"{model.config['network']['source']} ({model.config['network']['network_type']}) · "
+        f"|X| = {model.domain.n_x}, |Y| = {model.domain.n_y} · seed {model.seed}"
+    )
+    controls(model)
+    ticks = mv.history(model)
+    headline(model, ticks)
+    map_view(model)
+    charts(model, ticks)
+    inspector(model)
+
+
+main()
