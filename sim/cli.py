@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="tables and plots of a batch results store")
     p.add_argument("store", help="a folder written by `mdpsim batch`")
     p.add_argument("--out", help="report folder (default STORE/report)")
+
+    p = sub.add_parser("dashboard", help="start the Streamlit dashboard (live runs, batches)")
+    p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    p.add_argument(
+        "--address", default="localhost", help="address to bind (default localhost; 0.0.0.0: all)"
+    )
     return parser
 
 
@@ -221,6 +227,22 @@ def _report(args: argparse.Namespace) -> int:
     for path in write_report(args.store, args.out):
         print(path)
     return 0
+
+
+@command("dashboard")
+def _dashboard(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from dashboard.launch import streamlit_command, streamlit_env
+
+    if not 0 < args.port < 65536:
+        raise InputError(f"--port={args.port} must be a TCP port, 1..65535")
+    cmd = streamlit_command(port=args.port, address=args.address)
+    print(f"dashboard        http://{args.address}:{args.port}  (Ctrl-C stops it)", flush=True)
+    try:
+        return subprocess.call(cmd, env=streamlit_env())
+    except KeyboardInterrupt:
+        return 0
 
 
 if __name__ == "__main__":

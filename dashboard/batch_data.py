@@ -1,0 +1,119 @@
+"""A batch results store as the batch explorer's tables: filters, error bars, the summary.
+
+Statistics are those of ``mdpsim report`` (:mod:`sim.report`): a task's value of a metric is its
+mean over ticks (budgets and halted users: the last tick), and every point is a mean over tasks
+with a 95% half-width of 1.96 standard errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sim import report, results
+from sim.batch import MANIFEST
+from sim.errors import InputError
+
+#: Filters every batch has (tick-table column -> label), whatever it sweeps.
+FIXED_FILTERS = {"mechanism": "mechanism", "epsilon_per_km": "epsilon (1/km)"}
+COVERED = {"mechanism.name", "mechanism.epsilon_per_km"}  # swept fields the fixed filters cover
+TICK_METRICS = (*report.TICK_MEANS, "remaining_budget_mean", "n_halted")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A loaded store: its manifest, stacked per-tick rows and one row per finished task."""
+
+    store: Path
+    manifest: dict
+    ticks: pd.DataFrame
+    tasks: pd.DataFrame
+
+    @property
+    def swept(self) -> list[str]:
+        """Dotted names of the swept fields."""
+        return list(self.manifest["swept_fields"])
+
+    @property
+    def filters(self) -> dict[str, list]:
+        """Filterable column -> its values: mechanism, eps and every other swept field."""
+        columns = [*FIXED_FILTERS, *[f for f in self.swept if f not in COVERED]]
+        return {c: sorted(self.tasks[c].dropna().unique().tolist()) for c in columns}
+
+
+def find_stores(root: str | Path, *, depth: int = 2) -> list[Path]:
+    """Batch stores (folders with a manifest) under ``root``, newest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [
+        p.parent
+        for d in range(depth)
+        for p in root.glob("/".join(["*"] * (d + 1)) + "/" + MANIFEST)
+    ]
+    return sorted(found, key=lambda p: (p / MANIFEST).stat().st_mtime, reverse=True)
+
+
+def load(store: str | Path) -> Batch:
+    """Read a store; raises InputError if it is not one or has no finished task yet."""
+    store = Path(store)
+    manifest = results.load_manifest(store)
+    ticks = results.load_ticks(store)
+    if ticks.empty:
+        raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
+    tasks = report.per_task(ticks, results.load_timings(store), manifest)
+    return Batch(store=store, manifest=manifest, ticks=ticks, tasks=tasks)
+
+
+def select(frame: pd.DataFrame, chosen: dict[str, list]) -> pd.DataFrame:
+    """Rows whose value of every filtered column is among the chosen ones (empty: no filter)."""
+    keep = np.ones(len(frame), dtype=bool)
+    for column, values in chosen.items():
+        if values:
+            keep &= frame[column].isin(values).to_numpy()
+    return frame[keep]
+
+
+def metrics(batch: Batch, *, over_ticks: bool) -> list[str]:
+    """Metrics with data: per-tick columns for plots over ticks, else per-task values."""
+    source = batch.ticks if over_ticks else batch.tasks
+    names = TICK_METRICS if over_ticks else report.LABELS
+    return [m for m in names if m in source and source[m].notna().any()]
+
+
+def errorbars(frame: pd.DataFrame, *, x: str, y: str, series: list[str]) -> pd.DataFrame:
+    """Mean of ``y`` per (series, x) with its 95% interval ``lo``..``hi`` and count ``n``.
+
+    ``frame`` is the per-task table (x a swept field or eps) or the per-tick table (x =
+    ``"tick"``, the mean over tasks at each tick). ``series`` columns are joined into a label.
+    """
+    if y not in frame:
+        raise InputError(f"metric {y!r} is not in this table; choose one of the listed metrics")
+    data = frame.dropna(subset=[y])
+    label = _labels(data, series)
+    stats = data.groupby([label, data[x]], sort=True)[y].agg(["mean", "std", "count"])
+    half = report.Z95 * stats["std"] / np.sqrt(stats["count"])
+    stats["lo"] = stats["mean"] - half.fillna(0.0)
+    stats["hi"] = stats["mean"] + half.fillna(0.0)
+    return stats.rename(columns={"count": "n"}).drop(columns="std").reset_index()
+
+
+def _labels(frame: pd.DataFrame, series: list[str]) -> pd.Series:
+    if not series:
+        return pd.Series("all", index=frame.index, name="series")
+    parts = [
+        frame[c].astype(str) if c == "mechanism" else f"{c.split('.')[-1]}=" + frame[c].astype(str)
+        for c in series
+    ]
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + ", " + p
+    return out.rename("series")
+
+
+def summary(tasks: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """One row per sweep point: ``n`` and each metric's ``_mean`` and ``_ci95``."""
+    return report.summarize(tasks, by)
