@@ -1,0 +1,1 @@
+"""DistA-LP: distributed LP with privacy-protected surrogate uploads (SPEC §3)."""

@@ -1,0 +1,404 @@
+"""The user side of DistA-LP: local blocks, surrogate upload, download and report.
+
+Per user with true record ``x``:
+
+1. :func:`local_blocks`: neighbourhood ``N`` (the ``n_neighbours`` nearest secrets to ``x``,
+   ``x`` included) and the blocks ``dx`` (``N x N`` km), ``dy`` (``N x Y`` km),
+   ``cy`` (``N x Y``, ``prior_i * c(x_i, y_k)``).
+2. :func:`prepare_upload`: a private random row permutation, the alternating surrogate fit,
+   and the private release of each block's parameters (noise calibrated beforehand by
+   :func:`calibrate_upload` against the PmDP auditor). Only the :class:`Upload` goes to the
+   server; the :class:`UserState` stays on the device.
+3. :func:`reconstruct` (server side, permuted order).
+4. :func:`finalize_block`: un-permute the downloaded block, check it against the TRUE local
+   distances with the exact verifier (repair if needed), then :func:`report` samples.
+
+Budgets: ``eps_dx + eps_dy + eps_cy + eps_pt <= epsilon`` (:class:`~sim.privacy.split.BudgetSplit`).
+The upload is ``(eps_dx + eps_dy + eps_cy, delta)``-PmDP at the audited confidence; the report
+is pure ``eps_pt``-mDP on the neighbourhood. See ``docs/dista_lp_upload.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.errors import InputError, PrivacyBudgetError
+from sim.mechanisms.base import check_positive_int
+from sim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
+from sim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
+from sim.privacy.pmdp import AuditResult, calibrate_scale, check_confidence, check_delta
+from sim.privacy.split import BLOCKS, BudgetSplit
+
+BYTES_PER_PARAM = 8  # float64 on the wire
+_WEIGHT_PAIRS = 2000  # pairs used to measure each coordinate's typical spread
+
+
+# ---------------------------------------------------------------------- local blocks
+@dataclass(frozen=True)
+class LocalBlocks:
+    """A user's true blocks, rows in true neighbourhood order (private)."""
+
+    neighbourhood: np.ndarray
+    dx: np.ndarray
+    dy: np.ndarray
+    cy: np.ndarray
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {"dx": self.dx, "dy": self.dy, "cy": self.cy}
+
+
+def local_blocks(domain, x_index: int, *, n_neighbours: int = 20, cost=None) -> LocalBlocks:
+    """The neighbourhood of secret ``x_index`` and its three coefficient blocks.
+
+    ``cost`` is the ``(N, K)`` loss ``c(x_i, y_k)`` in km (default ``domain.dist_xy``).
+    Ties in distance are broken by secret index (stable).
+    """
+    n_x = domain.n_x
+    if isinstance(x_index, bool) or not isinstance(x_index, (int, np.integer)):
+        raise InputError(f"x_index={x_index!r} must be an integer secret index")
+    if not 0 <= x_index < n_x:
+        raise InputError(f"x_index={x_index} must be in 0..{n_x - 1}")
+    n = check_positive_int(n_neighbours, "n_neighbours", minimum=2)
+    if n > n_x:
+        raise InputError(f"n_neighbours={n} exceeds the {n_x} secrets of the domain")
+    cost = domain.dist_xy if cost is None else np.asarray(cost, dtype=float)
+    if cost.shape != (n_x, domain.n_y):
+        raise InputError(f"cost must be ({n_x}, {domain.n_y}), got {cost.shape}")
+    nb = np.argsort(domain.dist_xx[x_index], kind="stable")[:n]
+    return LocalBlocks(
+        neighbourhood=nb,
+        dx=np.asarray(domain.dist_xx[np.ix_(nb, nb)]),
+        dy=np.asarray(domain.dist_xy[nb]),
+        cy=domain.prior[nb, None] * cost[nb],
+    )
+
+
+# ---------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class BlockCalibration:
+    """Noise of one block: ``scale_c = beta * weights_c``, and the audit that accepted it."""
+
+    beta: float
+    weights: np.ndarray
+    epsilon: float
+    delta: float
+    audit: AuditResult | None
+
+
+@dataclass(frozen=True)
+class UploadCalibration:
+    """Noise calibration for one domain and configuration (public: depends on X only)."""
+
+    n_local: int
+    n_outputs: int
+    scales: dict[str, float]
+    blocks: dict[str, BlockCalibration]
+    n_records: int
+
+    @property
+    def confidence(self) -> float:
+        """Union-bound confidence that all three block claims hold at once."""
+        audits = [c.audit for c in self.blocks.values()]
+        if any(a is None for a in audits):
+            return 0.0
+        return max(0.0, 1.0 - math.fsum(1.0 - a.confidence for a in audits))
+
+
+@dataclass(frozen=True)
+class UploadConfig:
+    """Parameters of a user's upload (validated).
+
+    ``epsilon`` is the total budget (1/km). Give all four of ``eps_dx``, ``eps_dy``,
+    ``eps_cy``, ``eps_pt`` or none (default split: 10 % per upload block, 70 % for the report).
+    ``delta`` is the total upload failure probability, split evenly over the three blocks, and
+    ``confidence`` the joint confidence wanted (each block audited at ``1 - (1 - c)/3``).
+    ``noise`` is ``"shifted"`` (default, full support) or ``"onesided"`` (the paper's
+    ``theta - |Lap(b)|``); ``svd_tau_c`` sets the SVD soft threshold ``tau = c * b``.
+    ``audit_records``: how many secrets (uniform, seeded) the calibration audits; ``None`` =
+    all. ``calibration`` is filled by :func:`calibrate_upload`.
+    """
+
+    epsilon: float
+    eps_dx: float | None = None
+    eps_dy: float | None = None
+    eps_cy: float | None = None
+    eps_pt: float | None = None
+    family: str = "svd"
+    rank: int = 5
+    n_neighbours: int = 20
+    delta: float = 1e-4
+    confidence: float = 0.99
+    n_swap_iter: int = 15
+    noise: str = "shifted"
+    wrong_side_prob: float = 0.05
+    svd_tau_c: float = 0.5
+    audit_records: int | None = None
+    calibration: UploadCalibration | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        parts = (self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt)
+        if all(p is None for p in parts):
+            split = BudgetSplit.default(self.epsilon)
+        elif any(p is None for p in parts):
+            raise InputError("give all of eps_dx, eps_dy, eps_cy, eps_pt or none of them")
+        else:
+            split = BudgetSplit(self.epsilon, *parts)
+        object.__setattr__(self, "epsilon", split.total)
+        for b in ("dx", "dy", "cy", "pt"):
+            object.__setattr__(self, f"eps_{b}", getattr(split, b))
+        if self.family not in FAMILIES:
+            raise InputError(f"family={self.family!r} must be one of {FAMILIES}")
+        check_positive_int(self.rank, "rank")
+        n = check_positive_int(self.n_neighbours, "n_neighbours", minimum=2)
+        if self.family == "svd" and self.rank > n:
+            raise InputError(f"rank={self.rank} must be <= n_neighbours={n}")
+        check_delta(self.delta)
+        check_confidence(self.confidence)
+        check_positive_int(self.n_swap_iter, "n_swap_iter", minimum=0)
+        if self.noise not in NOISE_LAWS:
+            raise InputError(f"noise={self.noise!r} must be one of {NOISE_LAWS}")
+        if not 0 < float(self.wrong_side_prob) < 0.5:
+            raise InputError(f"wrong_side_prob={self.wrong_side_prob!r} must be in (0, 0.5)")
+        if not (math.isfinite(float(self.svd_tau_c)) and self.svd_tau_c >= 0):
+            raise InputError(f"svd_tau_c={self.svd_tau_c!r} must be finite and >= 0")
+        if self.audit_records is not None:
+            check_positive_int(self.audit_records, "audit_records", minimum=2)
+
+    @property
+    def split(self) -> BudgetSplit:
+        return BudgetSplit(self.epsilon, self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt)
+
+    @property
+    def block_delta(self) -> float:
+        return self.delta / len(BLOCKS)
+
+    @property
+    def block_confidence(self) -> float:
+        return 1.0 - (1.0 - self.confidence) / len(BLOCKS)
+
+
+def _surrogates(config: UploadConfig, n: int, k: int) -> dict[str, Surrogate]:
+    rank = min(config.rank, n, k)
+    return {
+        "dx": Surrogate(config.family, n, n, rank=min(config.rank, n)),
+        "dy": Surrogate(config.family, n, k, rank=rank),
+        "cy": Surrogate(config.family, n, k, rank=rank),
+    }
+
+
+def public_scales(domain, cost=None) -> dict[str, float]:
+    """Largest possible entry of each block type (public: from X, Y, prior and cost)."""
+    cost = domain.dist_xy if cost is None else cost
+    d_max = float(max(np.max(domain.dist_xx), np.max(domain.dist_xy)))
+    return {"dx": d_max, "dy": d_max, "cy": float(np.max(domain.prior) * np.max(cost))}
+
+
+def block_release(
+    surrogate: Surrogate, block: str, scale: float, noise_scale: np.ndarray, config: UploadConfig
+) -> ParameterRelease:
+    """The release of one block's parameters: biased coordinates down (dx, dy) or up (cy)."""
+    lo, hi = surrogate.bounds(scale)
+    sign = 1.0 if block == "cy" else -1.0
+    direction = np.where(surrogate.level_mask, sign, 0.0)
+    shift = np.zeros(surrogate.n_params)
+    if surrogate.family == "svd":  # soft threshold tau = c * b on the singular values
+        shift = direction * config.svd_tau_c * noise_scale
+    return ParameterRelease(
+        lo, hi, noise_scale, shift, direction,
+        noise=config.noise, wrong_side_prob=config.wrong_side_prob,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------- calibration
+def _fit_record(domain, x: int, config: UploadConfig, scales, seed: int, cost=None) -> FitResult:
+    lb = local_blocks(domain, x, n_neighbours=config.n_neighbours, cost=cost)
+    sur = _surrogates(config, len(lb.neighbourhood), domain.n_y)
+    return fit_blocks(
+        lb.as_dict(), sur, scales, rng=np.random.default_rng(seed), n_swap_iter=config.n_swap_iter
+    )
+
+
+def calibrate_upload(
+    domain, config: UploadConfig, *, rng: np.random.Generator, cost=None, n_samples=None
+) -> UploadConfig:
+    """``config`` with noise scales found by binary search against the PmDP auditor.
+
+    The audited population is every secret (or ``config.audit_records`` of them, uniform);
+    each one's parameters come from the same seeded alternating fit a user runs. Each
+    coordinate's noise is ``beta * w_c`` with ``w_c`` its mean absolute difference over random
+    pairs of the population (so each coordinate adds about as much expected privacy loss);
+    ``beta`` is the smallest scale that passes ``(eps_t, delta/3)``-PmDP at confidence
+    ``1 - (1 - confidence)/3``. Raises :class:`PrivacyBudgetError` if none does.
+    """
+    n_x = domain.n_x
+    if n_x < 2:
+        raise InputError("calibration needs a domain with at least 2 secrets")
+    if config.n_neighbours > n_x:
+        raise InputError(f"n_neighbours={config.n_neighbours} exceeds the {n_x} secrets")
+    records = (
+        np.arange(n_x)
+        if config.audit_records is None or config.audit_records >= n_x
+        else np.sort(rng.choice(n_x, size=config.audit_records, replace=False))
+    )
+    scales = public_scales(domain, cost)
+    seeds = rng.integers(0, 2**63 - 1, size=len(records))
+    fits = [
+        _fit_record(domain, int(x), config, scales, int(s), cost)
+        for x, s in zip(records, seeds, strict=True)
+    ]
+    dist = np.asarray(domain.dist_xx[np.ix_(records, records)])
+    sur = _surrogates(config, config.n_neighbours, domain.n_y)
+    budgets = config.split.upload
+    out = {}
+    for t in BLOCKS:
+        thetas = np.stack([f.thetas[t] for f in fits])
+        lo, hi = sur[t].bounds(scales[t])
+        a = rng.integers(0, len(records), size=_WEIGHT_PAIRS)
+        b = rng.integers(0, len(records), size=_WEIGHT_PAIRS)
+        w = np.maximum(np.mean(np.abs(thetas[a] - thetas[b]), axis=0), 1e-6 * (hi - lo))
+        beta, audit = calibrate_scale(
+            lambda beta, t=t, w=w: block_release(sur[t], t, scales[t], beta * w, config),
+            thetas,
+            dist,
+            budgets[t],
+            config.block_delta,
+            confidence=config.block_confidence,
+            n_samples=n_samples,
+            rng=rng,
+        )
+        out[t] = BlockCalibration(beta, w, budgets[t], config.block_delta, audit)
+    cal = UploadCalibration(config.n_neighbours, domain.n_y, scales, out, len(records))
+    return dataclasses.replace(config, calibration=cal)
+
+
+# ---------------------------------------------------------------------- upload
+@dataclass(frozen=True)
+class Upload:
+    """What the server receives: released parameters per block, rows in permuted order."""
+
+    family: str
+    params: dict[str, np.ndarray]
+    n_local: int
+    n_outputs: int
+    rank: int
+
+    @property
+    def bytes_up(self) -> int:
+        """Bytes on the wire: every released parameter as a float64."""
+        return BYTES_PER_PARAM * sum(p.size for p in self.params.values())
+
+
+@dataclass(frozen=True)
+class UserState:
+    """What stays on the user's device."""
+
+    x_index: int
+    blocks: LocalBlocks
+    perm: np.ndarray
+    fit: FitResult
+    config: UploadConfig
+
+    @property
+    def neighbourhood(self) -> np.ndarray:
+        return self.blocks.neighbourhood
+
+    @property
+    def row_of_x(self) -> int:
+        """Row of the true record inside the true-order neighbourhood block."""
+        return int(np.flatnonzero(self.blocks.neighbourhood == self.x_index)[0])
+
+    def permuted_blocks(self) -> dict[str, np.ndarray]:
+        """The true blocks in the uploaded (permuted) row order."""
+        p = self.perm
+        return {
+            "dx": self.blocks.dx[np.ix_(p, p)],
+            "dy": self.blocks.dy[p],
+            "cy": self.blocks.cy[p],
+        }
+
+
+def _checked_calibration(domain, config: UploadConfig) -> UploadCalibration:
+    cal = config.calibration
+    if cal is None:
+        raise InputError("config has no noise calibration: call calibrate_upload(domain, config)")
+    if (cal.n_local, cal.n_outputs) != (config.n_neighbours, domain.n_y):
+        raise InputError("config.calibration was made for another domain or neighbourhood size")
+    return cal
+
+
+def prepare_upload(
+    domain, x_index: int, config: UploadConfig, rng: np.random.Generator, *, cost=None
+) -> tuple[UserState, Upload]:
+    """Fit and privatise the user's blocks; returns the private state and the upload."""
+    cal = _checked_calibration(domain, config)
+    lb = local_blocks(domain, x_index, n_neighbours=config.n_neighbours, cost=cost)
+    sur = _surrogates(config, len(lb.neighbourhood), domain.n_y)
+    fit = fit_blocks(lb.as_dict(), sur, cal.scales, rng=rng, n_swap_iter=config.n_swap_iter)
+    params = {}
+    for t in BLOCKS:
+        c = cal.blocks[t]
+        rel = block_release(sur[t], t, cal.scales[t], c.beta * c.weights, config)
+        params[t] = rel.sample(fit.thetas[t], rng)
+    state = UserState(int(x_index), lb, fit.perm, fit, config)
+    upload = Upload(config.family, params, len(lb.neighbourhood), domain.n_y, sur["dy"].rank)
+    return state, upload
+
+
+def reconstruct(upload: Upload) -> dict[str, np.ndarray]:
+    """Server side: the blocks ``"dx"`` (n, n), ``"dy"``, ``"cy"`` (n, K), permuted order."""
+    n, k = upload.n_local, upload.n_outputs
+    out = {}
+    for t in BLOCKS:
+        cols = n if t == "dx" else k
+        sur = Surrogate(upload.family, n, cols, rank=min(upload.rank, n, cols))
+        theta = np.asarray(upload.params[t], dtype=float)
+        if theta.shape != (sur.n_params,):
+            raise InputError(f"upload block {t!r} has {theta.shape} parameters, not {sur.n_params}")
+        out[t] = sur.evaluate(theta)
+    return out
+
+
+# ---------------------------------------------------------------------- download and report
+def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt: float):
+    """Un-permute the downloaded block and make sure it is ``epsilon_pt``-mDP on the TRUE
+    local distances (exact verifier, log space); repair it if not.
+
+    Returns the ``n x K`` block in true neighbourhood order.
+    """
+    from sim.privacy.verify import verify
+
+    z = np.asarray(z_block_permuted, dtype=float)
+    n = len(state.perm)
+    if z.ndim != 2 or z.shape[0] != n:
+        raise InputError(f"downloaded block must have {n} rows, got shape {z.shape}")
+    if epsilon_pt > state.config.eps_pt * (1 + 1e-12):
+        raise PrivacyBudgetError(
+            f"epsilon_pt={epsilon_pt:g} exceeds this user's report budget {state.config.eps_pt:g}"
+        )
+    block = np.empty_like(z)
+    block[state.perm] = z  # permuted row r holds true local row perm[r]
+    if verify(block, state.blocks.dx, epsilon_pt).passed:
+        return block
+    try:
+        from sim.mechanisms.dista_lp import repair
+    except ImportError:
+        raise PrivacyBudgetError(
+            "downloaded block fails the exact verifier on the true local distances and the "
+            "repair module is not available"
+        ) from None
+    fixed = repair.repair(block, state.blocks.dx, epsilon_pt)
+    if not verify(fixed, state.blocks.dx, epsilon_pt).passed:
+        raise PrivacyBudgetError("repaired block still fails the exact verifier")
+    return fixed
+
+
+def report(state: UserState, block: np.ndarray, rng: np.random.Generator) -> int:
+    """Sample the user's report (an output index) from the true record's row of ``block``."""
+    from sim.sampling import sample_rows
+
+    row = np.asarray(block, dtype=float)[state.row_of_x][None, :]
+    return int(sample_rows(row, np.array([0]), rng)[0])
