@@ -289,7 +289,7 @@ def run_batch(
     start = time.perf_counter()
     out = Path(out_dir)
     tasks = expand(scenario, seeding=seeding)
-    manifest = _manifest(scenario, tasks, seeding)
+    manifest = build_manifest(scenario, tasks, seeding)
     failures = _open_store(out, manifest, resume=resume)
     done = {t.task_id for t in tasks if (out / TASKS / f"{t.task_id}.parquet").is_file()}
     todo = [t for t in tasks if t.task_id not in done]
@@ -367,7 +367,8 @@ def write_task(out: Path, result: TaskResult) -> None:
 
 
 # ---------------------------------------------------------------------- the store
-def _manifest(scenario: Scenario, tasks: list[Task], seeding: str) -> dict[str, Any]:
+def build_manifest(scenario: Scenario, tasks: list[Task], seeding: str) -> dict[str, Any]:
+    """The manifest of a batch (every task "pending")."""
     return {
         "format": 1,
         "scenario": json.loads(_json(scenario.to_dict())),

@@ -1,0 +1,247 @@
+"""`mdpsim batch`: sweep expansion, derived seeds, the results store, backends, failures, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sim import results
+from sim import scenario as sc
+from sim.batch import connect_dask, expand, run_batch
+from sim.cli import main
+from sim.errors import InputError
+
+TINY = {
+    "scenario": {"name": "tiny", "seed": 7, "ticks": 2},
+    "domain": {"n_points": 100},
+    "users": {"count": 12},
+    "mechanism": {"name": "em", "epsilon_per_km": 4.0},
+    "sweep": {"mechanism.epsilon_per_km": [2.0, 6.0], "repetitions": 2},
+}
+
+
+def _scenario(sweep: dict | None = None, **tables) -> sc.Scenario:
+    raw = json.loads(json.dumps(TINY))
+    if sweep is not None:
+        raw["sweep"] = sweep
+    for table, values in tables.items():
+        raw.setdefault(table, {}).update(values)
+    return sc.from_dict(raw)
+
+
+def _toml(path: Path, sweep_lines: list[str], extra: str = "") -> Path:
+    text = f"""
+[scenario]
+name = "tiny"
+seed = 7
+ticks = 2
+[domain]
+n_points = 100
+[users]
+count = 12
+[mechanism]
+name = "em"
+epsilon_per_km = 4.0
+{extra}
+[sweep]
+{chr(10).join(sweep_lines)}
+"""
+    path.write_text(text)
+    return path
+
+
+def _task_files(store: Path) -> dict[str, bytes]:
+    """Bytes of the deterministic files (per-tick and per-user tables), by name."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted((store / "tasks").glob("*.parquet"))
+        if ".timings" not in p.name
+    }
+
+
+@pytest.fixture(scope="module")
+def serial_store(tmp_path_factory, helsinki_walk):
+    store = tmp_path_factory.mktemp("batch") / "serial"
+    outcome = run_batch(_scenario(), store, workers=1, progress=False)
+    assert outcome.ok and outcome.n_done == 4
+    return store
+
+
+# ---------------------------------------------------------------------- expansion and seeds
+def test_sweep_expands_to_every_combination_times_repetitions():
+    s = _scenario({"mechanism.epsilon_per_km": [2, 6, 10], "users.count": [5, 8], "repetitions": 3})
+    tasks = expand(s)
+    assert len(tasks) == 18
+    assert [t.task_id for t in tasks] == [f"{i:04d}" for i in range(18)]
+    assert tasks[0].params == {"mechanism.epsilon_per_km": 2.0, "users.count": 5}
+    assert isinstance(tasks[0].params["mechanism.epsilon_per_km"], float)  # normalised
+    assert [t.repetition for t in tasks[:4]] == [0, 1, 2, 0]
+    assert tasks[3].params == {"mechanism.epsilon_per_km": 2.0, "users.count": 8}
+    assert tasks[-1].params == {"mechanism.epsilon_per_km": 10.0, "users.count": 8}
+
+
+def test_no_sweep_gives_one_task_per_repetition():
+    assert len(expand(_scenario({}))) == 1
+    assert len(expand(_scenario({"repetitions": 4}))) == 4
+
+
+def test_task_seeds_come_from_values_and_repetition_not_from_order():
+    forward = expand(_scenario({"mechanism.epsilon_per_km": [2.0, 6.0, 9.0], "repetitions": 2}))
+    backward = expand(_scenario({"mechanism.epsilon_per_km": [9, 6, 2], "repetitions": 2}))
+
+    def by_key(tasks):
+        return {(t.params["mechanism.epsilon_per_km"], t.repetition): t.seed for t in tasks}
+
+    assert by_key(forward) == by_key(backward)
+    assert len({t.seed for t in forward}) == 6
+    reseeded = expand(_scenario(scenario={"seed": 8}))
+    assert not {t.seed for t in reseeded} & {t.seed for t in expand(_scenario())}
+    common = expand(_scenario(), seeding="common")
+    assert common[0].seed == common[2].seed and common[0].seed != common[1].seed
+
+
+def test_bad_sweep_is_a_clear_error(tmp_path, capsys):
+    bad_value = _toml(tmp_path / "a.toml", ['"users.count" = [5, 0]'])
+    assert main(["batch", str(bad_value), "--out", str(tmp_path / "o1")]) == 2
+    assert "users.count" in capsys.readouterr().err
+    bad_key = _toml(tmp_path / "b.toml", ['"users.speed" = [1.0]'])
+    assert main(["batch", str(bad_key), "--out", str(tmp_path / "o2")]) == 2
+    assert "users.speed" in capsys.readouterr().err
+    with pytest.raises(InputError, match="nope"):
+        expand(_scenario({"mechanism.name": ["em", "nope"]}))
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_unreachable_scheduler_is_a_clear_error(tmp_path):
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    start = time.monotonic()
+    with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
+        connect_dask(scheduler=f"tcp://127.0.0.1:{port}", connect_timeout_s=1.0)
+    assert time.monotonic() - start < 30
+    with pytest.raises(InputError, match="tcp://HOST:PORT"):
+        connect_dask(scheduler="localhost:8786")
+    with pytest.raises(InputError, match="not both"):
+        run_batch(_scenario(), tmp_path / "x", scheduler="tcp://a:1", dask_workers=1)
+
+
+# ---------------------------------------------------------------------- the store
+def test_store_holds_one_table_per_task_with_its_parameters(serial_store):
+    manifest = results.load_manifest(serial_store)
+    assert [t["status"] for t in manifest["tasks"]] == ["done"] * 4
+    assert results.swept_fields(serial_store) == ["mechanism.epsilon_per_km"]
+    for t in manifest["tasks"]:
+        df = pd.read_parquet(serial_store / "tasks" / f"{t['task_id']}.parquet")
+        assert list(df.columns[:4]) == ["task_id", "repetition", "seed", "mechanism.epsilon_per_km"]
+        assert (df["task_id"] == t["task_id"]).all() and (df["seed"] == t["seed"]).all()
+        assert (df["epsilon_per_km"] == t["params"]["mechanism.epsilon_per_km"]).all()
+        assert list(df["tick"]) == [1, 2]
+    ticks = results.load_ticks(serial_store)
+    assert len(ticks) == 8 and not ticks.duplicated(["task_id", "tick"]).any()
+    timings = results.load_timings(serial_store)
+    assert {"task_id", "mechanism_s", "regenerated"} <= set(timings.columns)
+    assert "mechanism_s" not in ticks  # wall-clock times stay out of the per-tick tables
+    assert len(results.load_users(serial_store)) == 4 * 2 * 12
+    assert json.loads((serial_store / "failures.json").read_text()) == {}
+
+
+def test_existing_store_requires_resume_and_the_same_scenario(serial_store):
+    with pytest.raises(InputError, match="--resume"):
+        run_batch(_scenario(), serial_store, progress=False)
+    other = _scenario({"mechanism.epsilon_per_km": [2.0, 7.0], "repetitions": 2})
+    with pytest.raises(InputError, match="different"):
+        run_batch(other, serial_store, resume=True, progress=False)
+    before = {p.name: p.stat().st_mtime_ns for p in (serial_store / "tasks").iterdir()}
+    stale = serial_store / "tasks" / ".0001.parquet.tmp-999"
+    stale.write_bytes(b"half a file")
+    outcome = run_batch(_scenario(), serial_store, resume=True, progress=False)
+    assert outcome.ok and outcome.n_skipped == 4
+    assert not stale.exists()
+    after = {p.name: p.stat().st_mtime_ns for p in (serial_store / "tasks").iterdir()}
+    assert after == before  # nothing rerun or rewritten
+
+
+def test_dask_local_cluster_gives_the_same_bytes_as_one_worker(serial_store, tmp_path):
+    store = tmp_path / "dask"
+    outcome = run_batch(_scenario(), store, dask_workers=2, dask_processes=False, progress=False)
+    assert outcome.ok
+    assert _task_files(store) == _task_files(serial_store)
+
+
+@pytest.mark.slow
+def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tmp_path):
+    store = tmp_path / "pool"
+    outcome = run_batch(_scenario(), store, workers=2, progress=False)
+    assert outcome.ok
+    files = _task_files(store)
+    assert len(files) == 8 and files == _task_files(serial_store)
+
+
+# ---------------------------------------------------------------------- failures and resume
+def test_a_failed_task_is_recorded_and_does_not_stop_the_batch(tmp_path, capsys, helsinki_walk):
+    path = _toml(tmp_path / "f.toml", ['"mechanism.params" = [{}, {bogus = 1.0}]'])
+    store = tmp_path / "store"
+    argv = ["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]
+    assert main(argv) == 1
+    failures = results.load_failures(store)
+    assert list(failures) == ["0001"] and "bogus" in failures["0001"]
+    table = results.task_table(store)
+    assert list(table["status"]) == ["done", "failed"]
+    assert "bogus" in table.loc[1, "error"]
+    assert (store / "tasks" / "0000.parquet").is_file()
+    assert not (store / "tasks" / "0001.parquet").exists()
+    capsys.readouterr()
+    assert main([*argv, "--resume"]) == 1  # the failed task is retried, the done one skipped
+    assert "1 skipped" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
+    tmp_path, helsinki_walk
+):
+    sweep = {"mechanism.epsilon_per_km": [2.0, 4.0, 6.0, 8.0], "repetitions": 2}
+    path = _toml(tmp_path / "k.toml", ['"mechanism.epsilon_per_km" = [2.0, 4.0, 6.0, 8.0]',
+                                       "repetitions = 2"])  # fmt: skip
+    store = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "sim.cli", "batch", str(path), "--out", str(store)]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", "1", "--no-progress"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def finished() -> list[str]:
+        folder = store / "tasks"
+        if not folder.is_dir():
+            return []
+        return [p.name for p in folder.glob("*.parquet") if p.name.count(".") == 1]
+
+    deadline = time.monotonic() + 300
+    while not finished() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_at_kill = finished()
+    assert 1 <= len(done_at_kill) < 8, "the batch must be killed part-way"
+
+    outcome = run_batch(_scenario(sweep), store, resume=True, progress=False)
+    assert outcome.ok and outcome.n_skipped == len(done_at_kill)
+    reference = tmp_path / "reference"
+    assert run_batch(_scenario(sweep), reference, progress=False).ok
+    assert _task_files(store) == _task_files(reference)
+    ticks = results.load_ticks(store)
+    assert len(ticks) == 8 * 2 and not ticks.duplicated(["task_id", "tick"]).any()
+    assert not list((store / "tasks").glob(".*"))
+    manifest = results.load_manifest(store)
+    assert [t["status"] for t in manifest["tasks"]] == ["done"] * 8
