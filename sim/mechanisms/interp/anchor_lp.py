@@ -1,0 +1,144 @@
+"""The anchor LP: optimal anchor rows under per-axis log-ratio bounds, solved with HiGHS.
+
+Variables ``P[a, k]`` (anchor a, output k). Constraints: rows sum to 1, and on every x-edge
+``(a, b)`` and output k, ``P[b,k] <= e^delta_1 P[a,k]`` and ``P[a,k] <= e^delta_1 P[b,k]``
+(``delta_2`` on y-edges). Objective: a linear surrogate of the utility loss on the secrets,
+``sum_{a,k} C[a,k] P[a,k]`` with ``C[a,k] = sum_i pi_i w_ia c(x_i, y_k)`` and ``w_ia`` the
+bilinear weight of anchor a at secret i (docs/interp.md).
+
+The solver satisfies constraints only up to its feasibility tolerance, which is an absolute
+slack and would break ratios of small probabilities. The rows are therefore repaired in log
+space (the smallest per-column majorant that is exactly ``delta``-Lipschitz on the grid) and
+renormalised; the realised log-ratio bounds are measured and must stay within the targets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+from sim.errors import SolverError
+from sim.mechanisms.interp.grid import AnchorGrid
+
+# The LP is solved with deltas this much (relatively) below the targets: room for the repair.
+LP_MARGIN = 1e-5
+
+
+@dataclass(frozen=True)
+class AnchorSolution:
+    """Anchor rows and what the solve realised."""
+
+    log_rows: np.ndarray  # (A, K_support) finite log-probabilities
+    support: np.ndarray  # (K,) bool: outputs with positive probability
+    objective: float  # surrogate loss of the repaired rows, km
+    delta_x: float  # realised max |log-ratio| on x-edges
+    delta_y: float
+    status: str
+
+
+def solve_anchor_lp(
+    grid: AnchorGrid, cost: np.ndarray, *, delta_x: float, delta_y: float
+) -> AnchorSolution:
+    """Solve the anchor LP for an ``(A, K)`` cost and per-edge bounds; repair; check."""
+    n_a, k = cost.shape
+    ex, ey = grid.edges()
+    lp = _build(n_a, k, ex, ey, cost, delta_x * (1 - LP_MARGIN), delta_y * (1 - LP_MARGIN))
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise SolverError(f"anchor LP: HiGHS status {h.modelStatusToString(status)}")
+    P = np.asarray(h.getSolution().col_value, dtype=float).reshape(n_a, k)
+    log_rows, support = _repair(grid, P, delta_x * (1 - LP_MARGIN), delta_y * (1 - LP_MARGIN))
+    real_x = _max_edge_ratio(log_rows, ex)
+    real_y = _max_edge_ratio(log_rows, ey)
+    if real_x > delta_x or real_y > delta_y:
+        raise SolverError(
+            f"anchor LP: repaired rows reach log-ratios {real_x:.12g} (x) and {real_y:.12g} (y) "
+            f"above the bounds {delta_x:.12g} and {delta_y:.12g}"
+        )
+    objective = float((np.exp(log_rows) * cost[:, support]).sum())
+    return AnchorSolution(log_rows, support, objective, real_x, real_y, "optimal")
+
+
+def _build(n_a, k, ex, ey, cost, dx, dy) -> highspy.HighsLp:
+    """Row-wise LP: A equality rows, then two inequality rows per (edge, output)."""
+    n_var = n_a * k
+    var = np.arange(n_var).reshape(n_a, k)
+    heads, tails, factors = [], [], []
+    for edges, delta in ((ex, dx), (ey, dy)):
+        if len(edges) == 0:
+            continue
+        a = var[edges[:, 0]].ravel()
+        b = var[edges[:, 1]].ravel()
+        grow = math.exp(delta)
+        heads += [b, a]  # P_head - e^delta P_tail <= 0
+        tails += [a, b]
+        factors += [np.full(len(a), grow)] * 2
+    n_eq = n_a
+    if heads:
+        head, tail, fac = np.concatenate(heads), np.concatenate(tails), np.concatenate(factors)
+    else:
+        head = tail = np.empty(0, dtype=np.int64)
+        fac = np.empty(0)
+    n_ineq = len(head)
+    eq_index = var.ravel()
+    ineq_index = np.column_stack([head, tail]).ravel()
+    ineq_value = np.column_stack([np.ones(n_ineq), -fac]).ravel()
+    lp = highspy.HighsLp()
+    lp.num_col_ = n_var
+    lp.num_row_ = n_eq + n_ineq
+    lp.col_cost_ = np.ascontiguousarray(cost.ravel(), dtype=float)
+    lp.col_lower_ = np.zeros(n_var)
+    lp.col_upper_ = np.ones(n_var)
+    lp.row_lower_ = np.concatenate([np.ones(n_eq), np.full(n_ineq, -highspy.kHighsInf)])
+    lp.row_upper_ = np.concatenate([np.ones(n_eq), np.zeros(n_ineq)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = n_var
+    lp.a_matrix_.num_row_ = n_eq + n_ineq
+    lp.a_matrix_.start_ = np.concatenate(
+        [np.arange(n_eq + 1) * k, n_eq * k + 2 * np.arange(1, n_ineq + 1)]
+    ).astype(np.int32)
+    lp.a_matrix_.index_ = np.concatenate([eq_index, ineq_index]).astype(np.int32)
+    lp.a_matrix_.value_ = np.concatenate([np.ones(n_var), ineq_value])
+    return lp
+
+
+def _repair(grid: AnchorGrid, P: np.ndarray, dx: float, dy: float):
+    """Exactly Lipschitz log rows (per output, on the grid), renormalised; drop zero columns."""
+    P = np.clip(P, 0.0, None)
+    support = P.max(axis=0) > 0
+    with np.errstate(divide="ignore"):
+        L = np.log(P[:, support]).reshape(grid.ny, grid.nx, -1)
+    # Smallest majorant M >= L with |M[a] - M[b]| <= delta on grid edges: the max-plus
+    # distance transform, separable for the weighted l1 grid metric.
+    for axis, delta in ((1, dx), (0, dy)):
+        n = L.shape[axis]
+        for idx in range(1, n):
+            _raise_slice(L, axis, idx, idx - 1, delta)
+        for idx in range(n - 2, -1, -1):
+            _raise_slice(L, axis, idx, idx + 1, delta)
+    L = L.reshape(grid.n_anchors, -1)
+    L -= L.max(axis=1, keepdims=True)
+    L -= np.log(np.exp(L).sum(axis=1, keepdims=True))
+    return L, support
+
+
+def _raise_slice(L: np.ndarray, axis: int, idx: int, src: int, delta: float) -> None:
+    cur = np.take(L, idx, axis=axis)
+    new = np.maximum(cur, np.take(L, src, axis=axis) - delta)
+    if axis == 0:
+        L[idx] = new
+    else:
+        L[:, idx] = new
+
+
+def _max_edge_ratio(log_rows: np.ndarray, edges: np.ndarray) -> float:
+    if len(edges) == 0:
+        return 0.0
+    return float(np.abs(log_rows[edges[:, 1]] - log_rows[edges[:, 0]]).max())
