@@ -253,6 +253,7 @@ def calibrate_scale(
         start,
         max_scale,
         0.1,
+        coarse=True,
     )
     return _search(
         make_release,
@@ -270,15 +271,21 @@ def calibrate_scale(
 
 
 def _search(make_release, thetas, dist, epsilon, delta, confidence, draws, lo, hi, max_scale,
-            rel_tol) -> tuple[float, AuditResult]:  # fmt: skip
-    """Bracket (growing ``hi`` x2) then bisect on one fixed set of draws."""
+            rel_tol, *, coarse=False) -> tuple[float, AuditResult]:  # fmt: skip
+    """Bracket (growing ``hi`` x2) then bisect on one fixed set of draws.
+
+    The coarse phase (too few samples to reach the confidence) asks for zero violations.
+    """
+
+    def ok(res: AuditResult) -> bool:
+        return res.n_violations == 0 if coarse else res.passed
 
     def run(scale: float) -> AuditResult:
         pl = _privacy_losses(make_release(scale), thetas, dist, draws)
         return _result(pl, float(epsilon), delta, confidence)
 
     best = run(hi)
-    while not best.passed:
+    while not ok(best):
         lo, hi = hi, hi * 2.0
         if hi > max_scale:
             raise PrivacyBudgetError(
@@ -289,7 +296,7 @@ def _search(make_release, thetas, dist, epsilon, delta, confidence, draws, lo, h
     while hi - lo > rel_tol * hi:
         mid = 0.5 * (lo + hi)
         res = run(mid)
-        if res.passed:
+        if ok(res):
             hi, best = mid, res
         else:
             lo = mid

@@ -384,13 +384,13 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
     if verify(block, state.blocks.dx, epsilon_pt).passed:
         return block
     try:
-        from sim.mechanisms.dista_lp import repair
+        from sim.mechanisms.repair import repair
     except ImportError:
         raise PrivacyBudgetError(
             "downloaded block fails the exact verifier on the true local distances and the "
             "repair module is not available"
         ) from None
-    fixed = repair.repair(block, state.blocks.dx, epsilon_pt)
+    fixed = repair(block, state.blocks.dx, epsilon_pt)
     if not verify(fixed, state.blocks.dx, epsilon_pt).passed:
         raise PrivacyBudgetError("repaired block still fails the exact verifier")
     return fixed
