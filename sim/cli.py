@@ -80,6 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store", help="a folder written by `mdpsim batch`")
     p.add_argument("--out", help="report folder (default STORE/report)")
 
+    p = sub.add_parser("audit", help="statistically audit a mechanism's mDP claim (black box)")
+    p.add_argument("mechanism", help="a registered mechanism name, e.g. em, lp, dista_lp")
+    p.add_argument("--epsilon", type=float, default=4.0, help="claimed eps per km (default 4)")
+    _add_network_args(p)
+    p.add_argument("--n-points", type=int, default=60, help="secrets of the audited domain")
+    p.add_argument("--metric", default="road", help="road (default), l1, l2 or linf")
+    p.add_argument("--samples", type=int, default=100_000, help="samples per side and stage")
+    p.add_argument("--pairs", type=int, default=6, help="input pairs tested (both directions)")
+    p.add_argument("--alpha", type=float, default=1e-6, help="overall false-alarm rate")
+    p.add_argument("--seed", type=int, default=0)
+
     p = sub.add_parser("dashboard", help="start the Streamlit dashboard (live runs, batches)")
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     p.add_argument(
@@ -243,6 +254,33 @@ def _dashboard(args: argparse.Namespace) -> int:
         return subprocess.call(cmd, env=streamlit_env())
     except KeyboardInterrupt:
         return 0
+
+
+@command("audit")
+def _audit(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from sim.audit import audit, mechanism_sampler
+    from sim.domain import Domain
+    from sim.mechanisms import make
+    from sim.network import load_network
+
+    G = load_network(args.source, network_type=args.network_type)
+    domain = Domain.from_network(G, n_points=args.n_points, metric=args.metric, seed=args.seed)
+    mech = make(args.mechanism, epsilon=args.epsilon).fit(domain)
+    result = audit(
+        mechanism_sampler(mech),
+        mech.domain_.dist_xx,
+        args.epsilon,
+        n_samples=args.samples,
+        n_pairs=args.pairs,
+        alpha=args.alpha,
+        rng=np.random.default_rng(args.seed),
+    )
+    print(f"mechanism        {args.mechanism} on {domain.n_x} secrets ({args.metric})")
+    for line in result.lines():
+        print(line)
+    return 0 if result.passed else 1
 
 
 if __name__ == "__main__":

@@ -91,3 +91,13 @@ def test_bad_audit_parameters_are_refused():
         audit(planted.identity, LINE_DIST, -1.0)
     with pytest.raises(InputError, match="alpha"):
         audit(planted.identity, LINE_DIST, 1.0, alpha=2.0)
+
+
+def test_cli_audit_passes_em_and_refuses_unknown_mechanisms(capsys):
+    from sim.cli import main
+
+    args = ["--source", "helsinki-test", "--n-points", "30", "--samples", "5000"]
+    assert main(["audit", "em", *args]) == 0
+    assert "PASS" in capsys.readouterr().out
+    assert main(["audit", "nonesuch", *args]) == 2
+    assert "unknown mechanism" in capsys.readouterr().err
