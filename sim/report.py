@@ -219,7 +219,7 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
                 else "query privacy saving"
             )
         else:
-            series = ["mechanism", *[f for f in by if f not in (N_FIELD, "mechanism.name")]]
+            series = ["mechanism", *[f for f in others if f != N_FIELD]]  # eps pooled
             _errorbar_plot(ax, tasks, "n_points", metric, series)
             ax.set_xlabel("|X| (secrets)")
             ax.set_ylabel(LABELS[metric])
