@@ -233,14 +233,24 @@ def _field_value(dotted: str, f: Field, given: dict) -> Any:
 
 
 def _check_mechanism(values: dict) -> None:
-    from sim.mechanisms import available
+    """The mechanism exists and accepts the parameters (its constructor validates them)."""
+    from sim.mechanisms import available, make
 
-    name = values["mechanism"]["name"]
-    if name not in available():
+    m = values["mechanism"]
+    if m["name"] not in available():
         raise InputError(
-            f"field mechanism.name = {name!r} is not a mechanism; "
+            f"field mechanism.name = {m['name']!r} is not a mechanism; "
             f"available: {', '.join(available())}"
         )
+    params = {k: v for k, v in m["params"].items() if k != "user_indices"}
+    try:
+        make(m["name"], epsilon=m["epsilon_per_km"], **params)
+    except TypeError as exc:
+        raise InputError(
+            f"field mechanism.params does not suit mechanism {m['name']!r}: {exc}"
+        ) from None
+    except InputError as exc:
+        raise InputError(f"field mechanism.params: {exc}") from None
 
 
 def _check_sweep(sweep: Any) -> dict[str, Any]:

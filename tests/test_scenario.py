@@ -90,3 +90,8 @@ def test_reference_lists_every_field():
 def test_docs_reference_is_current():
     doc = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
     assert sc.reference_markdown() in doc.read_text(), "regenerate docs/scenarios.md"
+
+
+def test_mechanism_params_are_checked_against_the_mechanism(tmp_path):
+    with pytest.raises(InputError, match="mechanism.params.*'em'"):
+        _load(tmp_path, MINIMAL + "[mechanism.params]\ncolour = 3\n")
