@@ -1,0 +1,241 @@
+"""Small helpers around HiGHS (``highspy``) for the LP-based mechanisms.
+
+One class, :class:`HighsLP`, holds a HiGHS instance for a linear program given as scipy
+sparse matrices::
+
+    minimise    c @ x              (or maximise, ``sense="max"``)
+    subject to  row_lower <= A @ x <= row_upper
+                col_lower <=   x   <= col_upper
+
+It can grow (``add_rows`` for cuts / row generation, ``add_cols`` for column generation),
+solve warm from its own last basis or from a :class:`highspy.HighsBasis` of a model with the
+same shape (``solve(basis=...)``), and returns a :class:`LPSolution` with primal values, row
+activities, duals and the basis. A status other than optimal raises
+:class:`~sim.errors.SolverError` carrying HiGHS's model status, unless the caller lists that
+status in ``accept`` (Benders subproblems accept ``"Infeasible"`` and read ``dual_ray``).
+
+Options (:class:`HighsOptions`): time limit (s), threads, algorithm (``"choose"``,
+``"simplex"``, ``"ipm"``, ``"pdlp"``), primal/dual feasibility tolerances, presolve, and any
+other HiGHS option by name in ``extra``. Infinity is ``numpy.inf`` on the way in.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+from scipy import sparse
+
+from sim.errors import InputError, SolverError
+
+SOLVERS = ("choose", "simplex", "ipm", "pdlp")
+
+
+@dataclass(frozen=True)
+class HighsOptions:
+    """HiGHS settings; ``None`` keeps HiGHS's default.
+
+    ``time_limit`` in seconds; ``threads`` the number of HiGHS worker threads;
+    ``solver`` one of ``SOLVERS``; ``extra`` maps further HiGHS option names to values.
+    """
+
+    time_limit: float | None = None
+    threads: int | None = None
+    solver: str = "choose"
+    primal_feasibility_tolerance: float | None = None
+    dual_feasibility_tolerance: float | None = None
+    presolve: str = "choose"
+    log: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.solver not in SOLVERS:
+            raise InputError(f"solver={self.solver!r} must be one of {', '.join(SOLVERS)}")
+        if self.time_limit is not None and not self.time_limit >= 0:
+            raise InputError(f"time_limit={self.time_limit!r} must be a number of seconds >= 0")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise InputError(f"threads={self.threads!r} must be an integer >= 1")
+        if self.presolve not in ("choose", "on", "off"):
+            raise InputError(f"presolve={self.presolve!r} must be 'choose', 'on' or 'off'")
+
+    def as_dict(self) -> dict:
+        """The HiGHS option names and values this object sets."""
+        out = {"solver": self.solver, "presolve": self.presolve, "output_flag": self.log}
+        named = {
+            "time_limit": self.time_limit,
+            "threads": self.threads,
+            "primal_feasibility_tolerance": self.primal_feasibility_tolerance,
+            "dual_feasibility_tolerance": self.dual_feasibility_tolerance,
+        }
+        out.update({k: v for k, v in named.items() if v is not None})
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class LPSolution:
+    """What one solve returned.
+
+    ``x`` primal values, ``row_activity`` = ``A @ x``, ``row_dual`` / ``col_dual`` the duals
+    (HiGHS sign convention), ``objective``, ``status`` (HiGHS model status text),
+    ``iterations`` (simplex + IPM), ``seconds`` (wall time of the solve), ``basis`` (a
+    ``highspy.HighsBasis`` for warm starts, or ``None`` after IPM without crossover),
+    ``dual_ray`` (only for an accepted ``"Infeasible"`` status, if HiGHS has one).
+    """
+
+    x: np.ndarray
+    row_activity: np.ndarray
+    row_dual: np.ndarray
+    col_dual: np.ndarray
+    objective: float
+    status: str
+    iterations: int
+    seconds: float
+    basis: object | None
+    dual_ray: np.ndarray | None = None
+
+
+class HighsLP:
+    """A linear program held by one HiGHS instance (see the module docstring)."""
+
+    def __init__(
+        self,
+        c,
+        A,
+        row_lower,
+        row_upper,
+        *,
+        col_lower=0.0,
+        col_upper=np.inf,
+        sense: str = "min",
+        options: HighsOptions | None = None,
+    ) -> None:
+        if sense not in ("min", "max"):
+            raise InputError(f"sense={sense!r} must be 'min' or 'max'")
+        c = np.ascontiguousarray(c, dtype=np.float64)
+        A = sparse.csc_array(A, dtype=np.float64)
+        n_rows, n_cols = A.shape
+        if c.shape != (n_cols,):
+            raise InputError(f"c has shape {c.shape}; the matrix has {n_cols} columns")
+        self.options = options or HighsOptions()
+        self._h = highspy.Highs()
+        self._h.setOptionValue("output_flag", False)
+        for name, value in self.options.as_dict().items():
+            self._set_option(name, value)
+        lp = highspy.HighsLp()
+        lp.num_col_ = n_cols
+        lp.num_row_ = n_rows
+        lp.sense_ = highspy.ObjSense.kMaximize if sense == "max" else highspy.ObjSense.kMinimize
+        lp.col_cost_ = c
+        lp.col_lower_ = _bound(col_lower, n_cols, "col_lower")
+        lp.col_upper_ = _bound(col_upper, n_cols, "col_upper")
+        lp.row_lower_ = _bound(row_lower, n_rows, "row_lower")
+        lp.row_upper_ = _bound(row_upper, n_rows, "row_upper")
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_ = n_cols
+        lp.a_matrix_.num_row_ = n_rows
+        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = A.data
+        _check(self._h.passModel(lp), "passModel")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, columns) of the current model."""
+        return self._h.getNumRow(), self._h.getNumCol()
+
+    def add_rows(self, A_rows, lower, upper) -> None:
+        """Append rows ``lower <= A_rows @ x <= upper`` (cuts, generated constraints)."""
+        R = sparse.csr_array(A_rows, dtype=np.float64)
+        if R.shape[1] != self.shape[1]:
+            raise InputError(f"new rows have {R.shape[1]} columns; the model has {self.shape[1]}")
+        m = R.shape[0]
+        status = self._h.addRows(
+            m,
+            _bound(lower, m, "lower"),
+            _bound(upper, m, "upper"),
+            R.nnz,
+            R.indptr[:-1].astype(np.int32),
+            R.indices.astype(np.int32),
+            R.data,
+        )
+        _check(status, "addRows")
+
+    def add_cols(self, cost, A_cols, lower=0.0, upper=np.inf) -> None:
+        """Append columns with objective ``cost`` and matrix entries ``A_cols`` (rows x new)."""
+        C = sparse.csc_array(A_cols, dtype=np.float64)
+        if C.shape[0] != self.shape[0]:
+            raise InputError(f"new columns have {C.shape[0]} rows; the model has {self.shape[0]}")
+        m = C.shape[1]
+        status = self._h.addCols(
+            m,
+            np.ascontiguousarray(cost, dtype=np.float64),
+            _bound(lower, m, "lower"),
+            _bound(upper, m, "upper"),
+            C.nnz,
+            C.indptr[:-1].astype(np.int32),
+            C.indices.astype(np.int32),
+            C.data,
+        )
+        _check(status, "addCols")
+
+    def solve(self, *, basis=None, accept: tuple[str, ...] = ()) -> LPSolution:
+        """Run HiGHS (warm from ``basis`` if given) and return the solution.
+
+        Raises :class:`SolverError` unless the model status is ``"Optimal"`` or in ``accept``.
+        """
+        if basis is not None:
+            _check(self._h.setBasis(basis), "setBasis")
+        start = time.perf_counter()
+        run_status = self._h.run()
+        seconds = time.perf_counter() - start
+        model_status = self._h.getModelStatus()
+        text = self._h.modelStatusToString(model_status)
+        if model_status != highspy.HighsModelStatus.kOptimal and text not in accept:
+            raise SolverError(
+                f"HiGHS stopped with model status {text!r} (run status {run_status.name}) "
+                f"after {seconds:.2f} s on a {self.shape[0]:,} x {self.shape[1]:,} LP"
+            )
+        info = self._h.getInfo()
+        sol = self._h.getSolution()
+        basis_out = self._h.getBasis()
+        dual_ray = None
+        if text == "Infeasible":
+            _, has_ray, ray = self._h.getDualRay()
+            dual_ray = np.asarray(ray, dtype=float) if has_ray else None
+        return LPSolution(
+            x=np.asarray(sol.col_value, dtype=float),
+            row_activity=np.asarray(sol.row_value, dtype=float),
+            row_dual=np.asarray(sol.row_dual, dtype=float),
+            col_dual=np.asarray(sol.col_dual, dtype=float),
+            objective=float(info.objective_function_value),
+            status=text,
+            iterations=int(max(info.simplex_iteration_count, 0) + max(info.ipm_iteration_count, 0)),
+            seconds=seconds,
+            basis=basis_out if basis_out.valid else None,
+            dual_ray=dual_ray,
+        )
+
+    def _set_option(self, name: str, value) -> None:
+        status = self._h.setOptionValue(name, value)
+        if status != highspy.HighsStatus.kOk:
+            raise InputError(f"HiGHS rejected option {name}={value!r}")
+
+
+def solve_lp(c, A, row_lower, row_upper, **kwargs) -> LPSolution:
+    """One-shot solve: ``HighsLP(c, A, row_lower, row_upper, **kwargs).solve()``."""
+    return HighsLP(c, A, row_lower, row_upper, **kwargs).solve()
+
+
+def _bound(value, n: int, name: str) -> np.ndarray:
+    arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,))
+    if np.any(np.isnan(arr)):
+        raise InputError(f"{name} contains NaN")
+    return np.ascontiguousarray(np.clip(arr, -highspy.kHighsInf, highspy.kHighsInf))
+
+
+def _check(status, what: str) -> None:
+    if status == highspy.HighsStatus.kError:
+        raise SolverError(f"HiGHS {what} failed with status {status.name}")
