@@ -8,10 +8,10 @@ import streamlit as st
 
 PAGES = Path(__file__).resolve().parent / "pages"
 
-st.set_page_config(page_title="mdpsim", page_icon="🗺️", layout="wide")
+st.set_page_config(page_title="mdpsim", layout="wide")
 st.navigation(
     [
-        st.Page(PAGES / "live.py", title="Live simulation", icon="▶️", default=True),
-        st.Page(PAGES / "batch.py", title="Batch explorer", icon="📊"),
+        st.Page(PAGES / "live.py", title="Live simulation", default=True),
+        st.Page(PAGES / "batch.py", title="Batch explorer"),
     ]
 ).run()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import altair as alt
 import streamlit as st
 
 from dashboard import batch_data as bd
+from dashboard import charts as ch
 from dashboard.resources import REPO
 from sim.batch import MANIFEST, TASKS
 from sim.errors import InputError
@@ -81,17 +81,9 @@ def plot(batch: bd.Batch, chosen: dict[str, list]) -> None:
         st.warning("No run matches these filters.")
         return
     stats = bd.errorbars(frame, x=x, y=y, series=series)
-    title = LABELS.get(y, y)
-    base = alt.Chart(stats).encode(
-        x=alt.X(f"{x}:Q", title=x),
-        color=alt.Color("series:N", title=", ".join(series) or None),
-    )
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("mean:Q", title=f"{title} (mean ± 1.96 SE)"),
-        tooltip=["series", x, "mean", "lo", "hi", "n"],
-    )
-    bars = base.mark_errorbar(ticks=True).encode(y="lo:Q", y2="hi:Q")
-    st.altair_chart((line + bars).properties(height=380))
+    title = f"{LABELS.get(y, y)} (mean ± 1.96 SE)"
+    spec = ch.errorbars(x=x, y_title=title, series_title=", ".join(series) or "all")
+    st.vega_lite_chart(stats, spec)
     st.caption(
         "mean over repetitions of each task's mean over ticks; bars: 1.96 standard errors"
         if not over_ticks

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import altair as alt
 import streamlit as st
 
+from dashboard import charts as ch
 from dashboard import model_view as mv
 from dashboard import resources
 from dashboard.mapview import STYLE, deck
@@ -156,23 +156,14 @@ def charts(model, ticks) -> None:
         return
     cols = st.columns(2)
     for i, (title, columns) in enumerate(mv.CHARTS.items()):
-        frame = mv.chart_frame(ticks, columns)
+        frame = ch.long_form(mv.chart_frame(ticks, columns))
         with cols[i % 2]:
             st.markdown(f"**{title}**")
-            st.line_chart(frame, height=200)
+            st.vega_lite_chart(frame, ch.lines(y_title=title))
     with cols[len(mv.CHARTS) % 2]:
         st.markdown("**Remaining budgets now**")
-        hist = (
-            alt.Chart(mv.budgets(model))
-            .mark_bar()
-            .encode(
-                x=alt.X("remaining_budget:Q", bin=alt.Bin(maxbins=20), title="rho left (1/km²)"),
-                y=alt.Y("count():Q", title="users"),
-                color=alt.Color("halted:N", title="halted"),
-            )
-            .properties(height=200)
-        )
-        st.altair_chart(hist)
+        spec = ch.histogram(field="remaining_budget", title="rho left (1/km²)", color="halted")
+        st.vega_lite_chart(mv.budgets(model), spec)
 
 
 def inspector(model) -> None:
@@ -195,35 +186,21 @@ def inspector(model) -> None:
             n = model.population.n_users
             user = st.number_input("user", min_value=0, max_value=n - 1, value=0, key="insp_user")
             row = mv.user_row(model, int(user))
-            chart = (
-                alt.Chart(row[row["probability"] > 0])
-                .mark_circle(size=25)
-                .encode(
-                    x=alt.X("distance_km:Q", title="distance from the user's secret (km)"),
-                    y=alt.Y("probability:Q", scale=alt.Scale(type="log"), title="Pr[y | x]"),
-                    tooltip=["output", "distance_km", "probability"],
-                )
-                .properties(height=260)
+            spec = ch.scatter_log_y(
+                x="distance_km",
+                y="probability",
+                x_title="distance from the user's secret (km)",
+                y_title="Pr[y | x]",
             )
-            st.altair_chart(chart)
+            st.vega_lite_chart(row[row["probability"] > 0], spec)
         else:
             c1, c2, c3 = st.columns(3)
             row0 = c1.number_input("first row", 0, n_rows - 1, 0, key="insp_row0")
             col0 = c2.number_input("first column", 0, n_cols - 1, 0, key="insp_col0")
             size = c3.slider("block size", 5, 80, 30, key="insp_size")
             block = mv.matrix_block(model, row0=int(row0), col0=int(col0), size=int(size))
-            heat = (
-                alt.Chart(block)
-                .mark_rect()
-                .encode(
-                    x=alt.X("column:O", title="output y"),
-                    y=alt.Y("row:O", title="secret x (matrix row)"),
-                    color=alt.Color("log10_probability:Q", scale=alt.Scale(scheme="viridis")),
-                    tooltip=["row", "column", "probability"],
-                )
-                .properties(height=360)
-            )
-            st.altair_chart(heat)
+            spec = ch.heatmap(x="column", y="row", value="log10_probability")
+            st.vega_lite_chart(block, spec)
     except InputError as exc:
         st.warning(str(exc))
 

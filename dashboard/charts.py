@@ -1,0 +1,109 @@
+"""Vega-Lite specs of the dashboard's charts, as plain dicts.
+
+Handing Streamlit a dict (``st.vega_lite_chart(data, spec)``) skips Altair's schema validation,
+which costs most of a rerun when a page has ten charts.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def long_form(frame: pd.DataFrame, *, index: str = "tick") -> pd.DataFrame:
+    """Wide columns (one per series, indexed by ``index``) to rows of (index, series, value)."""
+    return frame.reset_index().melt(id_vars=index, var_name="series", value_name="value")
+
+
+def lines(*, x: str = "tick", y_title: str, height: int = 200) -> dict:
+    """One line per ``series`` over ``x`` (data from :func:`long_form`)."""
+    return {
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": {"field": x, "type": "quantitative", "axis": {"tickMinStep": 1}},
+            "y": {"field": "value", "type": "quantitative", "title": y_title},
+            "color": {"field": "series", "type": "nominal", "legend": {"orient": "bottom"}},
+            "tooltip": [{"field": x}, {"field": "series"}, {"field": "value", "format": ".4g"}],
+        },
+        "height": height,
+    }
+
+
+def histogram(*, field: str, title: str, color: str, height: int = 200) -> dict:
+    """Counts of ``field`` in up to 20 bins, stacked by ``color``."""
+    return {
+        "mark": "bar",
+        "encoding": {
+            "x": {"field": field, "type": "quantitative", "bin": {"maxbins": 20}, "title": title},
+            "y": {"aggregate": "count", "type": "quantitative", "title": "users"},
+            "color": {"field": color, "type": "nominal"},
+        },
+        "height": height,
+    }
+
+
+def scatter_log_y(*, x: str, y: str, x_title: str, y_title: str, height: int = 260) -> dict:
+    """Points with a log-scale y axis."""
+    return {
+        "mark": {"type": "circle", "size": 25},
+        "encoding": {
+            "x": {"field": x, "type": "quantitative", "title": x_title},
+            "y": {"field": y, "type": "quantitative", "scale": {"type": "log"}, "title": y_title},
+            "tooltip": [{"field": x}, {"field": y, "format": ".3g"}],
+        },
+        "height": height,
+    }
+
+
+def heatmap(*, x: str, y: str, value: str, height: int = 360) -> dict:
+    """A grid of rectangles coloured by ``value`` (viridis)."""
+    return {
+        "mark": "rect",
+        "encoding": {
+            "x": {"field": x, "type": "ordinal", "title": "output y"},
+            "y": {"field": y, "type": "ordinal", "title": "secret x (matrix row)"},
+            "color": {"field": value, "type": "quantitative", "scale": {"scheme": "viridis"}},
+            "tooltip": [{"field": y}, {"field": x}, {"field": value, "format": ".3g"}],
+        },
+        "height": height,
+    }
+
+
+def errorbars(*, x: str, y_title: str, series_title: str, height: int = 380) -> dict:
+    """Mean per (series, x) as lines with points, and ``lo``..``hi`` as error bars."""
+    base = {
+        "x": {"field": _field(x), "type": "quantitative", "title": x},
+        "color": {"field": "series", "type": "nominal", "title": series_title},
+    }
+    return {
+        "layer": [
+            {
+                "mark": {"type": "line", "point": True},
+                "encoding": {
+                    **base,
+                    "y": {"field": "mean", "type": "quantitative", "title": y_title},
+                    "tooltip": [
+                        {"field": "series"},
+                        {"field": _field(x), "title": x},
+                        {"field": "mean", "format": ".4g"},
+                        {"field": "lo", "format": ".4g"},
+                        {"field": "hi", "format": ".4g"},
+                        {"field": "n"},
+                    ],
+                },
+            },
+            {
+                "mark": {"type": "errorbar", "ticks": True},
+                "encoding": {
+                    **base,
+                    "y": {"field": "lo", "type": "quantitative"},
+                    "y2": {"field": "hi"},
+                },
+            },
+        ],
+        "height": height,
+    }
+
+
+def _field(name: str) -> str:
+    """A column name as a Vega-Lite field (a dot would mean a nested field: escape it)."""
+    return name.replace(".", "\\.")

@@ -1,0 +1,308 @@
+"""The Streamlit dashboard, headless: every page and its main widgets through ``AppTest``,
+and the tables behind the map, the charts and the batch explorer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import batch_data, model_view
+from dashboard.geo import road_paths
+from dashboard.launch import APP, streamlit_command, streamlit_env
+from sim import scenario as sc
+from sim.batch import run_batch
+from sim.cli import main
+from sim.errors import InputError
+from sim.model import PrivacyModel
+
+TIMEOUT_S = 120
+HELSINKI_LONLAT = ((24.90, 24.99), (60.14, 60.19))  # a box around the bundled extract
+
+
+def _app() -> AppTest:
+    return AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+
+
+def _no_failures(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _charts(at: AppTest) -> list:
+    return at.get("vega_lite_chart")
+
+
+def _deck(at: AppTest) -> dict:
+    (deck,) = at.get("deck_gl_json_chart")
+    return json.loads(deck.proto.json)
+
+
+@pytest.fixture(scope="module")
+def live(helsinki_walk) -> AppTest:
+    """The live page after its first load (default scenario, model built, no tick yet)."""
+    at = _app()
+    at.run()
+    _no_failures(at)
+    return at
+
+
+# ---------------------------------------------------------------------- live page
+def test_live_page_opens_on_the_small_default_model(live):
+    model = live.session_state["live_model"]
+    assert model.tick == 0
+    assert model.domain.n_x == model_view.LIVE_DEFAULT["domain"]["n_points"]
+    assert live.number_input(key="live_users_count").value == 30
+    assert live.selectbox(key="live_mechanism_name").value == "em"
+    assert live.metric[0].value == "0"
+    assert any("Step the model" in i.value for i in live.info)  # no charts before a tick
+
+
+def test_run_n_ticks_updates_metrics_map_and_charts(live):
+    live.number_input(key="live_n").set_value(3)
+    live.button(key="live_run").click().run()
+    _no_failures(live)
+    model = live.session_state["live_model"]
+    assert model.tick == 3 and live.metric[0].value == "3"
+    # one chart per metric group, the budget histogram and the inspector's row plot
+    assert len(_charts(live)) == len(model_view.CHARTS) + 2
+    layers = {layer["id"] for layer in _deck(live)["layers"]}
+    assert layers == {"roads", "reported", "estimate"}
+    live.button(key="live_step").click().run()
+    _no_failures(live)
+    assert live.session_state["live_model"].tick == 4
+
+
+def test_map_toggles_add_true_locations_and_tracking_estimates(live):
+    live.toggle(key="live_show_true").set_value(True)
+    live.toggle(key="live_show_tracking").set_value(True).run()
+    _no_failures(live)
+    deck = _deck(live)
+    layers = {layer["id"]: layer for layer in deck["layers"]}
+    assert {"roads", "reported", "estimate", "true", "tracking"} == set(layers)
+    assert deck.get("mapStyle") == "__MAP_STYLE__" and "mapProvider" not in deck  # no tiles
+    assert len(layers["true"]["data"]) == 30
+
+
+def test_inspector_shows_a_row_and_a_block_heatmap(live):
+    live.number_input(key="insp_user").set_value(7).run()
+    _no_failures(live)
+    live.radio(key="insp_view").set_value("a block of the matrix").run()
+    live.slider(key="insp_size").set_value(12)
+    live.number_input(key="insp_row0").set_value(390).run()  # a block cut by the matrix edge
+    _no_failures(live)
+    spec = json.loads(_charts(live)[-1].proto.spec)
+    assert spec["mark"] in ("rect", {"type": "rect"})
+
+
+def test_bad_scenario_input_shows_the_validation_message(live):
+    before = live.session_state["live_model"]
+    live.number_input(key="live_domain_n_points").set_value(1)
+    live.button(key="live_apply").click().run()
+    assert not live.exception
+    assert any("domain.n_points" in e.value and ">= 2" in e.value for e in live.error)
+    assert live.session_state["live_model"] is before  # the running model is kept
+
+
+def test_applying_edits_rebuilds_the_model(helsinki_walk):
+    at = _app()
+    at.run()
+    at.number_input(key="live_users_count").set_value(12)
+    at.number_input(key="live_mechanism_epsilon_per_km").set_value(3.0)
+    at.checkbox(key="live_attacks_tracking").set_value(False)
+    at.button(key="live_apply").click().run()
+    _no_failures(at)
+    model = at.session_state["live_model"]
+    assert model.population.n_users == 12 and model.server.tracking is None
+    assert model.config["mechanism"]["epsilon_per_km"] == 3.0
+    at.button(key="live_step").click().run()
+    _no_failures(at)
+    assert "tracking" not in {layer["id"] for layer in _deck(at)["layers"]}
+
+
+def test_picking_a_shipped_scenario_loads_its_fields(helsinki_walk):
+    at = _app()
+    at.run()
+    at.selectbox(key="live_scenario").set_value("mechanism_compare").run()
+    _no_failures(at)
+    shipped = sc.load(Path(APP).parent.parent / "scenarios" / "mechanism_compare.toml")
+    assert at.number_input(key="live_domain_n_points").value == shipped.get("domain.n_points")
+    assert at.session_state["live_model"].population.n_users == shipped.get("users.count")
+
+
+# ---------------------------------------------------------------------- tables of the live page
+@pytest.fixture(scope="module")
+def stepped(helsinki_walk):
+    model = PrivacyModel(model_view.default_scenario(), graph=helsinki_walk)
+    model.run(2)
+    return model
+
+
+def test_points_are_the_latest_tick_in_lonlat(stepped):
+    layers = model_view.points(stepped)
+    last = stepped.log.users[-1]
+    n_reports = int((last["reported_output"] >= 0).sum())
+    assert len(layers["true"]) == stepped.population.n_users
+    assert len(layers["reported"]) == len(layers["estimate"]) == n_reports
+    assert set(layers) == {"true", "reported", "estimate", "tracking"}
+    (lon_lo, lon_hi), (lat_lo, lat_hi) = HELSINKI_LONLAT
+    for frame in layers.values():
+        assert frame["lon"].between(lon_lo, lon_hi).all()
+        assert frame["lat"].between(lat_lo, lat_hi).all()
+
+
+def test_user_row_is_the_mechanism_row_of_the_users_secret(stepped):
+    row = model_view.user_row(stepped, 4)
+    secret = stepped.population.position[4]
+    assert np.isclose(row["probability"].sum(), 1.0)
+    assert np.allclose(row["distance_km"], stepped.domain.dist_xy[secret])
+    with pytest.raises(InputError, match="users are 0..29"):
+        model_view.user_row(stepped, 30)
+
+
+def test_matrix_block_is_clipped_at_the_edge_and_checks_its_start(stepped):
+    block = model_view.matrix_block(stepped, row0=395, col0=0, size=10)
+    assert len(block) == 5 * 10 and block["row"].max() == 399
+    matrix = stepped.server.mechanism.matrix_
+    assert np.allclose(block["probability"], matrix[395:400, :10].ravel())
+    with pytest.raises(InputError, match="outside the 400 x 400 matrix"):
+        model_view.matrix_block(stepped, row0=400, col0=0, size=5)
+
+
+def test_edited_rejects_fields_the_page_does_not_edit():
+    with pytest.raises(InputError, match="not editable"):
+        model_view.edited(model_view.default_scenario(), {"network.source": "x"})
+
+
+def test_road_paths_draw_each_road_once(helsinki_test_walk):
+    paths = road_paths(helsinki_test_walk)
+    undirected = {(min(u, v), max(u, v), k) for u, v, k in helsinki_test_walk.edges(keys=True)}
+    assert len(paths) == len(undirected)
+    assert all(len(p) >= 2 for p in paths)
+
+
+# ---------------------------------------------------------------------- batch explorer
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, helsinki_walk) -> Path:
+    """A tiny real batch: 2 mechanisms x 2 speeds x 2 repetitions, 3 ticks each."""
+    scenario = sc.from_dict(
+        {
+            "scenario": {"name": "tiny", "seed": 3, "ticks": 3},
+            "domain": {"n_points": 40},
+            "users": {"count": 6},
+            "mechanism": {"name": "em", "epsilon_per_km": 4.0},
+            "queries": {"every_ticks": 0},
+            "attacks": {"upload": False},
+            "sweep": {
+                "mechanism.name": ["em", "laplace"],
+                "users.speed_mps": [1.0, 2.0],
+                "repetitions": 2,
+            },
+        }
+    )
+    out = tmp_path_factory.mktemp("batch") / "tiny"
+    outcome = run_batch(scenario, out, workers=1, progress=False)
+    assert outcome.n_done == 8
+    return out
+
+
+@pytest.fixture
+def explorer(store) -> AppTest:
+    at = _app()
+    at.switch_page("pages/batch.py")
+    at.session_state["batch_dir"] = str(store)
+    at.run()
+    _no_failures(at)
+    return at
+
+
+def test_batch_explorer_plots_and_summarises_every_sweep_point(explorer):
+    assert explorer.multiselect(key="batch_filter_mechanism").options == ["em", "laplace"]
+    assert explorer.multiselect(key="batch_filter_epsilon_per_km").options == ["4.0"]
+    assert explorer.multiselect(key="batch_filter_users.speed_mps").options == ["1.0", "2.0"]
+    assert len(_charts(explorer)) == 1
+    summary = explorer.dataframe[0].value
+    assert len(summary) == 4 and (summary["n"] == 2).all()
+
+
+def test_batch_filters_narrow_the_summary_and_the_download(explorer):
+    explorer.multiselect(key="batch_filter_mechanism").select("laplace").run()
+    _no_failures(explorer)
+    summary = explorer.dataframe[0].value
+    assert set(summary["mechanism.name"]) == {"laplace"} and len(summary) == 2
+    downloads = {d.proto.label for d in explorer.get("download_button")}
+    assert downloads == {"summary CSV", "per-task CSV"}
+
+
+def test_batch_plot_against_a_swept_field_escapes_its_dotted_name(explorer):
+    explorer.selectbox(key="batch_x").set_value("users.speed_mps").run()
+    _no_failures(explorer)
+    spec = json.loads(_charts(explorer)[0].proto.spec)
+    assert spec["layer"][0]["encoding"]["x"]["field"] == "users\\.speed_mps"
+    explorer.multiselect(key="batch_filter_users.speed_mps").select(2.0).run()
+    _no_failures(explorer)
+    assert set(explorer.dataframe[0].value["users.speed_mps"]) == {2.0}
+
+
+def test_batch_plot_over_ticks_and_other_metrics(explorer):
+    explorer.selectbox(key="batch_x").set_value("tick").run()
+    _no_failures(explorer)
+    explorer.selectbox(key="batch_metric").set_value("attack_error_km")
+    explorer.multiselect(key="batch_series").select("epsilon_per_km").run()
+    _no_failures(explorer)
+    spec = json.loads(_charts(explorer)[0].proto.spec)
+    assert spec["layer"][0]["encoding"]["x"]["field"] == "tick"
+
+
+def test_batch_explorer_says_what_is_wrong_with_a_folder(explorer, tmp_path):
+    explorer.text_input(key="batch_dir").set_value(str(tmp_path)).run()
+    assert not explorer.exception
+    assert any("not a batch store" in e.value for e in explorer.error)
+
+
+def test_errorbars_are_means_with_196_standard_errors(store):
+    batch = batch_data.load(store)
+    stats = batch_data.errorbars(
+        batch.tasks, x="epsilon_per_km", y="utility_loss_km", series=["mechanism"]
+    )
+    tasks = batch.tasks
+    one = tasks[tasks["mechanism"] == "em"]
+    values = one["utility_loss_km"].to_numpy()
+    row = stats[stats["series"] == "em"].iloc[0]
+    half = 1.96 * values.std(ddof=1) / np.sqrt(len(values))
+    assert row["n"] == 4 and np.isclose(row["mean"], values.mean())
+    assert np.isclose(row["hi"] - row["mean"], half) and np.isclose(row["mean"] - row["lo"], half)
+
+
+def test_select_with_nothing_chosen_keeps_everything():
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "x"]})
+    assert len(batch_data.select(frame, {"a": [], "b": []})) == 3
+    assert batch_data.select(frame, {"b": ["x"], "a": [3]})["a"].tolist() == [3]
+
+
+def test_find_stores_lists_batch_folders(store):
+    assert batch_data.find_stores(store.parent) == [store]
+    assert batch_data.find_stores(store / "nowhere") == []
+
+
+# ---------------------------------------------------------------------- the command
+def test_dashboard_command_runs_the_app_headless_without_usage_statistics():
+    cmd = streamlit_command(port=8765, address="127.0.0.1")
+    assert cmd[1:5] == ["-m", "streamlit", "run", str(APP)] and APP.is_file()
+    options = dict(zip(cmd[5::2], cmd[6::2], strict=True))
+    assert options == {
+        "--server.port": "8765",
+        "--server.address": "127.0.0.1",
+        "--server.headless": "true",
+        "--browser.gatherUsageStats": "false",
+    }
+    assert streamlit_env()["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] == "false"
+
+
+def test_dashboard_command_rejects_a_bad_port(capsys):
+    assert main(["dashboard", "--port", "70000"]) == 2
+    assert "--port=70000" in capsys.readouterr().err
