@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
+from scipy import sparse
 
 from sim.errors import SolverError
+from sim.mechanisms.highs import HighsLP, HighsOptions
 from sim.mechanisms.interp.grid import AnchorGrid
 
 # The LP is solved with deltas this much (relatively) below the targets: room for the repair.
@@ -45,19 +46,15 @@ def solve_anchor_lp(
     """Solve the anchor LP for an ``(A, K)`` cost and per-edge bounds; repair; check."""
     n_a, k = cost.shape
     ex, ey = grid.edges()
-    lp = _build(n_a, k, ex, ey, cost, delta_x * (1 - LP_MARGIN), delta_y * (1 - LP_MARGIN))
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    A, lower, upper = _constraints(
+        n_a, k, ex, ey, delta_x * (1 - LP_MARGIN), delta_y * (1 - LP_MARGIN)
+    )
     # Interior point without crossover: several times faster than simplex on these
     # degenerate LPs, and the repair below does not need a vertex.
-    h.setOptionValue("solver", "ipm")
-    h.setOptionValue("run_crossover", "off")
-    h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"anchor LP: HiGHS status {h.modelStatusToString(status)}")
-    P = np.asarray(h.getSolution().col_value, dtype=float).reshape(n_a, k)
+    options = HighsOptions(solver="ipm", extra={"run_crossover": "off"})
+    lp = HighsLP(cost.ravel(), A, lower, upper, col_upper=1.0, options=options)
+    solution = lp.solve()  # raises SolverError unless optimal
+    P = np.asarray(solution.x, dtype=float).reshape(n_a, k)
     log_rows, support = _repair(grid, P, delta_x * (1 - LP_MARGIN), delta_y * (1 - LP_MARGIN))
     real_x = _max_edge_ratio(log_rows, ex)
     real_y = _max_edge_ratio(log_rows, ey)
@@ -67,50 +64,31 @@ def solve_anchor_lp(
             f"above the bounds {delta_x:.12g} and {delta_y:.12g}"
         )
     objective = float((np.exp(log_rows) * cost[:, support]).sum())
-    return AnchorSolution(log_rows, support, objective, real_x, real_y, "optimal")
+    return AnchorSolution(log_rows, support, objective, real_x, real_y, solution.status)
 
 
-def _build(n_a, k, ex, ey, cost, dx, dy) -> highspy.HighsLp:
-    """Row-wise LP: A equality rows, then two inequality rows per (edge, output)."""
-    n_var = n_a * k
-    var = np.arange(n_var).reshape(n_a, k)
+def _constraints(n_a, k, ex, ey, dx, dy):
+    """Rows: ``n_a`` equalities (row sums), then ``P_head - e^delta P_tail <= 0`` per edge,
+    direction and output. Returns the sparse matrix and the row bounds."""
+    var = np.arange(n_a * k).reshape(n_a, k)
     heads, tails, factors = [], [], []
     for edges, delta in ((ex, dx), (ey, dy)):
-        if len(edges) == 0:
-            continue
-        a = var[edges[:, 0]].ravel()
-        b = var[edges[:, 1]].ravel()
-        grow = math.exp(delta)
-        heads += [b, a]  # P_head - e^delta P_tail <= 0
-        tails += [a, b]
-        factors += [np.full(len(a), grow)] * 2
-    n_eq = n_a
-    if heads:
-        head, tail, fac = np.concatenate(heads), np.concatenate(tails), np.concatenate(factors)
-    else:
-        head = tail = np.empty(0, dtype=np.int64)
-        fac = np.empty(0)
-    n_ineq = len(head)
-    eq_index = var.ravel()
-    ineq_index = np.column_stack([head, tail]).ravel()
-    ineq_value = np.column_stack([np.ones(n_ineq), -fac]).ravel()
-    lp = highspy.HighsLp()
-    lp.num_col_ = n_var
-    lp.num_row_ = n_eq + n_ineq
-    lp.col_cost_ = np.ascontiguousarray(cost.ravel(), dtype=float)
-    lp.col_lower_ = np.zeros(n_var)
-    lp.col_upper_ = np.ones(n_var)
-    lp.row_lower_ = np.concatenate([np.ones(n_eq), np.full(n_ineq, -highspy.kHighsInf)])
-    lp.row_upper_ = np.concatenate([np.ones(n_eq), np.zeros(n_ineq)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = n_var
-    lp.a_matrix_.num_row_ = n_eq + n_ineq
-    lp.a_matrix_.start_ = np.concatenate(
-        [np.arange(n_eq + 1) * k, n_eq * k + 2 * np.arange(1, n_ineq + 1)]
-    ).astype(np.int32)
-    lp.a_matrix_.index_ = np.concatenate([eq_index, ineq_index]).astype(np.int32)
-    lp.a_matrix_.value_ = np.concatenate([np.ones(n_var), ineq_value])
-    return lp
+        if len(edges):
+            a, b = var[edges[:, 0]].ravel(), var[edges[:, 1]].ravel()
+            heads += [b, a]
+            tails += [a, b]
+            factors += [np.full(2 * len(a), math.exp(delta))]
+    head = np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
+    tail = np.concatenate(tails) if tails else np.empty(0, dtype=np.int64)
+    fac = np.concatenate(factors) if factors else np.empty(0)
+    m = len(head)
+    rows = np.concatenate([np.repeat(np.arange(n_a), k), n_a + np.arange(m), n_a + np.arange(m)])
+    cols = np.concatenate([var.ravel(), head, tail])
+    vals = np.concatenate([np.ones(n_a * k), np.ones(m), -fac])
+    A = sparse.csr_array((vals, (rows, cols)), shape=(n_a + m, n_a * k))
+    lower = np.concatenate([np.ones(n_a), np.full(m, -np.inf)])
+    upper = np.concatenate([np.ones(n_a), np.zeros(m)])
+    return A, lower, upper
 
 
 def _repair(grid: AnchorGrid, P: np.ndarray, dx: float, dy: float):
