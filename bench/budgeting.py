@@ -69,6 +69,7 @@ class Population:
 
 
 def helsinki(n: int) -> Population:
+    import shapely
     from shapely.geometry import LineString
 
     from sim.network import load_network
@@ -83,15 +84,12 @@ def helsinki(n: int) -> Population:
         lengths.append(float(data["length"]))
     p = np.asarray(lengths) / np.sum(lengths)
 
+    lines = np.array(lines, dtype=object)
+
     def draw(rng, size=n):
         idx = rng.choice(len(lines), size=size, p=p)
-        frac = rng.uniform(0, 1, size)
-        return np.array(
-            [
-                lines[i].interpolate(f, normalized=True).coords[0]
-                for i, f in zip(idx, frac, strict=True)
-            ]
-        )
+        pts = shapely.line_interpolate_point(lines[idx], rng.uniform(0, 1, size), normalized=True)
+        return shapely.get_coordinates(pts)
 
     xy = draw(np.random.default_rng(0), 20000)
     lo, hi = np.percentile(xy, 25, axis=0), np.percentile(xy, 75, axis=0)
@@ -182,32 +180,34 @@ def multi_query(pop: Population, ms, reps: int, seed: int) -> list[str]:
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     half = pop.range_m / 2
+    methods = ("BM1", "PM1", "BM0", "PM0")
     for m in ms:
-        res = {}
-        for bm, pm in (("BM1", "PM1"), ("BM0", "PM0")):
-            for method in (bm, pm):
-                per_rep = []
-                for r in range(reps):
-                    rng = np.random.default_rng([seed, m, r])
-                    steps = [pop.draw(rng) for _ in range(m)]
-                    points = [pop.query_point(rng) for _ in range(m)]
-                    q_rng = np.random.default_rng([seed, m, r, len(method), ord(method[-1])])
-                    filt = PopulationFilter(CGP(pop.budget), len(steps[0]))
-                    strategy = "linear" if method.startswith("PM") else "fixed"
-                    budgeter = QueryBudgeter(filt, m, strategy=strategy)
-                    errs = []
-                    for xy, p in zip(steps, points, strict=True):
-                        region = Rectangle(p[0] - half, p[1] - half, p[0] + half, p[1] + half)
+        res = {method: [] for method in methods}
+        for r in range(reps):
+            rng = np.random.default_rng([seed, m, r])
+            steps = [pop.draw(rng) for _ in range(m)]
+            points = [pop.query_point(rng) for _ in range(m)]
+            regions = [
+                Rectangle(p[0] - half, p[1] - half, p[0] + half, p[1] + half) for p in points
+            ]
+            truths = [max(true_count(xy, g), 1) for xy, g in zip(steps, regions, strict=True)]
+            for mi, method in enumerate(methods):
+                q_rng = np.random.default_rng([seed, m, r, mi])
+                strategy = "linear" if method.startswith("PM") else "fixed"
+                budgeter = QueryBudgeter(
+                    PopulationFilter(CGP(pop.budget), len(steps[0])), m, strategy=strategy
+                )
+                errs = []
+                for xy, region, truth in zip(steps, regions, truths, strict=True):
 
-                        def query(alloc, xy=xy, region=region, method=method, q_rng=q_rng):
-                            return range_count(
-                                xy, region, alloc, method=method, rng=q_rng, c=4, beta=BETA
-                            )
+                    def query(alloc, xy=xy, region=region, method=method, q_rng=q_rng):
+                        return range_count(
+                            xy, region, alloc, method=method, rng=q_rng, c=4, beta=BETA
+                        )
 
-                        ans = budgeter.run(query)
-                        errs.append(count_err(ans.value, max(true_count(xy, region), 1)))
-                    per_rep.append(np.mean(errs))
-                res[method] = np.asarray(per_rep)
+                    errs.append(count_err(budgeter.run(query).value, truth))
+                res[method].append(np.mean(errs))
+        res = {k: np.asarray(v) for k, v in res.items()}
         cells = [f"| {m} "]
         for bm, pm in (("BM1", "PM1"), ("BM0", "PM0")):
             change = (res[pm].mean() - res[bm].mean()) / res[bm].mean()

@@ -49,8 +49,9 @@ class Rectangle:
         lo = np.array([self.xmin_m, self.ymin_m]) / 1000.0
         hi = np.array([self.xmax_m, self.ymax_m]) / 1000.0
         q = np.abs(points_km - (lo + hi) / 2.0) - (hi - lo) / 2.0
-        outside = np.linalg.norm(np.maximum(q, 0.0), axis=1)
-        return outside + np.minimum(q.max(axis=1), 0.0)
+        qx, qy = q[:, 0], q[:, 1]
+        outside = np.hypot(np.maximum(qx, 0.0), np.maximum(qy, 0.0))
+        return outside + np.minimum(np.maximum(qx, qy), 0.0)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ class Disk:
     def signed_distance_km(self, points_km: np.ndarray) -> np.ndarray:
         """``Proj_Gamma``: distance (km) to the circle, negative inside."""
         centre = np.array([self.cx_m, self.cy_m]) / 1000.0
-        return np.linalg.norm(points_km - centre, axis=1) - self.radius_m / 1000.0
+        d = points_km - centre
+        return np.hypot(d[:, 0], d[:, 1]) - self.radius_m / 1000.0
 
 
 Region = Rectangle | Disk
