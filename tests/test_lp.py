@@ -1,0 +1,147 @@
+"""The optimal LP and LP-A: optimum, verified release, warm starts, solver failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+from scipy.optimize import linprog
+
+from sim.domain import Domain
+from sim.errors import InputError, SolverError
+from sim.mechanisms import available, make
+from sim.mechanisms import lp as lp_mod
+from sim.mechanisms.highs import HighsLP, HighsOptions
+from sim.mechanisms.lp import OptimalLP, lp_path, solve_optimal
+from sim.privacy.verify import PrivacyViolation, verify
+
+
+@pytest.fixture(scope="module")
+def l2_points():
+    xy = np.random.default_rng(0).uniform(0, 1500, (12, 2))
+    return Domain.from_points(xy, metric="l2")
+
+
+@pytest.fixture(scope="module")
+def road_small(helsinki_walk):
+    return Domain.from_network(helsinki_walk, n_points=10, seed=2)
+
+
+def _naive_optimum(domain: Domain, eps: float) -> float:
+    """All N (N-1) K constraints, dense, scipy linprog (the reference a user would write)."""
+    n, k = domain.n_x, domain.n_y
+    A = np.zeros((n * (n - 1) * k, n * k))
+    row = 0
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                for o in range(k):
+                    A[row, i * k + o] = 1.0
+                    A[row, j * k + o] = -np.exp(eps * domain.dist_xx[i, j])
+                    row += 1
+    A_eq = np.kron(np.eye(n), np.ones((1, k)))
+    c = (domain.prior[:, None] * domain.dist_xy).ravel()
+    res = linprog(c, A_ub=A, b_ub=np.zeros(len(A)), A_eq=A_eq, b_eq=np.ones(n), method="highs")
+    assert res.status == 0
+    return float(res.fun)
+
+
+@pytest.mark.parametrize("which", ["l2_points", "road_small"])
+def test_sparse_lp_equals_naive_all_pairs_optimum(which, request):
+    domain = request.getfixturevalue(which)
+    eps = 4.0
+    weighted = domain.prior[:, None] * domain.dist_xy
+    pairs = domain.constraint_pairs
+    _, sol = solve_optimal(weighted, pairs, domain.dist_xx[pairs[:, 0], pairs[:, 1]], eps)
+    naive = _naive_optimum(domain, eps)
+    assert abs(sol.objective - naive) <= 1e-6 * naive
+
+
+def test_released_lp_verifies_and_is_near_the_optimum(road_small):
+    eps = 7.0
+    mech = OptimalLP(eps).fit(road_small)
+    assert verify(mech.matrix_, road_small.dist_xx, eps).passed
+    np.testing.assert_allclose(mech.matrix_.sum(axis=1), 1.0, atol=1e-12)
+    assert mech.info_["solver_status"] == "Optimal"
+    optimum = _naive_optimum(road_small, eps)
+    assert optimum <= mech.expected_loss() <= optimum * (1 + 5 * mech.margin)
+
+
+def test_lp_loss_is_at_most_every_other_registered_mechanism(l2_points):
+    eps = 4.0
+    lp_loss = OptimalLP(eps).fit(l2_points).expected_loss()
+    weighted = l2_points.prior[:, None] * l2_points.dist_xy
+    pairs = l2_points.constraint_pairs
+    _, exact = solve_optimal(weighted, pairs, l2_points.dist_xx[pairs[:, 0], pairs[:, 1]], eps)
+    compared = []
+    for name in available():
+        if name == "lp":
+            continue
+        try:
+            other = make(name, epsilon=eps).fit(l2_points)
+        except (InputError, SolverError):  # not applicable here; it says so, no silent result
+            continue
+        if other.guarantee.kind != "pure":
+            continue
+        compared.append(name)
+        assert exact.objective <= other.expected_loss() + 1e-9, name
+        assert lp_loss <= other.expected_loss() * (1 + 1e-2) + 1e-9, name
+    assert {"em", "lp_a"} <= set(compared)
+
+
+def test_margin_doubles_until_the_exact_check_passes(road_small, monkeypatch):
+    real = lp_mod.repair_verified
+    seen = []
+
+    def flaky(raw, dist, eps, *, margin, **kw):
+        seen.append(margin)
+        if margin < 4e-3:
+            raise PrivacyViolation("planted failure")
+        return real(raw, dist, eps, margin=margin, **kw)
+
+    monkeypatch.setattr(lp_mod, "repair_verified", flaky)
+    mech = OptimalLP(4.0, margin=1e-3).fit(road_small)
+    assert seen == [1e-3, 2e-3, 4e-3]
+    assert mech.info_["margin_used"] == 4e-3
+    assert mech.info_["lp_epsilon"] == pytest.approx(4.0 * (1 - 4e-3))
+
+
+def test_warm_started_path_matches_cold_fits(road_small):
+    path = lp_path(road_small, [4.0, 7.0])
+    assert [m.info_["warm_started"] for m in path] == [False, True]
+    cold = OptimalLP(7.0).fit(road_small)
+    assert path[1].expected_loss() == pytest.approx(cold.expected_loss(), rel=1e-6)
+
+
+def test_solver_failure_raises_with_status(road_small):
+    with pytest.raises(SolverError, match="Time limit"):
+        OptimalLP(4.0, time_limit=0.0).fit(road_small)
+    infeasible = HighsLP(
+        np.ones(2), sparse.csr_array(np.ones((1, 2))), [5.0], [np.inf], col_upper=1.0
+    )
+    with pytest.raises(SolverError, match="Infeasible"):
+        infeasible.solve()
+    assert infeasible.solve(accept=("Infeasible",)).status == "Infeasible"
+
+
+def test_lp_a_is_mdp_on_the_fine_domain_and_no_better_than_lp(road_domain_small):
+    eps = 4.0
+    coarse = make("lp_a", epsilon=eps, grid=4).fit(road_domain_small)
+    assert verify(coarse.matrix_, road_domain_small.dist_xx, eps).passed
+    assert coarse.info_["coarse_cells"] <= 16
+    assert len(np.unique(coarse.matrix_, axis=0)) == coarse.info_["coarse_cells"]
+    optimal = make("lp", epsilon=eps).fit(road_domain_small)
+    assert optimal.expected_loss() <= coarse.expected_loss() * (1 + 1e-2)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"margin": 0.0}, {"margin": 0.7}, {"side": "both"}, {"solver": "magic"}, {"threads": 0}],
+)
+def test_bad_parameters_raise_input_error(params):
+    with pytest.raises(InputError):
+        OptimalLP(4.0, **params)
+    with pytest.raises(InputError, match="grid"):
+        make("lp_a", epsilon=4.0, grid=0)
+    with pytest.raises(InputError):
+        HighsOptions(time_limit=-1.0)
