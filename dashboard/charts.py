@@ -14,21 +14,24 @@ def long_form(frame: pd.DataFrame, *, index: str = "tick") -> pd.DataFrame:
     return frame.reset_index().melt(id_vars=index, var_name="series", value_name="value")
 
 
-def lines(*, x: str = "tick", y_title: str, height: int = 200) -> dict:
-    """One line per ``series`` over ``x`` (data from :func:`long_form`)."""
+def lines(*, x: str = "tick") -> dict:
+    """One line per ``series`` over ``x`` (data from :func:`long_form`); titled by the page."""
     return {
         "mark": {"type": "line", "point": True},
         "encoding": {
             "x": {"field": x, "type": "quantitative", "axis": {"tickMinStep": 1}},
-            "y": {"field": "value", "type": "quantitative", "title": y_title},
-            "color": {"field": "series", "type": "nominal", "legend": {"orient": "bottom"}},
+            "y": {"field": "value", "type": "quantitative", "title": None},
+            "color": {
+                "field": "series",
+                "type": "nominal",
+                "legend": {"orient": "bottom", "title": None, "columns": 2, "labelLimit": 260},
+            },
             "tooltip": [{"field": x}, {"field": "series"}, {"field": "value", "format": ".4g"}],
         },
-        "height": height,
     }
 
 
-def histogram(*, field: str, title: str, color: str, height: int = 200) -> dict:
+def histogram(*, field: str, title: str, color: str) -> dict:
     """Counts of ``field`` in up to 20 bins, stacked by ``color``."""
     return {
         "mark": "bar",
@@ -37,11 +40,10 @@ def histogram(*, field: str, title: str, color: str, height: int = 200) -> dict:
             "y": {"aggregate": "count", "type": "quantitative", "title": "users"},
             "color": {"field": color, "type": "nominal"},
         },
-        "height": height,
     }
 
 
-def scatter_log_y(*, x: str, y: str, x_title: str, y_title: str, height: int = 260) -> dict:
+def scatter_log_y(*, x: str, y: str, x_title: str, y_title: str) -> dict:
     """Points with a log-scale y axis."""
     return {
         "mark": {"type": "circle", "size": 25},
@@ -50,11 +52,10 @@ def scatter_log_y(*, x: str, y: str, x_title: str, y_title: str, height: int = 2
             "y": {"field": y, "type": "quantitative", "scale": {"type": "log"}, "title": y_title},
             "tooltip": [{"field": x}, {"field": y, "format": ".3g"}],
         },
-        "height": height,
     }
 
 
-def heatmap(*, x: str, y: str, value: str, height: int = 360) -> dict:
+def heatmap(*, x: str, y: str, value: str) -> dict:
     """A grid of rectangles coloured by ``value`` (viridis)."""
     return {
         "mark": "rect",
@@ -64,11 +65,10 @@ def heatmap(*, x: str, y: str, value: str, height: int = 360) -> dict:
             "color": {"field": value, "type": "quantitative", "scale": {"scheme": "viridis"}},
             "tooltip": [{"field": y}, {"field": x}, {"field": value, "format": ".3g"}],
         },
-        "height": height,
     }
 
 
-def errorbars(*, x: str, y_title: str, series_title: str, height: int = 380) -> dict:
+def errorbars(*, x: str, y_title: str, series_title: str) -> dict:
     """Mean per (series, x) as lines with points, and ``lo``..``hi`` as error bars."""
     base = {
         "x": {"field": _field(x), "type": "quantitative", "title": x},
@@ -100,7 +100,6 @@ def errorbars(*, x: str, y_title: str, series_title: str, height: int = 380) -> 
                 },
             },
         ],
-        "height": height,
     }
 
 

@@ -83,7 +83,7 @@ def plot(batch: bd.Batch, chosen: dict[str, list]) -> None:
     stats = bd.errorbars(frame, x=x, y=y, series=series)
     title = f"{LABELS.get(y, y)} (mean ± 1.96 SE)"
     spec = ch.errorbars(x=x, y_title=title, series_title=", ".join(series) or "all")
-    st.vega_lite_chart(stats, spec)
+    st.vega_lite_chart(stats, spec, height=400)
     st.caption(
         "mean over repetitions of each task's mean over ticks; bars: 1.96 standard errors"
         if not over_ticks

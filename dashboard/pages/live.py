@@ -159,11 +159,11 @@ def charts(model, ticks) -> None:
         frame = ch.long_form(mv.chart_frame(ticks, columns))
         with cols[i % 2]:
             st.markdown(f"**{title}**")
-            st.vega_lite_chart(frame, ch.lines(y_title=title))
+            st.vega_lite_chart(frame, ch.lines(), height=240)
     with cols[len(mv.CHARTS) % 2]:
         st.markdown("**Remaining budgets now**")
         spec = ch.histogram(field="remaining_budget", title="rho left (1/km²)", color="halted")
-        st.vega_lite_chart(mv.budgets(model), spec)
+        st.vega_lite_chart(mv.budgets(model), spec, height=240)
 
 
 def inspector(model) -> None:
@@ -192,7 +192,7 @@ def inspector(model) -> None:
                 x_title="distance from the user's secret (km)",
                 y_title="Pr[y | x]",
             )
-            st.vega_lite_chart(row[row["probability"] > 0], spec)
+            st.vega_lite_chart(row[row["probability"] > 0], spec, height=300)
         else:
             c1, c2, c3 = st.columns(3)
             row0 = c1.number_input("first row", 0, n_rows - 1, 0, key="insp_row0")
@@ -200,7 +200,7 @@ def inspector(model) -> None:
             size = c3.slider("block size", 5, 80, 30, key="insp_size")
             block = mv.matrix_block(model, row0=int(row0), col0=int(col0), size=int(size))
             spec = ch.heatmap(x="column", y="row", value="log10_probability")
-            st.vega_lite_chart(block, spec)
+            st.vega_lite_chart(block, spec, height=400)
     except InputError as exc:
         st.warning(str(exc))
 
