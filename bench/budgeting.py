@@ -129,7 +129,7 @@ def synthetic(n: int) -> Population:
 def _band(values) -> str:
     v = np.asarray(values, dtype=float)
     half = 1.96 * v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else 0.0
-    return f"{v.mean():.4f} ± {half:.4f}"
+    return f"{v.mean():.3g} ± {half:.2g}"
 
 
 def single_query(pop: Population, reps: int, seed: int) -> list[str]:
