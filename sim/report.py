@@ -59,7 +59,14 @@ TABLES = {
     ],
     "Cost": ["solve_s"],
 }
-PIVOTED = ("utility_loss_km", "attack_error_km", "solve_s", "query_privacy_saving", "range_error")
+PIVOTED = (
+    "utility_loss_km",
+    "attack_error_km",
+    "solve_s",
+    "query_privacy_saving",
+    "range_error",
+    "remaining_budget_final",
+)
 EPS_FIELD = "mechanism.epsilon_per_km"
 N_FIELD = "domain.n_points"
 
@@ -140,8 +147,8 @@ def _pivots(summary: pd.DataFrame, by: list[str]) -> list[str]:
     rows = [f for f in by if f != col]
     parts = []
     for m in PIVOTED:
-        if f"{m}_mean" not in summary:
-            continue
+        if f"{m}_mean" not in summary or summary[f"{m}_mean"].nunique() < 2:
+            continue  # nothing to compare
         cells = summary.assign(
             _cell=[
                 fmt(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"], strict=True)
@@ -185,6 +192,14 @@ def _over_ticks_plot(ax, ticks: pd.DataFrame, y: str, by: list[str]) -> None:
         )
 
 
+def _restyle(ax) -> None:
+    """Dashed, then dotted lines once the ten default colours repeat."""
+    styles = ("-", "--", ":", "-.")
+    lines = [c.lines[0] for c in ax.containers] if ax.containers else ax.get_lines()
+    for i, line in enumerate(lines):
+        line.set_linestyle(styles[(i // 10) % len(styles)])
+
+
 def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Path) -> list[Path]:
     """The report's PNG plots (those whose data exist); returns their paths."""
     import matplotlib
@@ -205,7 +220,7 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
         source = ticks if kind == "ticks" else tasks
         if metric not in source or not source[metric].notna().any():
             continue
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        fig, ax = plt.subplots(figsize=(9.0, 4.2))
         if kind == "eps":
             _errorbar_plot(ax, tasks, "epsilon_per_km", metric, ["mechanism", *others])
             ax.set_xlabel("epsilon (1/km)")
@@ -225,7 +240,8 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
             ax.set_ylabel(LABELS[metric])
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        _restyle(ax)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title(f"{ax.get_ylabel()}: mean ± 1.96 SE", fontsize="medium")
         fig.tight_layout()
         path = out / name
