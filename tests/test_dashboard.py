@@ -78,6 +78,7 @@ def test_run_n_ticks_updates_metrics_map_and_charts(live):
 
 
 def test_map_toggles_add_true_locations_and_tracking_estimates(live):
+    live.button(key="live_step").click().run()
     live.toggle(key="live_show_true").set_value(True)
     live.toggle(key="live_show_tracking").set_value(True).run()
     _no_failures(live)
@@ -89,6 +90,7 @@ def test_map_toggles_add_true_locations_and_tracking_estimates(live):
 
 
 def test_inspector_shows_a_row_and_a_block_heatmap(live):
+    live.button(key="live_step").click().run()
     live.number_input(key="insp_user").set_value(7).run()
     _no_failures(live)
     live.radio(key="insp_view").set_value("a block of the matrix").run()
