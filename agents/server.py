@@ -9,6 +9,7 @@ block covers. Users outside their block do not report until the next generation.
 from __future__ import annotations
 
 import time
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 
 import mesa
@@ -80,8 +81,9 @@ class Attacks:
 class ServerAgent(mesa.Agent):
     """Generates the mechanism, collects reports, asks queries and attacks."""
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, *, mechanism_cache: MutableMapping | None = None) -> None:
         super().__init__(model)
+        self.mechanism_cache = mechanism_cache
         scenario = model.config
         self.settings = scenario["mechanism"]
         self.mechanism = None
@@ -128,8 +130,20 @@ class ServerAgent(mesa.Agent):
             params.setdefault("user_indices", model.population.position[active].tolist())
             params.setdefault("seed", int(model.streams["mechanism"].integers(2**31)))
         start = time.perf_counter()
-        mech = make(self.settings["name"], epsilon=self.settings["epsilon_per_km"], **params)
-        mech.fit(model.domain)
+        key = (
+            self.settings["name"],
+            self.settings["epsilon_per_km"],
+            repr(sorted(params.items())),
+            id(model.domain),
+        )
+        cached = None if per_user or self.mechanism_cache is None else self.mechanism_cache.get(key)
+        if cached is not None:
+            mech = cached
+        else:
+            mech = make(self.settings["name"], epsilon=self.settings["epsilon_per_km"], **params)
+            mech.fit(model.domain)
+            if not per_user and self.mechanism_cache is not None:
+                self.mechanism_cache[key] = mech
         self.generation_seconds = time.perf_counter() - start
         self.mechanism, self.generated_at = mech, model.tick
         self.n_generations += 1

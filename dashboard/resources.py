@@ -1,4 +1,4 @@
-"""What the dashboard keeps across reruns: road graphs, domains, road paths (``st.cache_resource``).
+"""What the dashboard keeps across reruns: graphs, domains, roads, mechanisms (cache_resource).
 
 A model lives in ``st.session_state`` (one per browser session); the heavy things it is built
 from are shared between sessions and reruns here, keyed by the scenario fields they depend on.
@@ -47,6 +47,12 @@ def domain(
     )
 
 
+@st.cache_resource
+def mechanisms() -> dict:
+    """Fitted mechanisms shared by all models (see ``PrivacyModel(mechanism_cache=...)``)."""
+    return {}
+
+
 def build_model(scenario: Scenario) -> PrivacyModel:
     """A fresh model of ``scenario`` on the cached graph and domain."""
     net, dom = scenario["network"], scenario["domain"]
@@ -62,6 +68,7 @@ def build_model(scenario: Scenario) -> PrivacyModel:
             metric=dom["metric"],
             seed=seed,
         ),
+        mechanism_cache=mechanisms(),
     )
 
 

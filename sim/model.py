@@ -10,6 +10,7 @@ change where users walk.
 from __future__ import annotations
 
 import time
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
 import mesa
@@ -46,9 +47,20 @@ class PrivacyModel(mesa.Model):
         Seed of the run (defaults to ``scenario.seed``); Mesa's own ``rng`` is set from it.
     graph, domain
         Optionally a preloaded road graph / domain (the dashboard caches them).
+    mechanism_cache
+        Optionally a mapping shared between models that keeps fitted mechanisms which do not
+        depend on the users (everything but DistA-LP), keyed by name, eps, parameters and domain.
     """
 
-    def __init__(self, scenario: Scenario, *, rng: int | None = None, graph=None, domain=None):
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        rng: int | None = None,
+        graph=None,
+        domain=None,
+        mechanism_cache: MutableMapping | None = None,
+    ):
         seed = scenario["scenario"]["seed"] if rng is None else int(rng)
         super().__init__(rng=seed)
         self.config = scenario
@@ -90,7 +102,7 @@ class PrivacyModel(mesa.Model):
 
         for index in range(users["count"]):
             UserAgent(self, index)
-        self.server = ServerAgent(self)
+        self.server = ServerAgent(self, mechanism_cache=mechanism_cache)
 
     # ------------------------------------------------------------------ one tick
     def step(self) -> None:

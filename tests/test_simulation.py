@@ -157,3 +157,12 @@ def test_cli_bad_scenario_exits_2_without_output(tmp_path, capsys):
     assert main(["run", str(path), "--out", str(out)]) == 2
     assert "mechanism.epsilon_per_km" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_mechanism_cache_reuses_fitted_mechanisms_across_models():
+    cache: dict = {}
+    first = PrivacyModel(_scenario(), mechanism_cache=cache)
+    first.step()
+    second = PrivacyModel(_scenario(), domain=first.domain, mechanism_cache=cache)
+    second.step()
+    assert len(cache) == 1 and second.server.mechanism is first.server.mechanism
