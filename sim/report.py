@@ -218,8 +218,9 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
     written = []
     for name, metric, kind in specs:
         source = ticks if kind == "ticks" else tasks
-        if metric not in source or not source[metric].notna().any():
-            continue
+        x = {"eps": "epsilon_per_km", "ticks": "tick", "size": "n_points"}[kind]
+        if metric not in source or not source[metric].notna().any() or source[x].nunique() < 2:
+            continue  # no data, or a single x value: nothing to plot against
         fig, ax = plt.subplots(figsize=(9.0, 4.2))
         if kind == "eps":
             _errorbar_plot(ax, tasks, "epsilon_per_km", metric, ["mechanism", *others])

@@ -20,14 +20,16 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SWEEP = {"mechanism.name": ["em", "laplace"], "mechanism.epsilon_per_km": [4.0, 10.0]}
 
 
-def _synthetic_store(root: Path, *, repetitions: int = 3, fail: str | None = None) -> Path:
+def _synthetic_store(
+    root: Path, *, repetitions: int = 3, fail: str | None = None, sweep: dict | None = None
+) -> Path:
     """A store whose per-task numbers are known: loss = base + repetition, 3 ticks each."""
     scenario = sc.from_dict(
         {
             "scenario": {"name": "synthetic", "ticks": 3},
             "domain": {"n_points": 300},
             "mechanism": {"name": "em", "epsilon_per_km": 4.0},
-            "sweep": {**SWEEP, "repetitions": repetitions},
+            "sweep": {**(SWEEP if sweep is None else sweep), "repetitions": repetitions},
         }
     )
     tasks = expand(scenario)
@@ -36,7 +38,8 @@ def _synthetic_store(root: Path, *, repetitions: int = 3, fail: str | None = Non
     for t in tasks:
         if t.task_id == fail:
             continue
-        mech, eps = t.params["mechanism.name"], t.params["mechanism.epsilon_per_km"]
+        mech = t.params["mechanism.name"]
+        eps = t.params.get("mechanism.epsilon_per_km", 4.0)
         base = (1.0 if mech == "em" else 2.0) / eps
         n = 3
         ident = {"task_id": [t.task_id] * n, "repetition": [t.repetition] * n, "seed": [t.seed] * n}
@@ -110,12 +113,21 @@ def test_markdown_has_paper_style_pivots_and_the_plots(tmp_path):
         "attack_error_vs_eps.png",
         "remaining_budget_over_ticks.png",
         "privacy_saving_over_ticks.png",
-        "solve_time_vs_n_points.png",
-    }
+    }  # one |X| only: no solve-time plot
     for name in pngs:
         data = (store / "report" / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 5000
         assert f"]({name})" in md
+
+
+def test_solve_time_is_plotted_against_the_swept_domain_size(tmp_path):
+    sweep = {"mechanism.name": ["em", "laplace"], "domain.n_points": [300, 600]}
+    store = _synthetic_store(tmp_path / "s", repetitions=2, sweep=sweep)
+    pngs = {p.name for p in write_report(store) if p.suffix == ".png"}
+    assert "solve_time_vs_n_points.png" in pngs
+    assert "utility_loss_vs_eps.png" not in pngs  # one eps only
+    tasks = pd.read_csv(store / "report" / "tasks.csv")
+    assert sorted(set(tasks["n_points"])) == [300, 600]
 
 
 def test_a_single_repetition_reports_the_mean_without_a_half_width(tmp_path):
