@@ -58,6 +58,10 @@ class BlockLP:
         Rows ``h_lo + G w <= A z <= h_up + G w`` (``A``: R x E, ``G``: R x K, CSR).
     w_upper
         ``(K,)`` upper bound on ``w_k`` implied by this block (row sums; WEM pairs).
+    w_rows, w_lo, w_up
+        Necessary conditions on ``w`` alone, ``w_lo <= w_rows w <= w_up`` (per row: WEM
+        mass at most 1; WEM mass plus the most the exempt entries can hold at least 1).
+        Implied by the block's rows; Benders' master starts with them.
     """
 
     wem: np.ndarray
@@ -70,6 +74,9 @@ class BlockLP:
     h_lo: np.ndarray
     h_up: np.ndarray
     w_upper: np.ndarray
+    w_rows: sparse.csr_matrix
+    w_lo: np.ndarray
+    w_up: np.ndarray
 
     @property
     def n_rows(self) -> int:
@@ -176,6 +183,19 @@ def build_block(
         up_parts.append(np.full(m, up))
         n_row += m
 
+    # Necessary conditions on w alone (for Benders' master): a_i . w <= 1, and, for rows
+    # whose exempt entries are all capped by z <= U w, (a_i + U_i) . w >= 1.
+    wem_mass = np.where(exempt, 0.0, wem)
+    capped = np.zeros((n, K))
+    capped[rows[has_wem], cols[has_wem]] = np.exp(log_u[has_wem])
+    free = np.bincount(rows, weights=~np.isfinite(log_u), minlength=n) > 0
+    w_rows = sparse.vstack(
+        [sparse.csr_matrix(wem_mass), sparse.csr_matrix(wem_mass[~free] + capped[~free])],
+        format="csr",
+    )
+    w_lo = np.concatenate([np.full(n, -np.inf), np.ones(int((~free).sum()))])
+    w_up = np.concatenate([np.ones(n), np.full(int((~free).sum()), np.inf)])
+
     # 3. Exempt-exempt pairs: z_ik - exp(eps d_ij) z_jk <= 0, both directions.
     zi, zj, dij = _exempt_pairs(exempt, rows, cols, dist_xx, pairs)
     m = len(zi)
@@ -209,6 +229,9 @@ def build_block(
         h_lo=np.concatenate(lo_parts),
         h_up=np.concatenate(up_parts),
         w_upper=w_upper,
+        w_rows=w_rows,
+        w_lo=w_lo,
+        w_up=w_up,
     )
 
 

@@ -1,0 +1,111 @@
+"""COPT (WEM + LP): formulation against a naive all-pairs LP, exact release, bad params."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+from scipy.optimize import linprog
+
+from sim.errors import InputError, SolverError
+from sim.mechanisms import make
+from sim.mechanisms.wem_lp import build_block, nearest_secrets_exempt, solve_direct
+from sim.privacy.verify import verify
+
+
+def _naive_wem_lp(domain, exempt, eps):
+    """Every entry a variable, every ordered pair constrained, WEM entries as equalities."""
+    n, K = domain.n_x, domain.n_y
+    nv = n * K + K
+    cost = np.concatenate([(domain.prior[:, None] * domain.dist_xy).ravel(), np.zeros(K)])
+    r, c, v = [], [], []
+    row = 0
+    for k in range(K):
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    r += [row, row]
+                    c += [i * K + k, j * K + k]
+                    v += [1.0, -np.exp(eps * domain.dist_xx[i, j])]
+                    row += 1
+    a_ub = sparse.csr_matrix((v, (r, c)), shape=(row, nv))
+    r, c, v, b_eq = [], [], [], []
+    for i in range(n):
+        r += [len(b_eq)] * K
+        c += [i * K + k for k in range(K)]
+        v += [1.0] * K
+        b_eq.append(1.0)
+    for i, k in zip(*np.nonzero(~exempt), strict=True):
+        r += [len(b_eq)] * 2
+        c += [i * K + k, n * K + k]
+        v += [1.0, -np.exp(-eps * domain.dist_xy[i, k] / 2)]
+        b_eq.append(0.0)
+    a_eq = sparse.csr_matrix((v, (r, c)), shape=(len(b_eq), nv))
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(row), A_eq=a_eq, b_eq=b_eq, method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+@pytest.fixture(scope="module")
+def tiny_road(road_domain_small):
+    return road_domain_small.restrict(np.arange(0, 40, 2))
+
+
+@pytest.mark.parametrize("r", [3, 8])
+def test_reduced_formulation_matches_naive_all_pairs_lp(tiny_road, r):
+    eps = 4.0
+    exempt = nearest_secrets_exempt(tiny_road.dist_xy, r)
+    block = build_block(
+        tiny_road.dist_xx,
+        tiny_road.dist_xy,
+        tiny_road.prior[:, None] * tiny_road.dist_xy,
+        exempt,
+        eps,
+        pairs=tiny_road.constraint_pairs,
+    )
+    assert solve_direct([block]).objective == pytest.approx(
+        _naive_wem_lp(tiny_road, exempt, eps), rel=1e-7
+    )
+
+
+@pytest.mark.parametrize("domain_name", ["road_domain_small", "l2_domain_small"])
+def test_copt_release_passes_exact_verifier_and_beats_em(domain_name, request):
+    domain = request.getfixturevalue(domain_name)
+    mech = make("copt", epsilon=4.0, n_exempt=16).fit(domain)
+    assert verify(mech.matrix_, domain.dist_xx, 4.0).passed
+    em = make("em", epsilon=4.0).fit(domain)
+    assert mech.expected_loss() < em.expected_loss()
+
+
+def test_more_exempt_entries_never_hurt(road_domain_small):
+    losses = [
+        make("copt", epsilon=4.0, n_exempt=r).fit(road_domain_small).info_["lp_objective"]
+        for r in (8, 16, 40)
+    ]
+    assert losses[0] >= losses[1] - 1e-9 >= losses[2] - 2e-9
+
+
+def test_copt_all_exempt_is_the_optimal_lp(tiny_road):
+    lp = _naive_wem_lp(tiny_road, np.ones((tiny_road.n_x, tiny_road.n_y), bool), 4.0)
+    mech = make("copt", epsilon=4.0, n_exempt=tiny_road.n_x, margin=0.0).fit(tiny_road)
+    assert mech.info_["lp_objective"] == pytest.approx(lp, rel=1e-6)
+
+
+def test_infeasible_wem_lp_raises_solver_error_with_hint(road_domain_small):
+    with pytest.raises(SolverError, match="n_exempt"):
+        make("copt", epsilon=0.5, n_exempt=4).fit(road_domain_small)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"epsilon": 0.0},
+        {"epsilon": 4.0, "n_exempt": 0},
+        {"epsilon": 4.0, "margin": 0.7},
+        {"epsilon": 4.0, "margin": -0.1},
+        {"epsilon": 4.0, "time_limit_s": 0},
+    ],
+)
+def test_copt_rejects_bad_parameters(params):
+    with pytest.raises(InputError):
+        make("copt", **params)
