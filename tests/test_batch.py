@@ -189,15 +189,16 @@ def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tm
 
 # ---------------------------------------------------------------------- failures and resume
 def test_a_failed_task_is_recorded_and_does_not_stop_the_batch(tmp_path, capsys, helsinki_walk):
-    path = _toml(tmp_path / "f.toml", ['"mechanism.params" = [{}, {bogus = 1.0}]'])
+    missing = tmp_path / "missing.graphml"  # valid at load time, fails when the task runs
+    path = _toml(tmp_path / "f.toml", [f'"network.source" = ["helsinki", "{missing}"]'])
     store = tmp_path / "store"
     argv = ["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]
     assert main(argv) == 1
     failures = results.load_failures(store)
-    assert list(failures) == ["0001"] and "bogus" in failures["0001"]
+    assert list(failures) == ["0001"] and "missing.graphml" in failures["0001"]
     table = results.task_table(store)
     assert list(table["status"]) == ["done", "failed"]
-    assert "bogus" in table.loc[1, "error"]
+    assert "file not found" in table.loc[1, "error"]
     assert (store / "tasks" / "0000.parquet").is_file()
     assert not (store / "tasks" / "0001.parquet").exists()
     capsys.readouterr()
