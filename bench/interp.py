@@ -26,12 +26,12 @@ from sim.privacy import verify
 EPSILONS = (4.0, 7.0, 10.0)
 
 
-def build_domain(secret_m: float, output_m: float) -> Domain:
-    """Fine secrets and coarser outputs over the Helsinki walk network's box, l2."""
+def build_domain(secret_m: float, output_m: float, metric: str) -> Domain:
+    """Fine secrets and coarser outputs over the Helsinki walk network's box."""
     G = load_network("helsinki", network_type="walk")
-    secrets = Domain.grid(G, cell_m=secret_m, metric="l2").x_xy
-    outputs = Domain.grid(G, cell_m=output_m, metric="l2").x_xy
-    return Domain.from_points(secrets, outputs, metric="l2")
+    secrets = Domain.grid(G, cell_m=secret_m, metric=metric).x_xy
+    outputs = Domain.grid(G, cell_m=output_m, metric=metric).x_xy
+    return Domain.from_points(secrets, outputs, metric=metric)
 
 
 def anchor_lp_loss(domain: Domain, anchors_xy: np.ndarray, eps: float) -> tuple[float, float]:
@@ -70,7 +70,8 @@ def scaling_table(domain: Domain, spacings, eps: float, n_pairs: int) -> None:
 
 def utility_table(domain: Domain, spacing: float, n_pairs: int) -> None:
     _emit(
-        f"Utility loss (km, uniform prior) at equal eps; interp anchors every <= {spacing:g} m:",
+        f"Utility loss (km, uniform prior, metric {domain.metric}) at equal eps; "
+        f"interp anchors every <= {spacing:g} m:",
         "",
         "| eps (1/km) | EM | planar Laplace | LP on anchors only (smallest eps on secrets) "
         "| interp equal split | interp optimised split (eps_1, eps_2) "
@@ -81,8 +82,8 @@ def utility_table(domain: Domain, spacing: float, n_pairs: int) -> None:
         em = make("em", epsilon=eps).fit(domain).expected_loss()
         laplace = make("laplace", epsilon=eps).fit(domain).expected_loss()
         equal = make("interp", epsilon=eps, spacing_m=spacing).fit(domain)
-        best = make("interp", epsilon=eps, spacing_m=spacing, budget_split="optimize")
-        best.fit(domain)
+        split = "optimize" if domain.metric != "l1" else 0.5  # l1: both axes get eps
+        best = make("interp", epsilon=eps, spacing_m=spacing, budget_split=split).fit(domain)
         lp_loss, lp_eps = anchor_lp_loss(domain, equal.grid_.xy, eps)
         worst = max(dense_check(m, n_pairs, seed=2).max_ratio for m in (equal, best))
         _emit(
@@ -100,12 +101,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--spacings", type=float, nargs="+", default=[400.0, 300.0, 200.0, 150.0])
-    parser.add_argument("--utility-spacing", type=float, default=200.0)
+    parser.add_argument("--utility-spacing", type=float, default=150.0)
+    parser.add_argument("--metrics", nargs="+", default=["l2", "l1"])
     args = parser.parse_args()
-    domain = build_domain(50.0, 100.0)
-    scaling_table(domain, args.spacings, 10.0, args.pairs)
-    _emit("")
-    utility_table(domain, args.utility_spacing, args.pairs)
+    for metric in args.metrics:
+        utility_table(build_domain(50.0, 100.0, metric), args.utility_spacing, args.pairs)
+        _emit("")
+    scaling_table(build_domain(50.0, 100.0, "l2"), args.spacings, 10.0, args.pairs)
 
 
 if __name__ == "__main__":
