@@ -19,6 +19,7 @@ from sim.mechanisms.interp.correction import (
     slope_bound,
     split_budget,
 )
+from sim.mechanisms.interp.dense_check import dense_check
 from sim.mechanisms.interp.grid import AnchorGrid
 from sim.privacy import verify
 
@@ -274,3 +275,10 @@ def test_unfitted_use_and_bad_locations_are_refused(fitted):
         InterpMechanism(4.0).distribution_at([0.0, 0.0])
     with pytest.raises(InputError, match="NaN"):
         fitted[2.0, False].distribution_at([[0.0, np.nan]])
+
+
+def test_dense_check_helper_reports_naive_violations_only(fitted):
+    corrected = dense_check(fitted[2.0, False], 5_000, seed=3)
+    naive = dense_check(fitted[2.0, True], 5_000, seed=3)
+    assert corrected.violation_ratio == 0.0 and corrected.max_ratio <= 1.0 + 1e-9
+    assert naive.violation_ratio > 0.01 and naive.max_ratio > 1.05
