@@ -127,7 +127,8 @@ class ServerAgent(mesa.Agent):
         per_user = self.settings["name"] == "dista_lp"
         if per_user:
             active = np.nonzero(~model.filters.halted)[0]
-            params.setdefault("user_indices", model.population.position[active].tolist())
+            # users at the same secret upload the same blocks: one DistA-LP user per secret
+            params.setdefault("user_indices", np.unique(model.population.position[active]).tolist())
             params.setdefault("seed", int(model.streams["mechanism"].integers(2**31)))
         start = time.perf_counter()
         key = (
@@ -165,26 +166,32 @@ class ServerAgent(mesa.Agent):
 
     def _per_user_blocks(self, mech, active: np.ndarray) -> None:
         """Which secrets each user's downloaded block covers; upload-stage costs and attack."""
+        from sim.mechanisms.dista_lp.user import local_blocks
+
         model = self.model
         n = model.population.n_users
+        info = mech.info_
+        slot_of = {int(x): m for m, x in enumerate(info["users"])}
         self.allowed = np.zeros((n, model.domain.n_x), dtype=bool)
-        for slot, user in enumerate(active):
-            self.allowed[user, mech.neighbourhoods_[slot]] = True
+        guesses = np.empty(len(active), dtype=np.int64)
+        for a, user in enumerate(active):
+            x = int(model.population.position[user])
+            hood = local_blocks(model.domain, x, n_neighbours=mech.n_neighbours).neighbourhood
+            self.allowed[user, hood] = True
+            guesses[a] = upload_location_estimate(info["server_blocks"][slot_of[x]]["dy"])
         upload_cost = np.zeros(n)
-        upload_cost[active] = model.report_cost(mech.upload_epsilon)
+        upload_cost[active] = model.report_cost(info["epsilon_upload"])
         paid = model.filters.request(upload_cost, component="upload")
         self.allowed[~paid] = False
         if model.config["attacks"]["upload"]:
-            guesses = np.array(
-                [upload_location_estimate(dy) for dy in mech.reconstructed_dy_]
-            )  # output indices
             truth = model.population.position[active]
             self.upload_errors_km = model.domain.dist_xy[truth, guesses]
 
     @property
     def report_epsilon(self) -> float:
         """The pure eps of one report (DistA-LP: its output budget eps_pt)."""
-        return float(getattr(self.mechanism, "epsilon_pt", self.settings["epsilon_per_km"]))
+        info = self.mechanism.info_ if self.mechanism is not None else {}
+        return float(info.get("epsilon_pt", self.settings["epsilon_per_km"]))
 
     def mechanism_row(self) -> dict:
         """Tick-level facts about the current mechanism."""

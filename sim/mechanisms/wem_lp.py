@@ -435,6 +435,9 @@ def require_optimal(h: highspy.Highs, what: str) -> str:
     return text
 
 
+MAX_LIFT_MARGIN = 0.5
+
+
 def released_matrix(
     Z: np.ndarray,
     dist: np.ndarray,
@@ -453,20 +456,25 @@ def released_matrix(
     computed by relaxing the chaining ``pairs`` until nothing changes: exact on a metric)
     and renormalises the rows. A lifted column is exactly ``eps'``-mDP; renormalising
     multiplies a ratio by ``s_j / s_i``, which the margin absorbs once the lift is tiny.
-    Rounds repeat until the exact verifier passes at ``epsilon``; else ``PrivacyViolation``.
+    Rounds repeat until the exact verifier passes at ``epsilon``. If ``max_rounds`` rounds do
+    not suffice, the lift margin doubles (up to 1/2) and rounds continue: at margin 1/2 one
+    lift is exactly ``eps/2``-mDP per column and so are the row sums (a sum of such columns),
+    so renormalising keeps every ratio within ``e^{eps d / 2} e^{eps d / 2}``: the loop always
+    ends with a verified matrix. ``PrivacyViolation`` is raised only if even that fails.
     """
     from sim.privacy.verify import PrivacyViolation, verify
 
-    eps_lift = epsilon * (1.0 - margin)
     Z = np.maximum(np.asarray(Z, dtype=float), 0.0)
     Z = Z / Z.sum(axis=1, keepdims=True)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     first = verify(Z, dist, epsilon, pairs=pairs)
-    result, rounds, lifted_mass = first, 0, 0.0
+    result, rounds, lifted_mass, used_margin = first, 0, 0.0, margin
     while not result.passed:
-        if rounds == max_rounds:
-            raise PrivacyViolation(f"{who}: no exact mDP matrix after {rounds} lifts: {result}")
-        lifted = lift_columns(Z, dist, eps_lift, pairs)
+        if rounds and rounds % max_rounds == 0:
+            if used_margin >= MAX_LIFT_MARGIN:
+                raise PrivacyViolation(f"{who}: no exact mDP matrix after {rounds} lifts: {result}")
+            used_margin = min(2.0 * used_margin, MAX_LIFT_MARGIN)
+        lifted = lift_columns(Z, dist, epsilon * (1.0 - used_margin), pairs)
         lifted_mass = max(lifted_mass, float(np.max(lifted.sum(axis=1) - 1.0)))
         Z = lifted / lifted.sum(axis=1, keepdims=True)
         result = verify(Z, dist, epsilon, pairs=pairs)
@@ -475,6 +483,7 @@ def released_matrix(
         "pre_repair_epsilon": first.smallest_epsilon,
         "pre_repair_violation_ratio": first.violation_ratio,
         "repair_rounds": rounds,
+        "repair_margin": used_margin,
         "repair_max_lifted_mass": lifted_mass,
     }
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from typing import ClassVar
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -38,6 +39,20 @@ from sim.mechanisms.dista_lp.user import (
 from sim.mechanisms.wem_lp import build_block, check_budget_margin, released_matrix
 
 BYTES_PER_FLOAT = 8
+# Noise scales calibrated per domain and upload configuration. Calibration is a deterministic
+# function of (domain, config, calibration_seed), the costliest step of a fit, and the same
+# for every regeneration of a simulation's mechanism, so it is done once per process.
+_CALIBRATED: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def calibrated_config(domain, config: UploadConfig, *, calibration_seed: int) -> UploadConfig:
+    """``calibrate_upload`` with its own seeded stream, memoised per domain and config."""
+    per_domain = _CALIBRATED.setdefault(domain, {})
+    key = (config, calibration_seed)
+    if key not in per_domain:
+        rng = np.random.default_rng([calibration_seed, 0xCA11B])
+        per_domain[key] = calibrate_upload(domain, config, rng=rng)
+    return per_domain[key]
 
 
 def exempt_columns(dy: np.ndarray, n_exempt: int) -> np.ndarray:
@@ -82,7 +97,10 @@ class DistALP(Mechanism):
     margin
         The LP runs at ``eps_pt * (1 - margin)``; the lift absorbs solver round-off in it.
     seed
-        Seed of every random choice (users, calibration, permutations, noise).
+        Seed of the users' random choices (users, permutations, noise).
+    calibration_seed
+        Seed of the noise-scale calibration, which is memoised per domain and configuration
+        (:func:`calibrated_config`), so regenerations reuse it.
     """
 
     conformance_params: ClassVar[dict] = {
@@ -116,6 +134,7 @@ class DistALP(Mechanism):
         workers: int = 2,
         margin: float = 1e-3,
         seed: int = 0,
+        calibration_seed: int = 0,
     ) -> None:
         super().__init__(epsilon)
         self.n_users = check_positive_int(n_users, "n_users")
@@ -137,6 +156,7 @@ class DistALP(Mechanism):
         self.workers = check_positive_int(workers, "workers")
         self.margin = check_budget_margin(margin)
         self.seed = check_positive_int(seed, "seed", minimum=0)
+        self.calibration_seed = check_positive_int(calibration_seed, "calibration_seed", minimum=0)
         # Validates family, rank, the budget split, delta and confidence now (InputError).
         self._config()
 
@@ -175,7 +195,7 @@ class DistALP(Mechanism):
         rng = np.random.default_rng(self.seed)
         users = self._users(domain, rng)
         t0 = time.perf_counter()
-        config = calibrate_upload(domain, self._config(), rng=rng)
+        config = calibrated_config(domain, self._config(), calibration_seed=self.calibration_seed)
         t_cal = time.perf_counter() - t0
 
         t0 = time.perf_counter()
