@@ -21,6 +21,8 @@ other HiGHS option by name in ``extra``. Infinity is ``numpy.inf`` on the way in
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -31,6 +33,30 @@ from scipy import sparse
 from sim.errors import InputError, SolverError
 
 SOLVERS = ("choose", "simplex", "ipm", "pdlp")
+
+
+_banner_silenced = False
+
+
+def quiet_highs() -> highspy.Highs:
+    """A ``highspy.Highs``, without the banner HiGHS prints to stdout on its first construction.
+
+    The banner would otherwise land in the middle of benchmark tables and CLI output.
+    """
+    global _banner_silenced
+    if _banner_silenced:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    _banner_silenced = True
+    return h
 
 
 @dataclass(frozen=True)
@@ -120,7 +146,7 @@ class HighsLP:
         if c.shape != (n_cols,):
             raise InputError(f"c has shape {c.shape}; the matrix has {n_cols} columns")
         self.options = options or HighsOptions()
-        self._h = highspy.Highs()
+        self._h = quiet_highs()
         self._h.setOptionValue("output_flag", False)
         for name, value in self.options.as_dict().items():
             self._set_option(name, value)

@@ -34,6 +34,7 @@ import numpy as np
 from scipy import sparse
 
 from sim.errors import InputError, SolverError
+from sim.mechanisms.highs import quiet_highs
 
 # Relative slack (log space) when checking WEM-WEM pairs in the block's own distances.
 _WEM_RTOL = 1e-12
@@ -398,7 +399,7 @@ def solve_lp(
 
 def new_highs(*, time_limit_s: float | None = None) -> highspy.Highs:
     """A quiet single-threaded HiGHS instance with tight feasibility tolerances."""
-    h = highspy.Highs()
+    h = quiet_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
