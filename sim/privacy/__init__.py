@@ -1,14 +1,11 @@
-"""Privacy checks and accounting: the exact mDP verifier, PmDP auditing, accountants, filters.
+"""Privacy checks and accounting: the exact mDP verifier, accountants and filters.
 
 The verifier imports no mechanism: it trusts only a matrix and the true distances.
+The PmDP auditor and DistA-LP's budget split live in ``sim.privacy.pmdp`` and
+``sim.privacy.split``.
 """
 
-from sim.privacy.verify import PrivacyViolation, VerifyResult, verify
-
-__all__ = ["PrivacyViolation", "VerifyResult", "verify"]
-
-# Adaptive budgeting: geo-privacy notions, conversions and filters.
-from sim.privacy.accounting import (  # noqa: E402
+from sim.privacy.accounting import (
     CGP,
     ApproxGP,
     PureGP,
@@ -17,16 +14,20 @@ from sim.privacy.accounting import (  # noqa: E402
     gaussian_release,
     gp_to_cgp,
 )
-from sim.privacy.filters import PopulationFilter, PrivacyFilter  # noqa: E402
+from sim.privacy.filters import PopulationFilter, PrivacyFilter
+from sim.privacy.verify import PrivacyViolation, VerifyResult, verify
 
-__all__ += [
+__all__ = [
     "CGP",
     "ApproxGP",
     "PopulationFilter",
     "PrivacyFilter",
+    "PrivacyViolation",
     "PureGP",
+    "VerifyResult",
     "approx_gp_to_cgp_budget",
     "cgp_to_approx_gp",
     "gaussian_release",
     "gp_to_cgp",
+    "verify",
 ]
