@@ -29,16 +29,27 @@ from sim.privacy.verify import PrivacyViolation
 MAX_MARGIN = 0.5
 
 
+MAX_LOG_GAIN = float(np.log(1e9))
+
+
 def mdp_lp(weighted_cost: np.ndarray, pairs: np.ndarray, pair_dist_km: np.ndarray, epsilon: float):
     """Objective, sparse constraint matrix and row bounds of the optimal-mechanism LP.
 
     ``weighted_cost`` is N x K (``pi_i c(x_i, y_k)``), ``pairs`` (P, 2) with distances
     ``pair_dist_km`` (P,). Returns ``(c, A, row_lower, row_upper)`` with ``A`` in CSC form,
     ``2 P K + N`` rows: first the mDP rows (pair-major, both directions), then the row sums.
+
+    Pairs with ``eps d > MAX_LOG_GAIN`` are left out: their gain ``e^{eps d}`` would pass
+    HiGHS's largest matrix value, and their constraints bind only on probabilities below
+    ``e^{-MAX_LOG_GAIN}`` (1e-9, the solver's own tolerance). The release step restores them
+    exactly: the envelope repair runs over every chaining pair and the exact verifier checks.
     """
     n, k = weighted_cost.shape
+    pair_dist_km = np.asarray(pair_dist_km, dtype=np.float64)
+    kept = epsilon * pair_dist_km <= MAX_LOG_GAIN
+    pairs, pair_dist_km = np.asarray(pairs)[kept], pair_dist_km[kept]
     p = len(pairs)
-    gain = np.exp(epsilon * np.asarray(pair_dist_km, dtype=np.float64))
+    gain = np.exp(epsilon * pair_dist_km)
     src = np.concatenate([pairs[:, 0], pairs[:, 1]])  # Z[src,k] - gain Z[dst,k] <= 0
     dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
     outputs = np.arange(k)
