@@ -33,6 +33,7 @@ from scipy.optimize import linprog
 from sim.errors import InputError, SolverError
 from sim.mechanisms.base import Mechanism, check_positive_int, register
 from sim.mechanisms.em import exponential_matrix
+from sim.mechanisms.lp import MAX_LOG_GAIN
 
 _ANCHOR_SET_MASS = 0.99
 
@@ -50,8 +51,13 @@ def farthest_point_anchors(dist_xx: np.ndarray, prior: np.ndarray, n_anchors: in
 
 
 def anchor_lp(cost: np.ndarray, dist_aa: np.ndarray, pairs: np.ndarray, epsilon: float):
-    """Solve the eps-mDP LP on anchors; returns (W, objective). Raises SolverError."""
+    """Solve the eps-mDP LP on anchors; returns (W, objective). Raises SolverError.
+
+    Pairs with ``eps d > MAX_LOG_GAIN`` are left out (their gain passes HiGHS's largest matrix
+    value). W is post-processing of the anchor draw, so this cannot affect privacy.
+    """
     m, k = cost.shape
+    pairs = pairs[epsilon * dist_aa[pairs[:, 0], pairs[:, 1]] <= MAX_LOG_GAIN]
     a = np.concatenate([pairs[:, 0], pairs[:, 1]])
     b = np.concatenate([pairs[:, 1], pairs[:, 0]])
     factor = np.exp(epsilon * dist_aa[a, b])
