@@ -109,3 +109,15 @@ def test_infeasible_wem_lp_raises_solver_error_with_hint(road_domain_small):
 def test_copt_rejects_bad_parameters(params):
     with pytest.raises(InputError):
         make("copt", **params)
+
+
+def test_copt_solves_after_the_optimal_lp_in_the_same_process(helsinki_walk):
+    # HiGHS's thread pool is process-global: mismatched "threads" options made COPT fail
+    # with status "Not Set" once the optimal LP had run first.
+    from sim.domain import Domain
+    from sim.mechanisms import make
+
+    domain = Domain.from_network(helsinki_walk, n_points=15, seed=2)
+    make("lp", epsilon=4.0).fit(domain)
+    mech = make("copt", epsilon=4.0, n_exempt=15).fit(domain)
+    assert mech.info_["verified_epsilon"] <= 4.0 * (1 + 1e-9)

@@ -398,10 +398,14 @@ def solve_lp(
 
 
 def new_highs(*, time_limit_s: float | None = None) -> highspy.Highs:
-    """A quiet single-threaded HiGHS instance with tight feasibility tolerances."""
+    """A quiet HiGHS instance with tight feasibility tolerances.
+
+    It does not set ``threads``: HiGHS's thread pool is process-global, and an instance asking
+    for a different count than the pool was started with fails to run (status "Not Set"),
+    e.g. COPT after the optimal LP in one process.
+    """
     h = quiet_highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.setOptionValue("dual_feasibility_tolerance", 1e-9)
     if time_limit_s is not None:
