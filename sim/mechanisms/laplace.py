@@ -135,14 +135,16 @@ def _per_cell(values: np.ndarray, owner: np.ndarray, n_cells: int) -> np.ndarray
 
 
 def _delaunay_neighbours(y_km: np.ndarray) -> list[np.ndarray]:
+    """Voronoi neighbour candidates of each output (all others when Delaunay cannot help)."""
     k = len(y_km)
-    if k >= 4:
-        try:
-            indptr, indices = Delaunay(y_km).vertex_neighbor_vertices
-            return [indices[indptr[c] : indptr[c + 1]] for c in range(k)]
-        except QhullError:
-            pass  # collinear outputs: every other output is a Voronoi neighbour candidate
-    return [np.delete(np.arange(k), c) for c in range(k)]
+    everyone = [np.delete(np.arange(k), c) for c in range(k)]
+    if k < 4:
+        return everyone
+    try:
+        indptr, indices = Delaunay(y_km).vertex_neighbor_vertices
+    except QhullError:  # collinear outputs: every other output is a candidate
+        return everyone
+    return [indices[indptr[c] : indptr[c + 1]] for c in range(k)]
 
 
 @register("laplace")
