@@ -9,13 +9,20 @@ from scipy.optimize import linprog
 
 from sim.errors import InputError, SolverError
 from sim.mechanisms import make
-from sim.mechanisms.wem_lp import build_block, nearest_secrets_exempt, solve_direct
+from sim.mechanisms.em import exponential_matrix
+from sim.mechanisms.wem_lp import (
+    build_block,
+    em_log_normaliser,
+    nearest_secrets_exempt,
+    solve_direct,
+)
 from sim.privacy.verify import verify
 
 
-def _naive_wem_lp(domain, exempt, eps):
+def _naive_wem_lp(domain, exempt, eps, log_norm=None):
     """Every entry a variable, every ordered pair constrained, WEM entries as equalities."""
     n, K = domain.n_x, domain.n_y
+    log_norm = np.zeros(n) if log_norm is None else log_norm
     nv = n * K + K
     cost = np.concatenate([(domain.prior[:, None] * domain.dist_xy).ravel(), np.zeros(K)])
     r, c, v = [], [], []
@@ -38,7 +45,7 @@ def _naive_wem_lp(domain, exempt, eps):
     for i, k in zip(*np.nonzero(~exempt), strict=True):
         r += [len(b_eq)] * 2
         c += [i * K + k, n * K + k]
-        v += [1.0, -np.exp(-eps * domain.dist_xy[i, k] / 2)]
+        v += [1.0, -np.exp(-eps * domain.dist_xy[i, k] / 2 - log_norm[i])]
         b_eq.append(0.0)
     a_eq = sparse.csr_matrix((v, (r, c)), shape=(len(b_eq), nv))
     res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(row), A_eq=a_eq, b_eq=b_eq, method="highs")
@@ -51,10 +58,12 @@ def tiny_road(road_domain_small):
     return road_domain_small.restrict(np.arange(0, 40, 2))
 
 
+@pytest.mark.parametrize("em_form", [False, True])
 @pytest.mark.parametrize("r", [3, 8])
-def test_reduced_formulation_matches_naive_all_pairs_lp(tiny_road, r):
+def test_reduced_formulation_matches_naive_all_pairs_lp(tiny_road, r, em_form):
     eps = 4.0
     exempt = nearest_secrets_exempt(tiny_road.dist_xy, r)
+    log_norm = em_log_normaliser(tiny_road.dist_xy, eps) if em_form else None
     block = build_block(
         tiny_road.dist_xx,
         tiny_road.dist_xy,
@@ -62,10 +71,34 @@ def test_reduced_formulation_matches_naive_all_pairs_lp(tiny_road, r):
         exempt,
         eps,
         pairs=tiny_road.constraint_pairs,
+        log_row_norm=log_norm,
     )
     assert solve_direct([block]).objective == pytest.approx(
-        _naive_wem_lp(tiny_road, exempt, eps), rel=1e-7
+        _naive_wem_lp(tiny_road, exempt, eps, log_norm), rel=1e-7
     )
+
+
+@pytest.mark.parametrize("eps", [0.5, 4.0, 10.0])
+def test_em_form_has_the_em_as_a_feasible_point(road_domain_small, eps):
+    # w = 1 and every exempt entry at its EM value meets every row of the block.
+    d = road_domain_small
+    exempt = nearest_secrets_exempt(d.dist_xy, 4)
+    block = build_block(
+        d.dist_xx,
+        d.dist_xy,
+        d.prior[:, None] * d.dist_xy,
+        exempt,
+        eps,
+        pairs=d.constraint_pairs,
+        log_row_norm=em_log_normaliser(d.dist_xy, eps),
+    )
+    em = exponential_matrix(d.dist_xy, eps)
+    Az = block.A @ em[block.exempt_rows, block.exempt_cols]
+    Gw = block.G @ np.ones(d.n_y)
+    tol = 1e-12 * np.maximum(1.0, np.abs(Gw))
+    assert np.all(Az >= block.h_lo + Gw - tol)
+    assert np.all(Az <= block.h_up + Gw + tol)
+    assert np.allclose(block.assemble(em[block.exempt_rows, block.exempt_cols], np.ones(d.n_y)), em)
 
 
 @pytest.mark.parametrize("domain_name", ["road_domain_small", "l2_domain_small"])
@@ -91,9 +124,17 @@ def test_copt_all_exempt_is_the_optimal_lp(tiny_road):
     assert mech.info_["lp_objective"] == pytest.approx(lp, rel=1e-6)
 
 
-def test_infeasible_wem_lp_raises_solver_error_with_hint(road_domain_small):
-    with pytest.raises(SolverError, match="n_exempt"):
-        make("copt", epsilon=0.5, n_exempt=4).fit(road_domain_small)
+def test_infeasible_plain_wem_lp_raises_solver_error_with_hint(road_domain_small):
+    with pytest.raises(SolverError, match="n_exempt=4.*infeasible.*wem_form"):
+        make("copt", epsilon=0.5, n_exempt=4, wem_form="plain").fit(road_domain_small)
+
+
+@pytest.mark.parametrize("eps", [0.5, 4.0, 10.0])
+def test_em_form_is_feasible_where_plain_is_not_and_beats_em(road_domain_small, eps):
+    mech = make("copt", epsilon=eps, n_exempt=4).fit(road_domain_small)
+    assert mech.info_["lp_objective"] <= mech.info_["em_point_objective"] + 1e-9
+    assert verify(mech.matrix_, road_domain_small.dist_xx, eps).passed
+    assert mech.expected_loss() <= make("em", epsilon=eps).fit(road_domain_small).expected_loss()
 
 
 @pytest.mark.parametrize(
@@ -101,6 +142,7 @@ def test_infeasible_wem_lp_raises_solver_error_with_hint(road_domain_small):
     [
         {"epsilon": 0.0},
         {"epsilon": 4.0, "n_exempt": 0},
+        {"epsilon": 4.0, "wem_form": "normalised"},
         {"epsilon": 4.0, "margin": 0.7},
         {"epsilon": 4.0, "margin": -0.1},
         {"epsilon": 4.0, "time_limit_s": 0},

@@ -2,7 +2,10 @@
 
 For each output ``y_k`` some entries ``(i, k)`` are *exempt* and optimised freely; every other
 entry follows the weighted exponential mechanism ``Z[i,k] = w_k a[i,k]`` with
-``a[i,k] = exp(-eps d(x_i, y_k) / 2)`` and a shared weight ``w_k >= 0``.
+``a[i,k] = exp(-eps d(x_i, y_k) / 2)`` and a shared weight ``w_k >= 0`` ("plain" form), or,
+with ``log_row_norm``, ``a[i,k] = exp(-eps d(x_i, y_k) / 2) / S_i`` with the EM's normaliser
+``S_i = sum_k exp(-eps d_ik / 2)`` ("em" form: ``w = 1`` with the exempt entries at their EM
+values is then a feasible point, the EM itself; docs/copt.md).
 
 A *block* is a set of rows (secrets) with its own exempt entries; blocks share ``w``. The
 rows of a block are linear in the exempt entries ``z`` with bounds affine in ``w``::
@@ -14,7 +17,9 @@ which is what Benders' subproblems need (``w`` fixed) and what the direct solve 
 mDP constraints inside a block, per output ``k`` (derivation in docs/dista_lp.md):
 
 * two WEM entries: ``a[i,k] <= exp(eps d_ij) a[j,k]`` holds by the triangle inequality
-  (with eps/2 to spare); where the block's distances break it, ``w_k`` is fixed to 0;
+  (plain form: with eps/2 to spare; em form: the EM's own proof, the normaliser ratio
+  ``S_j / S_i`` takes the other eps/2); where the block's distances break it, ``w_k`` is
+  fixed to 0;
 * an exempt entry against *all* WEM entries of its column: exactly two rows,
   ``L[i,k] w_k <= z[i,k] <= U[i,k] w_k`` with ``U = min_j exp(eps d_ij) a[j,k]`` and
   ``L = max_j exp(-eps d_ij) a[j,k]`` over the WEM rows j;
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 from scipy import sparse
+from scipy.special import logsumexp
 
 from sim.errors import InputError, SolverError
 from sim.mechanisms.highs import quiet_highs
@@ -105,6 +111,11 @@ def wem_factors(dist_xy: np.ndarray, epsilon: float) -> np.ndarray:
     return np.exp(-0.5 * epsilon * dist_xy)
 
 
+def em_log_normaliser(dist_xy: np.ndarray, epsilon: float) -> np.ndarray:
+    """``log S_i = log sum_k exp(-eps d_ik / 2)`` per secret (the EM's row normaliser)."""
+    return logsumexp(-0.5 * epsilon * dist_xy, axis=1)
+
+
 def nearest_secrets_exempt(dist_xy: np.ndarray, r: int) -> np.ndarray:
     """Exempt mask: for each output, its ``r`` nearest secrets (COPT's ``I(y_k)``)."""
     n = dist_xy.shape[0]
@@ -127,6 +138,7 @@ def build_block(
     *,
     pairs: np.ndarray | None = None,
     check_wem_pairs: bool = True,
+    log_row_norm: np.ndarray | None = None,
 ) -> BlockLP:
     """Rows of one WEM+LP block.
 
@@ -146,12 +158,19 @@ def build_block(
     check_wem_pairs
         Check WEM-WEM pairs in these distances and fix ``w_k = 0`` where they fail
         (``O(n^2 K)``; skip only when the distances are a metric on X and Y together).
+    log_row_norm
+        ``(n,)`` logs of per-row divisors of the WEM factors (``em_log_normaliser`` gives the
+        EM's, which makes the EM a feasible point); ``None``: the plain form.
     """
     n, K = dist_xy.shape
     if dist_xx.shape != (n, n) or cost.shape != (n, K) or exempt.shape != (n, K):
         raise InputError("build_block: dist_xx, dist_xy, cost and exempt shapes disagree")
-    wem = wem_factors(dist_xy, epsilon)
     log_a = -0.5 * epsilon * dist_xy
+    if log_row_norm is not None:
+        if np.shape(log_row_norm) != (n,) or not np.all(np.isfinite(log_row_norm)):
+            raise InputError("build_block: log_row_norm must be n finite numbers")
+        log_a = log_a - np.asarray(log_row_norm, dtype=float)[:, None]
+    wem = np.exp(log_a)
     rows, cols = np.nonzero(exempt)
     n_z = len(rows)
     cost_z = cost[rows, cols].astype(float)
