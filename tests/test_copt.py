@@ -163,3 +163,16 @@ def test_copt_solves_after_the_optimal_lp_in_the_same_process(helsinki_walk):
     make("lp", epsilon=4.0).fit(domain)
     mech = make("copt", epsilon=4.0, n_exempt=15).fit(domain)
     assert mech.info_["verified_epsilon"] <= 4.0 * (1 + 1e-9)
+
+
+@pytest.mark.slow
+def test_copt_is_feasible_on_a_200_point_helsinki_road_domain(helsinki_walk):
+    # The plain form is infeasible here (SolverError); the EM-normalised form solves.
+    from sim.domain import Domain
+
+    domain = Domain.from_network(helsinki_walk, n_points=200, metric="road", seed=0)
+    with pytest.raises(SolverError, match="Infeasible"):
+        make("copt", epsilon=4.0, wem_form="plain").fit(domain)
+    mech = make("copt", epsilon=4.0).fit(domain)
+    assert verify(mech.matrix_, domain.dist_xx, 4.0).passed
+    assert mech.expected_loss() < make("em", epsilon=4.0).fit(domain).expected_loss()

@@ -17,8 +17,6 @@ constraints use the domain's chaining pairs (valid, see docs/dista_lp.md). The L
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from sim.errors import InputError, SolverError
@@ -54,8 +52,6 @@ class COPT(Mechanism):
     time_limit_s
         HiGHS time limit in seconds (``None``: no limit); hitting it raises ``SolverError``.
     """
-
-    conformance_params: ClassVar[dict] = {"n_exempt": 16}
 
     def __init__(
         self,
@@ -95,7 +91,7 @@ class COPT(Mechanism):
             sol = solve_direct([block], time_limit_s=self.time_limit_s)
         except SolverError as err:
             hint = (
-                "the EM is a feasible point of this form, so this is a solver failure"
+                "the EM is a feasible point of this form: the LP is not infeasible, see the status"
                 if em_form
                 else "an infeasible plain WEM+LP means no common weights w fit every row: use "
                 'wem_form="em" (always feasible) or a larger n_exempt'
