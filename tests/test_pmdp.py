@@ -137,3 +137,29 @@ def test_auditor_rejects_nan_parameters_and_bad_shapes(rng):
         audit_pmdp(_laplace(1.0), np.full_like(thetas, np.nan), dist, 1.0, 1e-3, rng=rng)
     with pytest.raises(InputError):
         audit_pmdp(_laplace(1.0), thetas, dist[:3], 1.0, 1e-3, rng=rng)
+
+
+@pytest.mark.parametrize("noise", ["shifted", "onesided"])
+@pytest.mark.parametrize("scale", [0.05, 1.0, 30.0])
+def test_fast_log_ratios_equal_the_difference_of_log_densities(noise, scale):
+    """Including clip atoms (up to ~all coordinates clipped) and impossible outputs (+inf)."""
+    rng = np.random.default_rng(3)
+    d, n_records, n = 300, 12, 400
+    lo = rng.uniform(-1.0, 0.0, d)
+    hi = lo + rng.uniform(0.5, 2.0, d)
+    rel = ParameterRelease(
+        lo, hi, rng.uniform(0.5, 1.5, d) * scale, rng.normal(0.0, 0.1, d),
+        rng.choice([-1.0, 0.0, 1.0], d), noise=noise,
+    )  # fmt: skip
+    thetas = rng.uniform(lo, hi, (n_records, d))
+    i = rng.integers(0, n_records, n)
+    j = (i + 1 + rng.integers(0, n_records - 1, n)) % n_records
+    u = rng.random((n, d))
+    z = rel.transform(thetas[i], u)
+    with np.errstate(invalid="ignore"):
+        expected = rel.logpdf(z, thetas[i]) - rel.logpdf(z, thetas[j])
+    got = rel.for_records(thetas).log_ratios(i, j, u)
+    finite = np.isfinite(expected)
+    assert np.array_equal(finite, np.isfinite(got))
+    assert np.all(got[~finite] == np.inf)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-12, atol=1e-9)
