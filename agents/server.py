@@ -17,6 +17,7 @@ import numpy as np
 
 from sim.attacks import BayesAttack, TrackingAttack, upload_location_estimate
 from sim.mechanisms import make
+from sim.scenario import mechanism_params
 
 
 @dataclass
@@ -123,7 +124,7 @@ class ServerAgent(mesa.Agent):
 
     def _generate(self) -> None:
         model = self.model
-        params = dict(self.settings["params"])
+        params = mechanism_params(self.settings)
         per_user = self.settings["name"] == "dista_lp"
         if per_user:
             active = np.nonzero(~model.filters.halted)[0]

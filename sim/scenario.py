@@ -108,6 +108,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
             _non_negative,
         ),  # fmt: skip
         "params": Field(dict, {}, "extra parameters passed to the mechanism's constructor"),
+        "params_by_name": Field(
+            dict,
+            {},
+            "per-mechanism extra parameters, merged over params when mechanism.name matches "
+            "(for sweeps over mechanism.name), e.g. {dista_lp = {delta = 0.01}}",
+        ),
     },
     "queries": {
         "kinds": Field(
@@ -242,7 +248,18 @@ def _check_mechanism(values: dict) -> None:
             f"field mechanism.name = {m['name']!r} is not a mechanism; "
             f"available: {', '.join(available())}"
         )
-    params = {k: v for k, v in m["params"].items() if k != "user_indices"}
+    for name, extra in m["params_by_name"].items():
+        if name not in available():
+            raise InputError(
+                f"field mechanism.params_by_name has key {name!r}, not a mechanism; "
+                f"available: {', '.join(available())}"
+            )
+        if not isinstance(extra, dict):
+            raise InputError(
+                f"field mechanism.params_by_name.{name} must be a table of parameters, "
+                f"got {type(extra).__name__} {extra!r}"
+            )
+    params = {k: v for k, v in mechanism_params(m).items() if k != "user_indices"}
     try:
         make(m["name"], epsilon=m["epsilon_per_km"], **params)
     except TypeError as exc:
@@ -251,6 +268,12 @@ def _check_mechanism(values: dict) -> None:
         ) from None
     except InputError as exc:
         raise InputError(f"field mechanism.params: {exc}") from None
+
+
+def mechanism_params(mechanism: dict[str, Any]) -> dict[str, Any]:
+    """The constructor parameters of the ``[mechanism]`` table: ``params`` with the entry of
+    ``params_by_name`` for ``name`` merged over it."""
+    return {**mechanism["params"], **mechanism["params_by_name"].get(mechanism["name"], {})}
 
 
 def _check_sweep(sweep: Any) -> dict[str, Any]:

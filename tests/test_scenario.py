@@ -95,3 +95,29 @@ def test_docs_reference_is_current():
 def test_mechanism_params_are_checked_against_the_mechanism(tmp_path):
     with pytest.raises(InputError, match="mechanism.params.*'em'"):
         _load(tmp_path, MINIMAL + "[mechanism.params]\ncolour = 3\n")
+
+
+def test_params_by_name_apply_only_to_the_named_mechanism(tmp_path):
+    text = MINIMAL + "[mechanism.params_by_name.copt]\nn_exempt = 12\n"
+    s = _load(tmp_path, text)
+    assert sc.mechanism_params(s["mechanism"]) == {}  # em: the copt entry does not apply
+    copt = s.replace(**{"mechanism.name": "copt"})
+    assert sc.mechanism_params(copt["mechanism"]) == {"n_exempt": 12}
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[mechanism.params_by_name.nope]\nx = 1\n", "params_by_name has key 'nope'"),
+        ("[mechanism.params_by_name]\ncopt = 3\n", r"params_by_name\.copt must be a table"),
+    ],
+)
+def test_bad_params_by_name_are_rejected(tmp_path, table, message):
+    with pytest.raises(InputError, match=message):
+        _load(tmp_path, MINIMAL + table)
+
+
+def test_params_by_name_are_checked_when_the_name_is_swept_in(tmp_path):
+    s = _load(tmp_path, MINIMAL + "[mechanism.params_by_name.copt]\ncolour = 3\n")
+    with pytest.raises(InputError, match="mechanism.params.*'copt'"):
+        s.replace(**{"mechanism.name": "copt"})
