@@ -195,7 +195,7 @@ class DistALP(Mechanism):
         rng = np.random.default_rng(self.seed)
         users = self._users(domain, rng)
         t0 = time.perf_counter()
-        config = calibrated_config(domain, self._config(), calibration_seed=self.calibration_seed)
+        config = self._upload_config(domain)
         t_cal = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -253,6 +253,10 @@ class DistALP(Mechanism):
             **lift,
         }
         return Z_u, info
+
+    def _upload_config(self, domain) -> UploadConfig:
+        """The users' upload configuration with its calibrated noise scales."""
+        return calibrated_config(domain, self._config(), calibration_seed=self.calibration_seed)
 
     def _users(self, domain, rng: np.random.Generator) -> np.ndarray:
         if self.n_neighbours > domain.n_x:
