@@ -136,7 +136,7 @@ def test_lp_a_is_mdp_on_the_fine_domain_and_no_better_than_lp(road_domain_small)
 
 @pytest.mark.parametrize(
     "params",
-    [{"margin": 0.0}, {"margin": 0.7}, {"side": "both"}, {"solver": "magic"}, {"threads": 0}],
+    [{"margin": 0.0}, {"margin": 0.7}, {"side": "both"}, {"time_limit": -1.0}, {"threads": 0}],
 )
 def test_bad_parameters_raise_input_error(params):
     with pytest.raises(InputError):

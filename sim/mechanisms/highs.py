@@ -7,8 +7,9 @@ sparse matrices::
     subject to  row_lower <= A @ x <= row_upper
                 col_lower <=   x   <= col_upper
 
-It solves warm from a :class:`highspy.HighsBasis` of a model with the same shape
-(``solve(basis=...)``) and returns a :class:`LPSolution` with primal values, row
+It can grow by columns (``add_cols``, for column generation; the next ``solve`` starts from
+the last basis), solves warm from a :class:`highspy.HighsBasis` of a model with the same shape
+(``solve(basis=...)``), and returns a :class:`LPSolution` with primal values, row
 activities, duals and the basis. A status other than optimal raises
 :class:`~sim.errors.SolverError` carrying HiGHS's model status, unless the caller lists that
 status in ``accept`` (Benders subproblems accept ``"Infeasible"`` and read ``dual_ray``).
@@ -170,6 +171,28 @@ class HighsLP:
     def shape(self) -> tuple[int, int]:
         """(rows, columns) of the current model."""
         return self._h.getNumRow(), self._h.getNumCol()
+
+    def add_cols(self, cost, A_cols, lower=0.0, upper=np.inf) -> None:
+        """Append columns with objective ``cost`` and matrix entries ``A_cols`` (rows x new)."""
+        C = sparse.csc_array(A_cols, dtype=np.float64)
+        if C.shape[0] != self.shape[0]:
+            raise InputError(f"new columns have {C.shape[0]} rows; the model has {self.shape[0]}")
+        m = C.shape[1]
+        status = self._h.addCols(
+            m,
+            np.ascontiguousarray(cost, dtype=np.float64),
+            _bound(lower, m, "lower"),
+            _bound(upper, m, "upper"),
+            C.nnz,
+            C.indptr[:-1].astype(np.int32),
+            C.indices.astype(np.int32),
+            C.data,
+        )
+        _check(status, "addCols")
+
+    def set_option(self, name: str, value) -> None:
+        """Set one HiGHS option by name (e.g. the time left for the next ``solve``)."""
+        self._set_option(name, value)
 
     def solve(self, *, basis=None, accept: tuple[str, ...] = ()) -> LPSolution:
         """Run HiGHS (warm from ``basis`` if given) and return the solution.

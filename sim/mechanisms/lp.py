@@ -1,72 +1,82 @@
-"""The optimal mechanism (Bordenabe et al., CCS'14) as a sparse LP solved by HiGHS.
+"""The optimal mechanism (Bordenabe et al., CCS'14) as an LP solved by HiGHS.
 
-Variables ``Z[i,k]`` (row-major, ``i * K + k``); minimise ``sum_ik cost[i,k] Z[i,k]`` with
-``cost = pi_i c(x_i, y_k)``, subject to row sums 1, ``Z >= 0`` and, for each constraint pair
-``(i, j)`` of the domain (pairs whose constraints chain to all others, SPEC §1) and each
-output k, ``Z[i,k] <= e^{eps d} Z[j,k]`` and ``Z[j,k] <= e^{eps d} Z[i,k]``. The matrix is
-built directly in sparse form: ``2 P K`` rows with 2 entries each plus ``N`` row-sum rows.
+Variables ``Z[i,k]``; minimise ``sum_ik cost[i,k] Z[i,k]`` with ``cost = pi_i c(x_i, y_k)``,
+subject to row sums 1, ``Z >= 0`` and, for each constraint pair ``(i, j)`` of the domain
+(pairs whose constraints chain to all others, SPEC §1) and each output k, both
+``Z[i,k] <= e^{eps d} Z[j,k]`` and ``Z[j,k] <= e^{eps d} Z[i,k]`` (``2 P K`` constraints).
 
-Release (docs/lp.md): the LP is solved at ``eps (1 - margin)``, its solution repaired by the
-Lipschitz envelope (sim/mechanisms/repair.py) and verified EXACTLY at ``eps``; if the check
-fails the margin doubles (up to 1/2, where the repair is proven for any input) and the LP is
-solved again, warm-started from the previous basis. A solver that does not reach optimality
-raises :class:`~sim.errors.SolverError`; nothing unverified is released.
+Solved through its dual by constraint generation (docs/lp.md): the dual has one row per
+``Z[i,k]``, one free column ``u_i`` per row sum and one column ``f >= 0`` per mDP constraint;
+the primal ``Z`` is read off the dual's row duals. Only ~N constraints per used output bind at
+the optimum, so the model starts with none, adds the constraints the current ``Z`` breaks
+(chosen by the Lipschitz envelope of each column: the edge of the path that attains it) and
+re-solves warm (primal simplex from the last basis) until no constraint of the FULL set is
+broken beyond HiGHS's dual feasibility tolerance. The result is then optimal for the full LP
+to the same tolerance a single HiGHS call on it would meet.
+
+Release: the LP is solved at ``eps (1 - margin)``, its solution repaired by the Lipschitz
+envelope (sim/mechanisms/repair.py) and verified EXACTLY at ``eps``; if the check fails the
+margin doubles (up to 1/2, where the repair is proven for any input) and the LP is solved
+again, warm-started from the constraints that bound before. A solver that does not reach
+optimality raises :class:`~sim.errors.SolverError`; nothing unverified is released.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 from scipy import sparse
 
-from sim.errors import InputError
+from sim.errors import InputError, SolverError
 from sim.mechanisms.base import Mechanism, check_epsilon, register
-from sim.mechanisms.highs import HighsLP, HighsOptions, LPSolution
-from sim.mechanisms.repair import SIDES, RepairResult, repair_verified
+from sim.mechanisms.highs import HighsLP, HighsOptions
+from sim.mechanisms.repair import SIDES, RepairResult, envelope_parents, repair_verified
 from sim.privacy.verify import PrivacyViolation
 
 MAX_MARGIN = 0.5
-
-
 MAX_LOG_GAIN = float(np.log(1e9))
+PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible
+_COLUMN_CHUNK = 256  # outputs per block of the violation check (bounded memory)
 
 
-def mdp_lp(weighted_cost: np.ndarray, pairs: np.ndarray, pair_dist_km: np.ndarray, epsilon: float):
-    """Objective, sparse constraint matrix and row bounds of the optimal-mechanism LP.
+@dataclasses.dataclass(frozen=True)
+class OptimalSolution:
+    """The LP optimum found by constraint generation (NOT repaired).
 
-    ``weighted_cost`` is N x K (``pi_i c(x_i, y_k)``), ``pairs`` (P, 2) with distances
-    ``pair_dist_km`` (P,). Returns ``(c, A, row_lower, row_upper)`` with ``A`` in CSC form,
-    ``2 P K + N`` rows: first the mDP rows (pair-major, both directions), then the row sums.
+    ``objective`` (km, the dual's value, equal to the primal optimum), ``status`` (HiGHS
+    model status of the last solve), ``iterations`` (simplex, all rounds), ``rounds``
+    (solves), ``seconds`` (wall time), ``generated`` (mDP constraints in the final model, of
+    ``full`` in the whole LP) and ``binding`` (``(M, 3)`` rows ``(i, j, k)``: the constraints
+    ``Z[i,k] <= e^{eps d} Z[j,k]`` with a positive dual at the optimum; a warm start).
+    """
+
+    objective: float
+    status: str
+    iterations: int
+    rounds: int
+    seconds: float
+    generated: int
+    full: int
+    binding: np.ndarray
+
+
+def directed_constraints(pairs: np.ndarray, pair_dist_km: np.ndarray, epsilon: float):
+    """Both directions of each pair: ``(src, dst, gain)`` for ``Z[src,k] <= gain Z[dst,k]``.
 
     Pairs with ``eps d > MAX_LOG_GAIN`` are left out: their gain ``e^{eps d}`` would pass
     HiGHS's largest matrix value, and their constraints bind only on probabilities below
     ``e^{-MAX_LOG_GAIN}`` (1e-9, the solver's own tolerance). The release step restores them
     exactly: the envelope repair runs over every chaining pair and the exact verifier checks.
     """
-    n, k = weighted_cost.shape
     pair_dist_km = np.asarray(pair_dist_km, dtype=np.float64)
     kept = epsilon * pair_dist_km <= MAX_LOG_GAIN
-    pairs, pair_dist_km = np.asarray(pairs)[kept], pair_dist_km[kept]
-    p = len(pairs)
-    gain = np.exp(epsilon * pair_dist_km)
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])  # Z[src,k] - gain Z[dst,k] <= 0
+    pairs = np.asarray(pairs, dtype=np.int64)[kept]
+    gain = np.exp(epsilon * pair_dist_km[kept])
+    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
     dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
-    outputs = np.arange(k)
-    m = 2 * p * k
-    rows = np.concatenate([np.arange(m), np.arange(m), m + np.repeat(np.arange(n), k)])
-    cols = np.concatenate(
-        [
-            (src[:, None] * k + outputs).ravel(),
-            (dst[:, None] * k + outputs).ravel(),
-            np.arange(n * k),
-        ]
-    )
-    vals = np.concatenate([np.ones(m), -np.repeat(np.concatenate([gain, gain]), k), np.ones(n * k)])
-    A = sparse.csc_array((vals, (rows, cols)), shape=(m + n, n * k))
-    row_lower = np.concatenate([np.full(m, -np.inf), np.ones(n)])
-    row_upper = np.concatenate([np.zeros(m), np.ones(n)])
-    return np.ascontiguousarray(weighted_cost, dtype=np.float64).ravel(), A, row_lower, row_upper
+    return src, dst, np.concatenate([gain, gain])
 
 
 def solve_optimal(
@@ -76,20 +86,136 @@ def solve_optimal(
     epsilon: float,
     *,
     options: HighsOptions | None = None,
-    basis=None,
-) -> tuple[np.ndarray, LPSolution]:
+    warm: np.ndarray | None = None,
+) -> tuple[np.ndarray, OptimalSolution]:
     """The raw LP optimum (NOT repaired, only eps-mDP up to the solver's tolerance).
 
-    Returns the N x K matrix and the :class:`LPSolution`. With ``basis`` (from a model of the
-    same shape) the dual simplex starts from it. Raises ``SolverError`` if not optimal.
+    ``weighted_cost`` is N x K, ``pairs`` (P, 2) chaining pairs with distances
+    ``pair_dist_km``. ``warm`` (``OptimalSolution.binding`` of an earlier solve on the same
+    domain, e.g. at another epsilon) seeds the model with those constraints. ``options``:
+    ``time_limit`` bounds the whole solve, ``threads`` is passed on; the algorithm is fixed
+    (primal simplex on the dual). Returns the N x K matrix and the :class:`OptimalSolution`;
+    raises ``SolverError`` if a solve is not optimal or the time limit passes.
     """
-    n, k = weighted_cost.shape
-    c, A, lo, hi = mdp_lp(weighted_cost, pairs, pair_dist_km, epsilon)
+    start = time.perf_counter()
+    cost = np.ascontiguousarray(weighted_cost, dtype=np.float64)
+    n, k = cost.shape
+    src, dst, gain = directed_constraints(pairs, pair_dist_km, epsilon)
     opts = options or HighsOptions()
-    if basis is not None:
-        opts = dataclasses.replace(opts, solver="simplex")
-    sol = HighsLP(c, A, lo, hi, options=opts).solve(basis=basis)
-    return sol.x.reshape(n, k), sol
+    opts = dataclasses.replace(
+        opts, solver="simplex", extra={**opts.extra, "simplex_strategy": PRIMAL_SIMPLEX}
+    )
+    tol = opts.dual_feasibility_tolerance or 1e-7
+    # dual: max sum u  s.t.  u_i - sum_{src=i} f + sum_{dst=i} gain f <= cost[i,k]  (row i*K+k)
+    u_block = sparse.csc_array(
+        (np.ones(n * k), (np.arange(n * k), np.repeat(np.arange(n), k))), shape=(n * k, n)
+    )
+    model = HighsLP(
+        np.ones(n), u_block, -np.inf, cost.ravel(), col_lower=-np.inf, sense="max", options=opts
+    )
+    in_model = np.zeros((len(src), k), dtype=bool)
+    added: list[tuple[np.ndarray, np.ndarray]] = []  # model columns n, n+1, ... in order
+    lookup = _ConstraintIndex(src, dst, n)
+
+    def add(con: np.ndarray, col: np.ndarray) -> None:
+        m = len(con)
+        rows = np.column_stack([src[con] * k + col, dst[con] * k + col]).ravel()
+        vals = np.column_stack([-np.ones(m), gain[con]]).ravel()
+        block = sparse.csc_array((vals, rows, 2 * np.arange(m + 1)), shape=(n * k, m))
+        model.add_cols(np.zeros(m), block)
+        in_model[con, col] = True
+        added.append((con, col))
+
+    if warm is not None and len(warm):
+        warm = np.asarray(warm, dtype=np.int64)
+        con = lookup.find(warm[:, 0], warm[:, 1])
+        known = (con >= 0) & (warm[:, 2] >= 0) & (warm[:, 2] < k)
+        con, col = con[known], warm[known, 2]
+        first = np.unique(con * k + col, return_index=True)[1]
+        add(con[first], col[first])
+
+    rounds = iterations = 0
+    while True:
+        if opts.time_limit is not None:
+            left = opts.time_limit - (time.perf_counter() - start)
+            if left <= 0:
+                raise SolverError(
+                    f"HiGHS stopped with model status 'Time limit reached' after {rounds} "
+                    f"constraint-generation rounds ({opts.time_limit:g} s limit)"
+                )
+            model.set_option("time_limit", left)
+        sol = model.solve()
+        rounds += 1
+        iterations += sol.iterations
+        Z = sol.row_dual.reshape(n, k)
+        con, col = _envelope_cuts(Z, src, dst, gain, lookup, tol)
+        new = ~in_model[con, col]
+        con, col = con[new], col[new]
+        if not len(con):  # the envelope's paths are in; check every constraint directly
+            con, col = _violated(Z, src, dst, gain, in_model, tol)
+        if not len(con):
+            break
+        add(con, col)
+
+    con = np.concatenate([c for c, _ in added]) if added else np.zeros(0, dtype=np.int64)
+    col = np.concatenate([o for _, o in added]) if added else np.zeros(0, dtype=np.int64)
+    bound = sol.x[n:] > 0
+    result = OptimalSolution(
+        objective=sol.objective,
+        status=sol.status,
+        iterations=iterations,
+        rounds=rounds,
+        seconds=time.perf_counter() - start,
+        generated=len(con),
+        full=len(src) * k,
+        binding=np.column_stack([src[con[bound]], dst[con[bound]], col[bound]]),
+    )
+    return Z, result
+
+
+class _ConstraintIndex:
+    """Position of the directed constraint ``(i, j)`` in ``src``/``dst`` (-1 if absent)."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, n: int) -> None:
+        self.n = n
+        keys = src * n + dst
+        self.order = np.argsort(keys)
+        self.keys = keys[self.order]
+
+    def find(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        if not len(self.keys):
+            return np.full(len(i), -1, dtype=np.int64)
+        keys = np.asarray(i, dtype=np.int64) * self.n + np.asarray(j, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[pos] == keys, self.order[pos], -1)
+
+
+def _envelope_cuts(Z, src, dst, gain, lookup: _ConstraintIndex, tol: float):
+    """Constraints on the paths that attain each column's upper envelope where it passes Z.
+
+    Where ``U[i,k] > Z[i,k] + tol`` and the envelope comes from neighbour j, the constraint
+    ``Z[j,k] <= e^{eps d} Z[i,k]`` is the one that holds ``Z[i,k]`` up. Returns the
+    constraint indices and their outputs.
+    """
+    half = len(src) // 2  # each pair twice: (a, b) in the first half, (b, a) in the second
+    upper, parent = envelope_parents(
+        np.maximum(Z, 0.0), src[:half], dst[:half], np.log(gain[:half])
+    )
+    i, col = np.nonzero((upper > Z + tol) & (parent >= 0))
+    con = lookup.find(parent[i, col], i)
+    return con[con >= 0], col[con >= 0]
+
+
+def _violated(Z, src, dst, gain, in_model, tol: float):
+    """Every constraint not yet in the model that ``Z`` breaks by more than ``tol``."""
+    cons, cols = [], []
+    for start in range(0, Z.shape[1], _COLUMN_CHUNK):
+        block = slice(start, start + _COLUMN_CHUNK)
+        excess = Z[src, block] - gain[:, None] * Z[dst, block]
+        con, col = np.nonzero((excess > tol) & ~in_model[:, block])
+        cons.append(con)
+        cols.append(col + start)
+    return np.concatenate(cons), np.concatenate(cols)
 
 
 def release_optimal(
@@ -101,8 +227,8 @@ def release_optimal(
     margin: float,
     side: str = "upper",
     options: HighsOptions | None = None,
-    basis=None,
-) -> tuple[RepairResult, LPSolution, float]:
+    warm: np.ndarray | None = None,
+) -> tuple[RepairResult, OptimalSolution, float]:
     """Solve at ``eps (1 - margin)``, repair, verify at ``eps``; double the margin on failure.
 
     ``pairs`` must chain (``Domain.constraint_pairs``). Returns the verified repair result,
@@ -112,7 +238,7 @@ def release_optimal(
     theta = margin
     while True:
         raw, sol = solve_optimal(
-            weighted_cost, pairs, pair_dist, epsilon * (1 - theta), options=options, basis=basis
+            weighted_cost, pairs, pair_dist, epsilon * (1 - theta), options=options, warm=warm
         )
         try:
             result = repair_verified(raw, dist_xx, epsilon, margin=theta, pairs=pairs, side=side)
@@ -120,7 +246,7 @@ def release_optimal(
             if theta >= MAX_MARGIN:
                 raise
             theta = min(2 * theta, MAX_MARGIN)
-            basis = sol.basis
+            warm = sol.binding
             continue
         return result, sol, theta
 
@@ -138,9 +264,9 @@ class OptimalLP(Mechanism):
         ``epsilon``; doubled on failure up to 1/2. Default 1e-3.
     side
         Envelope side of the repair, ``"upper"`` (default) or ``"lower"``.
-    solver, time_limit, threads
-        HiGHS algorithm (``"ipm"`` default, ``"simplex"``, ``"choose"``), wall-clock limit per
-        solve in seconds, worker threads. Hitting the limit raises ``SolverError``.
+    time_limit, threads
+        Wall-clock limit for the whole LP solve in seconds (hitting it raises
+        ``SolverError``), HiGHS worker threads.
     """
 
     def __init__(
@@ -149,7 +275,6 @@ class OptimalLP(Mechanism):
         *,
         margin: float = 1e-3,
         side: str = "upper",
-        solver: str = "ipm",
         time_limit: float | None = None,
         threads: int | None = None,
     ) -> None:
@@ -162,16 +287,15 @@ class OptimalLP(Mechanism):
             raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
         self.margin = float(margin)
         self.side = side
-        self.solver = solver
         self.time_limit = time_limit
         self.threads = threads
-        self._options()  # validates solver, time_limit, threads
+        self._options()  # validates time_limit, threads
 
     def _options(self) -> HighsOptions:
-        return HighsOptions(solver=self.solver, time_limit=self.time_limit, threads=self.threads)
+        return HighsOptions(time_limit=self.time_limit, threads=self.threads)
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
-        basis = getattr(self, "warm_basis_", None)  # set by lp_path
+        warm = getattr(self, "warm_start_", None)  # set by lp_path
         weighted = domain.prior[:, None] * domain.dist_xy
         result, sol, theta = release_optimal(
             weighted,
@@ -181,18 +305,20 @@ class OptimalLP(Mechanism):
             margin=self.margin,
             side=self.side,
             options=self._options(),
-            basis=basis,
+            warm=warm,
         )
-        self.basis_ = sol.basis
+        self.binding_ = sol.binding
         info = {
             "solver_status": sol.status,
             "lp_objective_km": sol.objective,
             "lp_epsilon": self.epsilon * (1 - theta),
             "margin_used": theta,
             "iterations": sol.iterations,
+            "rounds": sol.rounds,
             "solve_seconds": sol.seconds,
-            "warm_started": basis is not None,
-            "lp_rows": 2 * len(domain.constraint_pairs) * domain.n_y + domain.n_x,
+            "warm_started": warm is not None,
+            "lp_rows": sol.full + domain.n_x,
+            "generated_constraints": sol.generated,
             "repair_max_change": result.max_change,
             "verified_smallest_epsilon": result.verification.smallest_epsilon,
         }
@@ -200,12 +326,13 @@ class OptimalLP(Mechanism):
 
 
 def lp_path(domain, epsilons, **params) -> list[OptimalLP]:
-    """Fit ``OptimalLP`` at each budget in ``epsilons``, each warm-started from the last basis."""
-    fitted, basis = [], None
+    """Fit ``OptimalLP`` at each budget in ``epsilons``, each seeded with the constraints that
+    bound at the previous budget (``binding_``)."""
+    fitted, warm = [], None
     for eps in epsilons:
         mech = OptimalLP(check_epsilon(eps), **params)
-        mech.warm_basis_ = basis
+        mech.warm_start_ = warm
         mech.fit(domain)
-        basis = mech.basis_
+        warm = mech.binding_
         fitted.append(mech)
     return fitted

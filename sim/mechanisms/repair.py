@@ -154,12 +154,31 @@ def repair_verified(
     return RepairResult(**{**result.__dict__, "verification": check})
 
 
-def _envelope_block(Z: np.ndarray, a, b, weight, sign: float) -> np.ndarray:
+def envelope_parents(matrix, a, b, weight) -> tuple[np.ndarray, np.ndarray]:
+    """Upper envelope (``side="upper"``) over edges ``(a, b)`` of lengths ``weight``, with parents.
+
+    ``weight`` is ``eps d(a, b)`` (no unit). Returns ``(U, parent)``, both N x K:
+    ``parent[i, k]`` is the secret j next to i on the path that attains ``U[i, k]`` (so
+    ``U[i, k] = U[j, k] e^{-weight(i, j)}``), or -1 where ``U[i, k]`` is ``matrix[i, k]``
+    itself. The optimal LP generates its constraints from these parents.
+    """
+    Z = _as_matrix(matrix)
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    weight = np.asarray(weight, dtype=np.float64)
+    U, parent = np.empty_like(Z), np.empty(Z.shape, dtype=np.int64)
+    for start in range(0, Z.shape[1], _COLUMN_CHUNK):
+        cols = slice(start, start + _COLUMN_CHUNK)
+        U[:, cols], parent[:, cols] = _envelope_block(Z[:, cols], a, b, weight, 1.0, parents=True)
+    return U, parent
+
+
+def _envelope_block(Z: np.ndarray, a, b, weight, sign: float, *, parents: bool = False):
     """Multi-source Dijkstra in log space for a block of columns.
 
     Node ``c`` (one per column) is a super-source with an arc to each secret j of length
     ``-sign log Z[j,c] + shift_c >= 1``; secrets are joined by arcs ``eps d(a,b)``. The
     distance from source c to secret i is ``min_j (-sign log Z[j,c] + eps d(i,j)) + shift_c``.
+    With ``parents`` also returns each entry's predecessor secret (-1: the super-source).
     """
     n, k = Z.shape
     with np.errstate(divide="ignore"):
@@ -173,11 +192,17 @@ def _envelope_block(Z: np.ndarray, a, b, weight, sign: float) -> np.ndarray:
     dst = np.concatenate([b, a, jj])
     length = np.concatenate([weight, weight, cost[jj, cc] + shift[cc]])
     graph = sparse.csr_array((length, (src, dst)), shape=(n + k, n + k))
-    dist = csgraph.dijkstra(graph, directed=True, indices=n + np.arange(k))[:, :n].T
+    found = csgraph.dijkstra(
+        graph, directed=True, indices=n + np.arange(k), return_predecessors=parents
+    )
+    dist = (found[0] if parents else found)[:, :n].T
     out = np.exp(-sign * (dist - shift[None, :]))
     if sign < 0:  # lower envelope: a zero anywhere in a column zeroes the column
         out[:, ~np.all(finite, axis=0)] = 0.0
-    return out
+    if not parents:
+        return out
+    pred = found[1][:, :n].T
+    return out, np.where((pred >= 0) & (pred < n), pred, -1)
 
 
 def _pair_arrays(pairs, n: int) -> tuple[np.ndarray, np.ndarray]:
