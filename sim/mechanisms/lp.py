@@ -38,6 +38,7 @@ from sim.privacy.verify import PrivacyViolation
 MAX_MARGIN = 0.5
 MAX_LOG_GAIN = float(np.log(1e9))
 PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible
+FEASIBILITY_TOL = 1e-9  # HiGHS's default 1e-7 left 4e-7 relative error at gains ~1e6 (docs)
 _COLUMN_CHUNK = 256  # outputs per block of the violation check (bounded memory)
 
 
@@ -91,7 +92,8 @@ def solve_optimal(
     """The raw LP optimum (NOT repaired, only eps-mDP up to the solver's tolerance).
 
     ``weighted_cost`` is N x K, ``pairs`` (P, 2) chaining pairs with distances
-    ``pair_dist_km``. ``warm`` (``OptimalSolution.binding`` of an earlier solve on the same
+    ``pair_dist_km``. Solved to feasibility tolerances ``FEASIBILITY_TOL`` unless
+    ``options`` sets them. ``warm`` (``OptimalSolution.binding`` of an earlier solve on the same
     domain, e.g. at another epsilon) seeds the model with those constraints. ``options``:
     ``time_limit`` bounds the whole solve, ``threads`` is passed on; the algorithm is fixed
     (primal simplex on the dual). Returns the N x K matrix and the :class:`OptimalSolution`;
@@ -103,9 +105,13 @@ def solve_optimal(
     src, dst, gain = directed_constraints(pairs, pair_dist_km, epsilon)
     opts = options or HighsOptions()
     opts = dataclasses.replace(
-        opts, solver="simplex", extra={**opts.extra, "simplex_strategy": PRIMAL_SIMPLEX}
+        opts,
+        solver="simplex",
+        primal_feasibility_tolerance=opts.primal_feasibility_tolerance or FEASIBILITY_TOL,
+        dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
+        extra={**opts.extra, "simplex_strategy": PRIMAL_SIMPLEX},
     )
-    tol = opts.dual_feasibility_tolerance or 1e-7
+    tol = opts.dual_feasibility_tolerance  # also the threshold for a broken mDP constraint
     # dual: max sum u  s.t.  u_i - sum_{src=i} f + sum_{dst=i} gain f <= cost[i,k]  (row i*K+k)
     u_block = sparse.csc_array(
         (np.ones(n * k), (np.arange(n * k), np.repeat(np.arange(n), k))), shape=(n * k, n)
