@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import math
 import os
+import sys
 import time
 
 import numpy as np
@@ -108,7 +109,8 @@ def _run_mechanism(name, domain, users, eps, args, seed) -> dict | str:
     return {name: (loss, viol, seconds, seconds)}
 
 
-def table_mechanisms(G, args) -> list[str]:
+def table_mechanisms(G, args) -> None:
+    """Tables III-V, printed per size as soon as the size is done."""
     runs = (*BASELINES, "dista_lp", EXACT)
     names = (*BASELINES, "dista_lp", OWN_BLOCK, EXACT)
     out = []
@@ -120,10 +122,12 @@ def table_mechanisms(G, args) -> list[str]:
             for eps in args.eps:
                 for name in runs:
                     res = _run_mechanism(name, domain, users, eps, args, rep)
+                    print(f"|X|={size} rep={rep} eps={eps:g} {name}: {res}", file=sys.stderr)
                     rows = [name, OWN_BLOCK] if name == "dista_lp" else [name]
                     for row in rows:
                         results[row, eps].append(res if isinstance(res, str) else res[row])
         head = " | ".join(f"eps={e:g}" for e in args.eps)
+        start = len(out)
         for title, idx in (("violation ratio", 1), ("utility loss (km, sum over users)", 0),
                            ("time (s)", 2)):  # fmt: skip
             out += [f"\n### |X| = {size:,}: {title}\n", f"| mechanism | {head} |",
@@ -141,7 +145,7 @@ def table_mechanisms(G, args) -> list[str]:
                         cell += f" ({len(errors)} failed: {errors[0]})"
                     cells.append(cell)
                 out.append(f"| {name} | " + " | ".join(cells) + " |")
-    return out
+        print("\n".join(out[start:]), flush=True)
 
 
 def table_surrogates(G, args) -> list[str]:
@@ -211,12 +215,11 @@ def main() -> None:
     args = p.parse_args()
     os.environ.setdefault("MDPSIM_CACHE", "/tmp/mdpcache")
     G = load_network("helsinki", network_type="walk")
-    lines = [f"Arguments: {vars(args)}"]
+    print(f"Arguments: {vars(args)}", flush=True)
     if not args.skip_surrogates:
-        lines += table_surrogates(G, args)
+        print("\n".join(table_surrogates(G, args)), flush=True)
     if not args.skip_mechanisms:
-        lines += table_mechanisms(G, args)
-    print("\n".join(lines))
+        table_mechanisms(G, args)
 
 
 if __name__ == "__main__":
