@@ -1,8 +1,9 @@
 """Benchmark every registered mechanism on Helsinki: loss, exact smallest eps, time, memory.
 
 Usage: ``python bench/mechanisms.py [--sections reference search table] [--sizes 100 500 2000]
-[--eps 4 7 10] [--cap 60] [--reference-sizes 50 100] [--reference-eps 4]
-[--reference-cap 2400] [--search 50 75 100 150 200 300 400]``. Prints Markdown tables:
+[--eps 4 7 10] [--cap 120] [--reference-sizes 50 100] [--reference-eps 4]
+[--reference-cap 2400] [--search 50 75 100 150 200 300 400] [--search-cap 60]``.
+Prints Markdown tables:
 
 * ``reference``: the optimal LP against the naive all-pairs LP a user would write
   (``scipy.optimize.linprog``, method "highs"; dense matrices where they fit in memory,
@@ -11,7 +12,7 @@ Usage: ``python bench/mechanisms.py [--sections reference search table] [--sizes
   ``sim.mechanisms.lp.solve_optimal`` (the raw LP; the released mechanism adds the margin,
   repair and exact check, timed in the main table).
 * ``search``: the largest N the optimal LP mechanism (``make("lp")``, eps = 4/km, fit incl.
-  repair and check) fits within ``--cap`` seconds; stops at the first N that does not.
+  repair and check) fits within ``--search-cap`` seconds; stops at the first N that does not.
 * ``table``: every mechanism at each size and eps. Each fit runs in a forked child with a
   wall-clock cap; a mechanism that hits the cap (or raises) at some N is skipped at every
   larger N, with a row that says why. Peak memory is the child's peak RSS (includes the
@@ -190,11 +191,12 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 2000])
     parser.add_argument("--eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
-    parser.add_argument("--cap", type=float, default=60.0)
+    parser.add_argument("--cap", type=float, default=120.0)
     parser.add_argument("--reference-sizes", type=int, nargs="+", default=[50, 100])
     parser.add_argument("--reference-eps", type=float, nargs="+", default=[4.0])
     parser.add_argument("--reference-cap", type=float, default=2400.0)
     parser.add_argument("--search", type=int, nargs="+", default=[50, 75, 100, 150, 200, 300, 400])
+    parser.add_argument("--search-cap", type=float, default=60.0)
     parser.add_argument("--mechanisms", nargs="*", default=None)
     args = parser.parse_args()
     os.environ.setdefault("MDPSIM_CACHE", "/tmp/mdpcache")
@@ -204,7 +206,7 @@ def main() -> None:
         reference(G, args.reference_sizes, args.reference_eps, args.reference_cap)
         print()
     if "search" in args.sections:
-        search(G, args.search, 4.0, args.cap)
+        search(G, args.search, 4.0, args.search_cap)
         print()
     if "table" in args.sections:
         table(G, args.sizes, args.eps, args.mechanisms or available(), args.cap)
