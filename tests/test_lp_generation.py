@@ -8,6 +8,8 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from sim.domain import Domain
+from sim.errors import SolverError
+from sim.mechanisms.highs import HighsOptions
 from sim.mechanisms.lp import directed_constraints, solve_optimal
 from sim.mechanisms.repair import envelope_parents, lipschitz_envelope
 
@@ -109,3 +111,8 @@ def test_envelope_parents_lie_on_the_path_that_attains_the_envelope(l2_skewed):
     np.testing.assert_allclose(U[i, k], U[j, k] * np.exp(-eps * l2_skewed.dist_xx[i, j]), rtol=1e-9)
     own = parent < 0
     np.testing.assert_allclose(U[own], Z[own], rtol=1e-12)
+
+
+def test_time_limit_bounds_the_whole_generation_loop(road_24):
+    with pytest.raises(SolverError, match="Time limit"):
+        _solve(road_24, 4.0, options=HighsOptions(time_limit=1e-3))
