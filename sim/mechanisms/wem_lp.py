@@ -41,6 +41,7 @@ from scipy.special import logsumexp
 
 from sim.errors import InputError, SolverError
 from sim.mechanisms.highs import quiet_highs
+from sim.mechanisms.repair import lipschitz_envelope
 
 # Relative slack (log space) when checking WEM-WEM pairs in the block's own distances.
 _WEM_RTOL = 1e-12
@@ -477,7 +478,7 @@ def released_matrix(
     The LP ran at ``eps' = epsilon * (1 - margin)``; its entries carry absolute solver error
     (~1e-9), which is large *relative* to tiny entries. Each round lifts every column to its
     smallest log-``eps'``-Lipschitz majorant (``Z[i,k] <- max_j Z[j,k] exp(-eps' d_ij)``,
-    computed by relaxing the chaining ``pairs`` until nothing changes: exact on a metric)
+    computed by :func:`~sim.mechanisms.repair.lipschitz_envelope` on the chaining ``pairs``)
     and renormalises the rows. A lifted column is exactly ``eps'``-mDP; renormalising
     multiplies a ratio by ``s_j / s_i``, which the margin absorbs once the lift is tiny.
     Rounds repeat until the exact verifier passes at ``epsilon``. If ``max_rounds`` rounds do
@@ -498,7 +499,7 @@ def released_matrix(
             if used_margin >= MAX_LIFT_MARGIN:
                 raise PrivacyViolation(f"{who}: no exact mDP matrix after {rounds} lifts: {result}")
             used_margin = min(2.0 * used_margin, MAX_LIFT_MARGIN)
-        lifted = lift_columns(Z, dist, epsilon * (1.0 - used_margin), pairs)
+        lifted = lipschitz_envelope(Z, dist, epsilon * (1.0 - used_margin), pairs=pairs)
         lifted_mass = max(lifted_mass, float(np.max(lifted.sum(axis=1) - 1.0)))
         Z = lifted / lifted.sum(axis=1, keepdims=True)
         result = verify(Z, dist, epsilon, pairs=pairs)
@@ -510,28 +511,3 @@ def released_matrix(
         "repair_margin": used_margin,
         "repair_max_lifted_mass": lifted_mass,
     }
-
-
-def lift_columns(Z: np.ndarray, dist: np.ndarray, epsilon: float, pairs: np.ndarray) -> np.ndarray:
-    """Smallest ``Z' >= Z`` whose columns are log-``epsilon``-Lipschitz along ``pairs``.
-
-    Relaxes ``log Z'[i] >= log Z'[j] - eps d_ij`` over the pairs (both directions) until no
-    entry changes (Bellman-Ford in log space); with chaining pairs of a metric this equals
-    ``max_j Z[j,k] exp(-eps d_ij)`` over all j.
-    """
-    with np.errstate(divide="ignore"):
-        L = np.log(Z)
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
-    cost = epsilon * dist[dst, src]
-    order = np.argsort(dst, kind="stable")
-    src, dst, cost = src[order], dst[order], cost[order]
-    starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]])
-    targets = dst[starts]
-    for _ in range(len(Z)):
-        cand = np.maximum.reduceat(L[src] - cost[:, None], starts, axis=0)
-        new = np.maximum(L[targets], cand)
-        if np.array_equal(new, L[targets]):
-            break
-        L[targets] = new
-    return np.exp(L)
