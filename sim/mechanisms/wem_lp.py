@@ -471,7 +471,7 @@ def released_matrix(
     pairs: np.ndarray,
     margin: float,
     who: str,
-    max_rounds: int = 50,
+    max_rounds: int = 5,
 ) -> tuple[np.ndarray, dict]:
     """Make an LP matrix exactly ``epsilon``-mDP under ``dist`` and verify it (fail closed).
 
