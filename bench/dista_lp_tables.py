@@ -117,7 +117,7 @@ def table_mechanisms(G, args) -> None:
     for size in args.sizes:
         results = {(n, e): [] for n in names for e in args.eps}
         domain = Domain.from_network(G, n_points=size, seed=0)
-        for rep in range(args.reps):
+        for rep in range(args.rep_start, args.rep_start + args.reps):
             users = np.sort(np.random.default_rng(rep).choice(size, args.users, replace=False))
             for eps in args.eps:
                 for name in runs:
@@ -203,6 +203,9 @@ def main() -> None:
     p.add_argument("--sizes", type=int, nargs="+", default=[2000, 4000, 6000])
     p.add_argument("--eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument(
+        "--rep-start", type=int, default=0, help="first repetition (to split a run over processes)"
+    )
     p.add_argument("--users", type=int, default=10)
     p.add_argument("--neighbours", type=int, default=20)
     p.add_argument("--cap", type=float, default=600.0, help="COPT time limit (s)")
