@@ -19,9 +19,11 @@ the user's neighbourhood); ``dista_lp (exact uploads)`` is an ablation with nois
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import math
 import os
+import re
 import sys
 import time
 
@@ -86,6 +88,8 @@ def _run_mechanism(name, domain, users, eps, args, seed) -> dict | str:
         mech.fit(domain)
         seconds = time.perf_counter() - start
     except Exception as err:  # reported in the table, never hidden
+        if "Time limit" in str(err):
+            return f"> {args.cap:g} s (time limit)"
         return f"{type(err).__name__}: {str(err)[:80]}"
     if dista:
         info = mech.info_
@@ -110,42 +114,69 @@ def _run_mechanism(name, domain, users, eps, args, seed) -> dict | str:
 
 
 def table_mechanisms(G, args) -> None:
-    """Tables III-V, printed per size as soon as the size is done."""
-    runs = (*BASELINES, "dista_lp", EXACT)
-    names = (*BASELINES, "dista_lp", OWN_BLOCK, EXACT)
-    out = []
+    """Tables III-V, printed per size as soon as the size is done. Every run's result is
+    also logged on stderr, one line each, which ``--from-logs`` reads back."""
     for size in args.sizes:
-        results = {(n, e): [] for n in names for e in args.eps}
+        results = {}
         domain = Domain.from_network(G, n_points=size, seed=0)
         for rep in range(args.rep_start, args.rep_start + args.reps):
             users = np.sort(np.random.default_rng(rep).choice(size, args.users, replace=False))
             for eps in args.eps:
-                for name in runs:
+                for name in (*BASELINES, "dista_lp", EXACT):
                     res = _run_mechanism(name, domain, users, eps, args, rep)
-                    print(f"|X|={size} rep={rep} eps={eps:g} {name}: {res}", file=sys.stderr)
-                    rows = [name, OWN_BLOCK] if name == "dista_lp" else [name]
-                    for row in rows:
-                        results[row, eps].append(res if isinstance(res, str) else res[row])
-        head = " | ".join(f"eps={e:g}" for e in args.eps)
-        start = len(out)
+                    print(f"|X|={size} rep={rep} eps={eps:g} {name}: {res!r}", file=sys.stderr)
+                    _collect(results, size, eps, name, res)
+        print(_format_tables(results), flush=True)
+
+
+def _collect(results: dict, size: int, eps: float, name: str, res) -> None:
+    rows = [name, OWN_BLOCK] if name == "dista_lp" else [name]
+    for row in rows:
+        results.setdefault((size, row, eps), []).append(res if isinstance(res, str) else res[row])
+
+
+def tables_from_logs(paths: list[str]) -> str:
+    """The tables of earlier runs (possibly split over processes) from their stderr logs."""
+    pattern = re.compile(r"^\|X\|=(\d+) rep=(\d+) eps=(\S+) (.+?): (.*)$")
+    results: dict = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = pattern.match(line.rstrip("\n"))
+                if m:
+                    size, _, eps, name, res = m.groups()
+                    if not res.startswith("{"):
+                        res = repr(res)  # an error or skip message
+                    _collect(results, int(size), float(eps), name, ast.literal_eval(res))
+    return _format_tables(results)
+
+
+def _format_tables(results: dict) -> str:
+    """{(size, row, eps): [per-repetition tuple or error]} -> Markdown, one block per size."""
+    out = []
+    names = (*BASELINES, "dista_lp", OWN_BLOCK, EXACT)
+    for size in sorted({k[0] for k in results}):
+        eps_all = sorted({k[2] for k in results if k[0] == size})
+        n_reps = max(len(v) for k, v in results.items() if k[0] == size)
+        head = " | ".join(f"eps={e:g}" for e in eps_all)
         for title, idx in (("violation ratio", 1), ("utility loss (km, sum over users)", 0),
                            ("time (s)", 2)):  # fmt: skip
-            out += [f"\n### |X| = {size:,}: {title}\n", f"| mechanism | {head} |",
-                    "|---|" + "---|" * len(args.eps)]  # fmt: skip
+            out += [f"\n### |X| = {size:,}: {title} ({n_reps} repetitions)\n",
+                    f"| mechanism | {head} |", "|---|" + "---|" * len(eps_all)]  # fmt: skip
             for name in names:
                 cells = []
-                for eps in args.eps:
-                    runs_ = results[name, eps]
-                    errors = [r for r in runs_ if isinstance(r, str)]
-                    ok = [r[idx] for r in runs_ if not isinstance(r, str)]
-                    cell = _ci(ok) if ok else errors[0]
+                for eps in eps_all:
+                    runs = results.get((size, name, eps), [])
+                    errors = [r for r in runs if isinstance(r, str)]
+                    ok = [r for r in runs if not isinstance(r, str)]
+                    cell = _ci([r[idx] for r in ok]) if ok else (errors[0] if errors else "")
                     if name.startswith("dista_lp") and idx == 2 and ok:
-                        cell += f" (total {_ci([r[3] for r in runs_ if not isinstance(r, str)])})"
+                        cell += f" (total {_ci([r[3] for r in ok])})"
                     if errors and ok:
                         cell += f" ({len(errors)} failed: {errors[0]})"
                     cells.append(cell)
                 out.append(f"| {name} | " + " | ".join(cells) + " |")
-        print("\n".join(out[start:]), flush=True)
+    return "\n".join(out)
 
 
 def table_surrogates(G, args) -> list[str]:
@@ -215,7 +246,11 @@ def main() -> None:
     p.add_argument("--audit-records", type=int, default=200)
     p.add_argument("--skip-surrogates", action="store_true")
     p.add_argument("--skip-mechanisms", action="store_true")
+    p.add_argument("--from-logs", nargs="+", help="only rebuild Tables III-V from stderr logs")
     args = p.parse_args()
+    if args.from_logs:
+        print(tables_from_logs(args.from_logs))
+        return
     os.environ.setdefault("MDPSIM_CACHE", "/tmp/mdpcache")
     G = load_network("helsinki", network_type="walk")
     print(f"Arguments: {vars(args)}", flush=True)
