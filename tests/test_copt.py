@@ -9,9 +9,9 @@ from scipy.optimize import linprog
 
 from sim.errors import InputError, SolverError
 from sim.mechanisms import make
+from sim.mechanisms.copt import domain_block
 from sim.mechanisms.em import exponential_matrix
 from sim.mechanisms.wem_lp import (
-    build_block,
     em_log_normaliser,
     nearest_secrets_exempt,
     solve_direct,
@@ -64,15 +64,7 @@ def test_reduced_formulation_matches_naive_all_pairs_lp(tiny_road, r, em_form):
     eps = 4.0
     exempt = nearest_secrets_exempt(tiny_road.dist_xy, r)
     log_norm = em_log_normaliser(tiny_road.dist_xy, eps) if em_form else None
-    block = build_block(
-        tiny_road.dist_xx,
-        tiny_road.dist_xy,
-        tiny_road.prior[:, None] * tiny_road.dist_xy,
-        exempt,
-        eps,
-        pairs=tiny_road.constraint_pairs,
-        log_row_norm=log_norm,
-    )
+    block = domain_block(tiny_road, exempt, eps, em_form=em_form)
     assert solve_direct([block]).objective == pytest.approx(
         _naive_wem_lp(tiny_road, exempt, eps, log_norm), rel=1e-7
     )
@@ -83,15 +75,7 @@ def test_em_form_has_the_em_as_a_feasible_point(road_domain_small, eps):
     # w = 1 and every exempt entry at its EM value meets every row of the block.
     d = road_domain_small
     exempt = nearest_secrets_exempt(d.dist_xy, 4)
-    block = build_block(
-        d.dist_xx,
-        d.dist_xy,
-        d.prior[:, None] * d.dist_xy,
-        exempt,
-        eps,
-        pairs=d.constraint_pairs,
-        log_row_norm=em_log_normaliser(d.dist_xy, eps),
-    )
+    block = domain_block(d, exempt, eps, em_form=True)
     em = exponential_matrix(d.dist_xy, eps)
     Az = block.A @ em[block.exempt_rows, block.exempt_cols]
     Gw = block.G @ np.ones(d.n_y)
@@ -157,7 +141,6 @@ def test_copt_solves_after_the_optimal_lp_in_the_same_process(helsinki_walk):
     # HiGHS's thread pool is process-global: mismatched "threads" options made COPT fail
     # with status "Not Set" once the optimal LP had run first.
     from sim.domain import Domain
-    from sim.mechanisms import make
 
     domain = Domain.from_network(helsinki_walk, n_points=15, seed=2)
     make("lp", epsilon=4.0).fit(domain)

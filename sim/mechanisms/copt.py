@@ -23,6 +23,7 @@ from sim.errors import InputError, SolverError
 from sim.mechanisms.base import Mechanism, check_positive_int, register
 from sim.mechanisms.em import exponential_matrix
 from sim.mechanisms.wem_lp import (
+    BlockLP,
     build_block,
     check_budget_margin,
     em_log_normaliser,
@@ -32,6 +33,21 @@ from sim.mechanisms.wem_lp import (
 )
 
 WEM_FORMS = ("em", "plain")
+
+
+def domain_block(domain, exempt: np.ndarray, epsilon: float, *, em_form: bool) -> BlockLP:
+    """COPT's WEM+LP over the whole domain: one block, cost ``pi_i d(x_i, y_k)``, the
+    domain's chaining pairs, and the EM-normalised WEM form if ``em_form``."""
+    return build_block(
+        domain.dist_xx,
+        domain.dist_xy,
+        domain.prior[:, None] * domain.dist_xy,
+        exempt,
+        epsilon,
+        pairs=domain.constraint_pairs,
+        check_wem_pairs=False,  # the domain's distances are a metric on X and Y
+        log_row_norm=em_log_normaliser(domain.dist_xy, epsilon) if em_form else None,
+    )
 
 
 @register("copt")
@@ -76,17 +92,7 @@ class COPT(Mechanism):
         eps_lp = self.epsilon * (1.0 - self.margin)
         exempt = nearest_secrets_exempt(domain.dist_xy, self.n_exempt)
         em_form = self.wem_form == "em"
-        cost = domain.prior[:, None] * domain.dist_xy
-        block = build_block(
-            domain.dist_xx,
-            domain.dist_xy,
-            cost,
-            exempt,
-            eps_lp,
-            pairs=domain.constraint_pairs,
-            check_wem_pairs=False,  # the domain's distances are a metric on X and Y
-            log_row_norm=em_log_normaliser(domain.dist_xy, eps_lp) if em_form else None,
-        )
+        block = domain_block(domain, exempt, eps_lp, em_form=em_form)
         try:
             sol = solve_direct([block], time_limit_s=self.time_limit_s)
         except SolverError as err:
@@ -115,6 +121,7 @@ class COPT(Mechanism):
             "wem_form": self.wem_form,
         }
         if em_form:  # the objective at the feasible point (w = 1, z = EM): an upper bound
+            cost = domain.prior[:, None] * domain.dist_xy
             info["em_point_objective"] = float(
                 np.sum(cost * exponential_matrix(domain.dist_xy, eps_lp))
             )
