@@ -61,21 +61,21 @@ class ExactUploadsDistALP(DistALP):
 
 
 def _ci(values: list[float]) -> str:
-    v = np.asarray([x for x in values if math.isfinite(x)])
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)])
     if len(v) == 0:
         return "n/a"
+    if len(v) == 1:
+        return f"{v[0]:.4g} (one run)"
     half = 1.96 * v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else 0.0
     return f"{v.mean():.4g} ± {half:.2g}"
 
 
-def _run_mechanism(name, domain, users, eps, args, seed) -> dict | str:
-    """{row name: (loss summed over users in km, violation ratio, seconds, total seconds)},
-    or an error string."""
+def _fit(name, domain, eps, args, *, users=None, seed=0):
+    """(fitted mechanism, seconds), or an error string for the table."""
     params = {"epsilon": eps}
     if name == "copt":
         params.update(time_limit_s=args.cap)
-    dista = name in ("dista_lp", EXACT)
-    if dista:
+    if name in ("dista_lp", EXACT):
         params.update(
             user_indices=users, n_neighbours=args.neighbours, delta=args.delta,
             confidence=args.confidence, audit_records=args.audit_records, seed=seed,
@@ -86,47 +86,82 @@ def _run_mechanism(name, domain, users, eps, args, seed) -> dict | str:
         start = time.perf_counter()
         mech = ExactUploadsDistALP(**params) if name == EXACT else make(name, **params)
         mech.fit(domain)
-        seconds = time.perf_counter() - start
+        return mech, time.perf_counter() - start
     except Exception as err:  # reported in the table, never hidden
         if "Time limit" in str(err):
             return f"> {args.cap:g} s (time limit)"
         return f"{type(err).__name__}: {str(err)[:80]}"
-    if dista:
-        info = mech.info_
-        rows = {int(u): p for p, u in enumerate(info["union_rows"])}
-        loss = sum(float(mech.matrix_[rows[int(x)]] @ domain.dist_xy[x]) for x in users)
-        viol = verify(mech.matrix_, mech.domain_.dist_xx, info["epsilon_pt"]).violation_ratio
+
+
+def _baseline_rows(mech, seconds: float, users: np.ndarray, violation: float) -> tuple:
+    """(loss summed over users in km, violation ratio, seconds, total seconds)."""
+    loss = sum(float(mech.matrix_[x] @ mech.domain_.dist_xy[x]) for x in users)
+    return (loss, violation, seconds, seconds)
+
+
+def _dista_rows(name: str, mech, seconds: float, domain, users: np.ndarray) -> dict:
+    """The registered union release (over the users' union U, ``mech.domain_``) and, for
+    ``dista_lp``, each user's own block; losses on the full ``domain``."""
+    info = mech.info_
+    rows = {int(u): p for p, u in enumerate(info["union_rows"])}
+    loss = sum(float(mech.matrix_[rows[int(x)]] @ domain.dist_xy[x]) for x in users)
+    viol = verify(mech.matrix_, mech.domain_.dist_xx, info["epsilon_pt"]).violation_ratio
+    times = (info["server_seconds"], seconds)
+    out = {name: (loss, viol, *times)}
+    if name == "dista_lp":
+        # Each block is verified on its user's true local distances (0 violations there).
         own = sum(
             float(block[r] @ domain.dist_xy[x])
             for block, r, x in zip(
                 info["final_blocks"], info["user_rows"], info["users"], strict=True
             )
         )
-        # Each block is verified on its user's true local distances (0 violations there).
-        times = (info["server_seconds"], seconds)
-        out = {name: (loss, viol, *times)}
-        if name == "dista_lp":
-            out[OWN_BLOCK] = (own, 0.0, *times)
-        return out
-    loss = sum(float(mech.matrix_[x] @ domain.dist_xy[x]) for x in users)
-    viol = verify(mech.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs).violation_ratio
-    return {name: (loss, viol, seconds, seconds)}
+        out[OWN_BLOCK] = (own, 0.0, *times)
+    return out
 
 
 def table_mechanisms(G, args) -> None:
     """Tables III-V, printed per size as soon as the size is done. Every run's result is
-    also logged on stderr, one line each, which ``--from-logs`` reads back."""
+    also logged on stderr, one line each, which ``--from-logs`` reads back.
+
+    The baselines do not depend on the users, so each is fitted once per size and eps (its
+    time is that one fit) and evaluated on every repetition's users; DistA-LP is fitted per
+    repetition (its users and upload noise change)."""
     for size in args.sizes:
         results = {}
         domain = Domain.from_network(G, n_points=size, seed=0)
-        for rep in range(args.rep_start, args.rep_start + args.reps):
-            users = np.sort(np.random.default_rng(rep).choice(size, args.users, replace=False))
-            for eps in args.eps:
-                for name in (*BASELINES, "dista_lp", EXACT):
-                    res = _run_mechanism(name, domain, users, eps, args, rep)
-                    print(f"|X|={size} rep={rep} eps={eps:g} {name}: {res!r}", file=sys.stderr)
-                    _collect(results, size, eps, name, res)
+        reps = range(args.rep_start, args.rep_start + args.reps)
+        users = {rep: np.sort(np.random.default_rng(rep).choice(size, args.users, replace=False))
+                 for rep in reps}  # fmt: skip
+        for eps in args.eps:
+            for name in BASELINES:
+                fitted = _fit(name, domain, eps, args)
+                if not isinstance(fitted, str):
+                    mech, seconds = fitted
+                    pairs = domain.constraint_pairs
+                    viol = verify(mech.matrix_, domain.dist_xx, eps, pairs=pairs).violation_ratio
+                for rep in reps:
+                    res = fitted
+                    if not isinstance(fitted, str):
+                        first = rep == args.rep_start  # one fit, one time
+                        row = _baseline_rows(mech, seconds if first else math.nan, users[rep], viol)
+                        res = {name: row}
+                    _log_and_collect(results, size, rep, eps, name, res)
+            for rep in reps:
+                for name in ("dista_lp", EXACT):
+                    fitted = _fit(name, domain, eps, args, users=users[rep], seed=rep)
+                    res = (
+                        fitted
+                        if isinstance(fitted, str)
+                        else _dista_rows(name, *fitted, domain, users[rep])
+                    )
+                    _log_and_collect(results, size, rep, eps, name, res)
         print(_format_tables(results), flush=True)
+
+
+def _log_and_collect(results: dict, size: int, rep: int, eps: float, name: str, res) -> None:
+    print(f"|X|={size} rep={rep} eps={eps:g} {name}: {res!r}", file=sys.stderr, flush=True)
+    _collect(results, size, eps, name, res)
 
 
 def _collect(results: dict, size: int, eps: float, name: str, res) -> None:
@@ -145,8 +180,9 @@ def tables_from_logs(paths: list[str]) -> str:
                 m = pattern.match(line.rstrip("\n"))
                 if m:
                     size, _, eps, name, res = m.groups()
-                    if not res.startswith("{"):
+                    if not res.startswith(("{", "'", '"')):
                         res = repr(res)  # an error or skip message
+                    res = re.sub(r"\bnan\b", "None", res)  # a baseline's time after its one fit
                     _collect(results, int(size), float(eps), name, ast.literal_eval(res))
     return _format_tables(results)
 
