@@ -82,6 +82,8 @@ def _fit(name, domain, eps, args, *, users=None, seed=0):
         )  # fmt: skip
     if name == "lp" and domain.n_x > args.lp_max:
         return f"skipped (|X| > {args.lp_max})"
+    if name == "copt" and domain.n_x > args.copt_max:
+        return f"skipped (|X| > {args.copt_max}: {domain.n_x * domain.n_y:.1e} LP variables)"
     try:
         start = time.perf_counter()
         mech = ExactUploadsDistALP(**params) if name == EXACT else make(name, **params)
@@ -277,6 +279,9 @@ def main() -> None:
     p.add_argument("--neighbours", type=int, default=20)
     p.add_argument("--cap", type=float, default=600.0, help="COPT time limit (s)")
     p.add_argument("--lp-max", type=int, default=300, help="largest |X| for the full LP")
+    p.add_argument(
+        "--copt-max", type=int, default=2000, help="largest |X| for COPT's whole-domain LP"
+    )
     p.add_argument("--delta", type=float, default=1e-4)
     p.add_argument("--confidence", type=float, default=0.99)
     p.add_argument("--audit-records", type=int, default=200)
