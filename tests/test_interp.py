@@ -13,11 +13,14 @@ from sim.errors import InputError
 from sim.mechanisms import make
 from sim.mechanisms.interp import InterpMechanism
 from sim.mechanisms.interp.correction import (
+    AxisWarp,
     anchor_deltas,
     dual_norm,
     kl_bound,
-    slope_bound,
+    linear_slope_bound,
+    normaliser_slope_bound,
     split_budget,
+    step_rate,
 )
 from sim.mechanisms.interp.dense_check import dense_check
 from sim.mechanisms.interp.grid import AnchorGrid
@@ -89,27 +92,53 @@ def test_one_dimensional_bound_is_reached_by_two_outputs_so_naive_anchors_leak()
     h = 1e-3  # metres
     la, lb = grid.interpolate_log(log_rows, np.array([[0.0, 0.0], [h, 0.0]]))
     slope = np.abs(lb - la).max() / (h / 1000.0)  # per km of the cell
-    assert slope == pytest.approx(slope_bound(delta, 0.0), rel=1e-5)
+    assert slope == pytest.approx(linear_slope_bound(delta, 0.0), rel=1e-5)
     assert slope > delta * 1.4  # the naive budget delta is broken near the anchor
 
 
-def test_random_cells_never_exceed_the_corrected_slope_bound():
+@pytest.mark.parametrize("warped", [False, True])
+def test_random_cells_never_exceed_the_corrected_slope_bound(warped):
     rng = np.random.default_rng(3)
-    grid = AnchorGrid(0.0, 0.0, 1.0, 1.0, 2, 2)
     worst = 0.0
-    for _ in range(120):
+    for _ in range(160):
         k = int(rng.integers(2, 6))
         d1, d2 = rng.uniform(0.05, 2.0, 2)
         rows = _cell_rows(rng, k, d1, d2)
         if rows is None:
             continue
-        t = rng.uniform(0.0, 1.0 - 1e-6, 64)
+        if warped:
+            wx, wy = AxisWarp.for_deltas(d1, d2), AxisWarp.for_deltas(d2, d1)
+            grid, bound = AnchorGrid(0.0, 0.0, 1.0, 1.0, 2, 2, wx, wy), wx.rate
+        else:
+            grid, bound = AnchorGrid(0.0, 0.0, 1.0, 1.0, 2, 2), linear_slope_bound(d1, d2)
+        # Points next to the anchor lines (where the normaliser moves most) and anywhere.
+        t = np.concatenate([rng.uniform(0.0, 0.02, 32), rng.uniform(0.0, 1.0 - 1e-6, 32)])
         s = rng.uniform(0.0, 1.0, 64)
         a = np.column_stack([t, s])
         b = a + [1e-6, 0.0]
         slope = np.abs(grid.interpolate_log(rows, b) - grid.interpolate_log(rows, a)).max(axis=1)
-        worst = max(worst, float((slope / 1e-6).max() / slope_bound(d1, d2)))
+        worst = max(worst, float((slope / 1e-6).max() / bound))
     assert 0.5 < worst <= 1.0 + 1e-6
+
+
+def test_normaliser_slope_bound_is_the_end_bound_at_anchors_and_smaller_inside():
+    k, v = 0.2, 0.5
+    b = normaliser_slope_bound(np.array([0.0, 0.25, 0.5, 0.75, 1.0]), k, v)
+    assert b[0] == pytest.approx(k) and b[-1] == pytest.approx(k)
+    assert b[2] < b[1] < k and b[1] == pytest.approx(b[3], rel=1e-9)
+    # m(tau) = k (2 tau - 1) is feasible when the ramp is steep enough: the bound covers it.
+    tau = np.linspace(0.0, 1.0, 41)
+    assert np.all(normaliser_slope_bound(tau, k, 2 * k) >= k * np.abs(2 * tau - 1) - 1e-12)
+
+
+def test_warp_maps_the_cell_onto_itself_and_lowers_the_rate():
+    warp = AxisWarp.for_deltas(0.7, 0.7)
+    assert warp.t_knots[0] == 0.0 and warp.t_knots[-1] == 1.0
+    assert np.all(np.diff(warp.t_knots) > 0) and np.all(np.diff(warp.tau_knots) > 0)
+    assert warp(np.array([0.0, 1.0])).tolist() == [0.0, 1.0]
+    assert warp.rate < linear_slope_bound(0.7, 0.7)
+    assert warp.rate_for(0.7, 0.7) == pytest.approx(warp.rate, rel=1e-12)
+    assert warp.rate_for(0.5, 0.5) < warp.rate  # smaller realised deltas: smaller rate
 
 
 def _cell_rows(rng, k: int, d1: float, d2: float) -> np.ndarray | None:
@@ -135,15 +164,24 @@ def _cell_rows(rng, k: int, d1: float, d2: float) -> np.ndarray | None:
     return rows if ok else None
 
 
-def test_anchor_deltas_meet_both_axis_targets_and_shrink_with_the_cell():
+@pytest.mark.parametrize("warp", [False, True])
+def test_anchor_deltas_meet_both_axis_targets_and_shrink_with_the_cell(warp):
+    rate = step_rate if warp else linear_slope_bound
     for tx, ty in [(1.0, 1.0), (0.5, 1.5), (0.05, 0.05), (1.0, 0.0)]:
-        dx, dy = anchor_deltas(tx, ty)
-        assert slope_bound(dx, dy) <= tx and slope_bound(dy, dx) <= ty
+        dx, dy = anchor_deltas(tx, ty, warp=warp)
+        assert rate(dx, dy) <= tx and rate(dy, dx) <= ty
         assert dx <= tx and dy <= ty
-    small = anchor_deltas(0.05, 0.05)[0] / 0.05
-    large = anchor_deltas(1.0, 1.0)[0] / 1.0
-    assert 0.95 < small < 1.0 and 0.5 < large < 0.75
+    small = anchor_deltas(0.05, 0.05, warp=warp)[0] / 0.05
+    large = anchor_deltas(1.0, 1.0, warp=warp)[0] / 1.0
+    assert 0.95 < small < 1.0 and 0.6 < large < 0.8
     assert kl_bound(0.0) == 0.0
+
+
+def test_warped_steps_let_the_anchors_use_more_budget():
+    for target in (0.1, 0.5, 1.0, 2.0):
+        plain = anchor_deltas(target, target, warp=False)[0]
+        warped = anchor_deltas(target, target, warp=True)[0]
+        assert warped > plain
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, math.inf])
@@ -263,6 +301,7 @@ def test_sample_at_draws_with_the_interpolated_frequencies(fitted):
         ({"budget_split": 1.5}, "budget_split"),
         ({"budget_split": "best"}, "budget_split"),
         ({"naive": "yes"}, "naive"),
+        ({"warp": 1}, "warp"),
     ],
 )
 def test_bad_parameters_raise_input_error(params, word):

@@ -8,8 +8,10 @@ Anchors sit on a regular grid covering a bounding box; anchor ``a = j * nx + i``
                - logsumexp_k(...)
 
 which is one log-convex step along x on the cell's two horizontal edges followed by one
-along y (normalising in between only rescales, so the order does not matter). Locations
-outside the box are clamped to it first (clamping shrinks every coordinate difference).
+along y (normalising in between only rescales, so the order does not matter). With axis warps
+(``correction.AxisWarp``) the weights use ``phi_x(t)`` and ``phi_y(s)`` instead of ``t`` and
+``s``: the same steps, taken at a varying speed. Locations outside the box are clamped to it
+first (clamping shrinks every coordinate difference).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
+from sim.mechanisms.interp.correction import AxisWarp
 
 
 @dataclass(frozen=True)
 class AnchorGrid:
-    """A regular grid of anchors: origin and spacings in metres, counts along x and y."""
+    """A regular grid of anchors: origin and spacings in metres, counts along x and y, and
+    optional warps of the local coordinate along each axis (``None``: linear)."""
 
     x0: float
     y0: float
@@ -32,6 +36,8 @@ class AnchorGrid:
     hy: float
     nx: int
     ny: int
+    warp_x: AxisWarp | None = None
+    warp_y: AxisWarp | None = None
 
     @classmethod
     def covering(cls, xy: np.ndarray, *, spacing_m: float) -> AnchorGrid:
@@ -63,10 +69,14 @@ class AnchorGrid:
         return ex, ey
 
     def locate(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Cell corners ``(i, j)`` and local coordinates ``(t, s)`` in [0, 1] of points."""
+        """Cell corners ``(i, j)`` and (warped) local coordinates ``(t, s)`` in [0, 1]."""
         xy = as_locations(xy)
         i, t = _axis(xy[:, 0], self.x0, self.hx, self.nx)
         j, s = _axis(xy[:, 1], self.y0, self.hy, self.ny)
+        if self.warp_x is not None:
+            t = self.warp_x(t)
+        if self.warp_y is not None:
+            s = self.warp_y(s)
         return i, j, t, s
 
     def weights(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ docs/interp.md. Outputs are the domain's output points ``domain.y_xy``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import ClassVar
 
@@ -20,7 +21,13 @@ from scipy import optimize, sparse
 from sim.errors import InputError
 from sim.mechanisms.base import Guarantee, Mechanism, register
 from sim.mechanisms.interp.anchor_lp import AnchorSolution, solve_anchor_lp
-from sim.mechanisms.interp.correction import anchor_deltas, dual_norm, slope_bound, split_budget
+from sim.mechanisms.interp.correction import (
+    AxisWarp,
+    anchor_deltas,
+    dual_norm,
+    linear_slope_bound,
+    split_budget,
+)
 from sim.mechanisms.interp.grid import AnchorGrid, as_locations
 from sim.sampling import sample_rows
 
@@ -47,11 +54,15 @@ class InterpMechanism(Mechanism):
         (``road`` uses 2: road distance >= straight-line distance).
     budget_split
         Fraction in [0, 1] setting ``(eps_1, eps_2)`` on ``||.||_q = epsilon`` (0.5 =
-        equal, see ``correction.split_budget``), or ``"optimize"``: minimise the LP loss
-        over the split (bounded scalar search, one LP per step).
+        equal, see ``correction.split_budget``), or ``"optimize"``: minimise the utility
+        loss on the secrets over the split (bounded scalar search, one LP per step).
+    warp
+        Take the interpolation steps at a warped speed (slow next to the anchors, where the
+        normaliser moves most), which lets the anchors use more of the budget
+        (``correction.AxisWarp``); ``False``: plain steps with the linear bound.
     naive
-        Skip the correction: anchors at the full per-axis budgets. Kept only to show the
-        off-anchor violations; its guarantee is the larger budget that it truly meets.
+        Skip the correction: anchors at the full per-axis budgets, plain steps. Kept only to
+        show the off-anchor violations; its guarantee is the larger budget it truly meets.
     """
 
     conformance_params: ClassVar[dict] = {"spacing_m": 500.0}
@@ -63,6 +74,7 @@ class InterpMechanism(Mechanism):
         spacing_m: float = 100.0,
         p: float | str | None = None,
         budget_split: float | str = 0.5,
+        warp: bool = True,
         naive: bool = False,
     ) -> None:
         super().__init__(epsilon)
@@ -82,6 +94,9 @@ class InterpMechanism(Mechanism):
             split_budget(1.0, 2.0, float(budget_split))  # validates the range
             budget_split = float(budget_split)
         self.budget_split = budget_split
+        if not isinstance(warp, bool):
+            raise InputError(f"warp={warp!r} must be True or False")
+        self.warp = warp
         if not isinstance(naive, bool):
             raise InputError(f"naive={naive!r} must be True or False")
         self.naive = naive
@@ -90,32 +105,41 @@ class InterpMechanism(Mechanism):
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         p = self.p if self.p is not None else P_OF_METRIC[domain.metric]
         scale = _norm_to_metric_ratio(domain, p)
-        grid = AnchorGrid.covering(domain.x_xy, spacing_m=self.spacing_m)
-        cost = _surrogate_cost(grid, domain)
+        base = AnchorGrid.covering(domain.x_xy, spacing_m=self.spacing_m)
         eps = self.epsilon / scale
 
-        def solve(fraction: float) -> tuple[AnchorSolution, tuple, tuple]:
+        def solve(fraction: float) -> tuple[AnchorSolution, AnchorGrid, tuple, tuple]:
             eps_xy = split_budget(eps, p, fraction)
-            deltas = self._deltas(grid, eps_xy)
-            return solve_anchor_lp(grid, cost, delta_x=deltas[0], delta_y=deltas[1]), eps_xy, deltas
+            deltas = self._deltas(base, eps_xy)
+            grid = base
+            if self.warp and not self.naive:
+                grid = dataclasses.replace(
+                    base,
+                    warp_x=AxisWarp.for_deltas(deltas[0], deltas[1]),
+                    warp_y=AxisWarp.for_deltas(deltas[1], deltas[0]),
+                )
+            cost = _surrogate_cost(grid, domain)
+            sol = solve_anchor_lp(grid, cost, delta_x=deltas[0], delta_y=deltas[1])
+            return sol, grid, eps_xy, deltas
 
         n_solves = 0
-        if self.budget_split == "optimize" and p != 1 and grid.nx > 1 and grid.ny > 1:
+        if self.budget_split == "optimize" and p != 1 and base.nx > 1 and base.ny > 1:
             cache: dict[float, tuple] = {}
 
             def loss(fraction: float) -> float:
                 cache[fraction] = solve(fraction)
-                return cache[fraction][0].objective
+                sol, grid = cache[fraction][:2]
+                return _true_loss(grid, sol, domain)
 
             res = optimize.minimize_scalar(
                 loss, bounds=_SPLIT_BOUNDS, method="bounded", options={"xatol": _SPLIT_XATOL}
             )
             fraction = float(res.x)
             n_solves = len(cache)
-            sol, eps_xy, deltas = cache.get(fraction) or solve(fraction)
+            sol, grid, eps_xy, deltas = cache.get(fraction) or solve(fraction)
         else:
             fraction = 0.5 if self.budget_split == "optimize" else self.budget_split
-            sol, eps_xy, deltas = solve(fraction)
+            sol, grid, eps_xy, deltas = solve(fraction)
             n_solves = 1
         self.grid_ = grid
         self.p_ = p
@@ -131,6 +155,7 @@ class InterpMechanism(Mechanism):
             "n_anchors": grid.n_anchors,
             "anchor_shape": (grid.nx, grid.ny),
             "anchor_spacing_m": (grid.hx, grid.hy),
+            "warped": grid.warp_x is not None,
             "eps_1": eps_xy[0],
             "eps_2": eps_xy[1],
             "budget_split": fraction,
@@ -151,13 +176,18 @@ class InterpMechanism(Mechanism):
         ty = eps_xy[1] * grid.hy / 1000.0 if grid.ny > 1 else 0.0
         if self.naive:
             return tx, ty
-        return anchor_deltas(tx, ty)
+        return anchor_deltas(tx, ty, warp=self.warp)
 
     @staticmethod
     def _certified_rates(grid: AnchorGrid, sol: AnchorSolution) -> tuple[float, float]:
         """Per-axis rates (per km) implied by the realised anchor log-ratios."""
-        rx = slope_bound(sol.delta_x, sol.delta_y) / (grid.hx / 1000.0) if grid.nx > 1 else 0.0
-        ry = slope_bound(sol.delta_y, sol.delta_x) / (grid.hy / 1000.0) if grid.ny > 1 else 0.0
+        dx, dy = sol.delta_x, sol.delta_y
+        if grid.warp_x is not None:
+            per_cell = (grid.warp_x.rate_for(dx, dy), grid.warp_y.rate_for(dy, dx))
+        else:
+            per_cell = (linear_slope_bound(dx, dy), linear_slope_bound(dy, dx))
+        rx = per_cell[0] / (grid.hx / 1000.0) if grid.nx > 1 else 0.0
+        ry = per_cell[1] / (grid.hy / 1000.0) if grid.ny > 1 else 0.0
         return rx, ry
 
     # --------------------------------------------------------------- guarantee
@@ -229,6 +259,12 @@ def _norm_to_metric_ratio(domain, p: float) -> float:
         with np.errstate(divide="ignore", invalid="ignore"):
             worst = max(worst, float(np.where(d > 0, norm / d, 0.0).max()))
     return max(1.0, worst)
+
+
+def _true_loss(grid: AnchorGrid, sol: AnchorSolution, domain) -> float:
+    """Expected loss (km) on the secrets of the interpolated rows (not the LP surrogate)."""
+    P = np.exp(grid.interpolate_log(sol.log_rows, domain.x_xy))
+    return float(domain.prior @ (P * domain.dist_xy[:, sol.support]).sum(axis=1))
 
 
 def _surrogate_cost(grid: AnchorGrid, domain) -> np.ndarray:
