@@ -236,6 +236,15 @@ def test_a_million_off_anchor_pairs_stay_within_epsilon(fitted, p):
     assert _max_loss_ratio(fitted[p, True], 1_000_000, seed=29, eps=EPS) > 1.05
 
 
+def test_plain_steps_also_stay_within_epsilon_but_lose_more_utility(fitted):
+    warped = fitted[2.0, False]
+    plain = InterpMechanism(EPS, spacing_m=150.0, warp=False).fit(warped.domain_)
+    assert not plain.info_["warped"] and warped.info_["warped"]
+    assert _max_loss_ratio(plain, 10_000, seed=13, eps=EPS) <= 1.0 + 1e-9
+    assert plain.info_["delta_1"] < warped.info_["delta_1"]
+    assert warped.expected_loss() < plain.expected_loss()
+
+
 def test_fitted_matrix_is_the_interpolation_at_the_secrets(fitted):
     mech = fitted[2.0, False]
     np.testing.assert_allclose(
