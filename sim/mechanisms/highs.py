@@ -7,8 +7,9 @@ sparse matrices::
     subject to  row_lower <= A @ x <= row_upper
                 col_lower <=   x   <= col_upper
 
-It can grow by columns (``add_cols``, for column generation; the next ``solve`` starts from
-the last basis), solves warm from a :class:`highspy.HighsBasis` of a model with the same shape
+It can grow by columns and rows and shrink (``add_cols``, ``add_rows``, ``delete``; for
+column and row generation, the next ``solve`` starts from the last basis), change row bounds
+(``set_row_bounds``), solves warm from a :class:`highspy.HighsBasis` of a model with the same shape
 (``solve(basis=...)``), and returns a :class:`LPSolution` with primal values, row
 activities, duals and the basis. A status other than optimal raises
 :class:`~sim.errors.SolverError` carrying HiGHS's model status, unless the caller lists that
@@ -189,6 +190,65 @@ class HighsLP:
             C.data,
         )
         _check(status, "addCols")
+
+    def add_rows(self, lower, upper, A_rows) -> None:
+        """Append rows ``lower <= A_rows @ x <= upper`` (``A_rows`` is new rows x columns)."""
+        R = sparse.csr_array(A_rows, dtype=np.float64)
+        if R.shape[1] != self.shape[1]:
+            raise InputError(f"new rows have {R.shape[1]} columns; the model has {self.shape[1]}")
+        m = R.shape[0]
+        status = self._h.addRows(
+            m,
+            _bound(lower, m, "lower"),
+            _bound(upper, m, "upper"),
+            R.nnz,
+            R.indptr[:-1].astype(np.int32),
+            R.indices.astype(np.int32),
+            R.data,
+        )
+        _check(status, "addRows")
+
+    def delete(self, *, rows=(), cols=()) -> None:
+        """Remove rows and columns by index (later indices shift down).
+
+        The last basis is kept for the next ``solve`` if what remains of it is still a basis
+        (as many basic columns and rows as rows), e.g. when the deleted rows are basic and
+        the deleted columns nonbasic; otherwise HiGHS starts from scratch.
+        """
+        n_rows, n_cols = self.shape
+        rows = np.unique(np.asarray(rows, dtype=np.int32))
+        cols = np.unique(np.asarray(cols, dtype=np.int32))
+        basis = self._h.getBasis()
+        keep_rows = np.ones(n_rows, dtype=bool)
+        keep_rows[rows] = False
+        keep_cols = np.ones(n_cols, dtype=bool)
+        keep_cols[cols] = False
+        if len(cols):
+            _check(self._h.deleteCols(len(cols), cols), "deleteCols")
+        if len(rows):
+            _check(self._h.deleteRows(len(rows), rows), "deleteRows")
+        if not basis.valid:
+            return
+        col_status = [s for s, keep in zip(basis.col_status, keep_cols, strict=True) if keep]
+        row_status = [s for s, keep in zip(basis.row_status, keep_rows, strict=True) if keep]
+        basic = highspy.HighsBasisStatus.kBasic
+        if sum(s == basic for s in col_status) + sum(s == basic for s in row_status) == len(
+            row_status
+        ):
+            basis.col_status, basis.row_status = col_status, row_status
+            _check(self._h.setBasis(basis), "setBasis")
+
+    def set_row_bounds(self, lower, upper) -> None:
+        """New bounds for every row (the basis is kept: a warm start for the dual simplex)."""
+        m = self.shape[0]
+        status = self._h.changeRowsBounds(
+            m, np.arange(m, dtype=np.int32), _bound(lower, m, "lower"), _bound(upper, m, "upper")
+        )
+        _check(status, "changeRowsBounds")
+
+    def clear_basis(self) -> None:
+        """Forget the last basis and factorisation: the next ``solve`` starts from scratch."""
+        _check(self._h.clearSolver(), "clearSolver")
 
     def set_option(self, name: str, value) -> None:
         """Set one HiGHS option by name (e.g. the time left for the next ``solve``)."""

@@ -32,6 +32,7 @@ from scipy import sparse
 from sim.errors import InputError, SolverError
 from sim.mechanisms.base import Mechanism, check_epsilon, register
 from sim.mechanisms.highs import HighsLP, HighsOptions
+from sim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
 from sim.mechanisms.repair import SIDES, RepairResult, envelope_parents, repair_verified
 from sim.privacy.verify import PrivacyViolation
 
@@ -40,6 +41,8 @@ MAX_LOG_GAIN = float(np.log(1e9))
 PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible
 FEASIBILITY_TOL = 1e-9  # HiGHS's default 1e-7 left 4e-7 relative error at gains ~1e6 (docs)
 _COLUMN_CHUNK = 256  # outputs per block of the violation check (bounded memory)
+_OUTPUTS_PER_ROUND = 5  # at least this many outputs added per pricing round (docs/lp.md)
+_GROWTH = 4  # ... or a quarter of the outputs already in the model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +51,11 @@ class OptimalSolution:
 
     ``objective`` (km, the dual's value, equal to the primal optimum), ``status`` (HiGHS
     model status of the last solve), ``iterations`` (simplex, all rounds), ``rounds``
-    (solves), ``seconds`` (wall time), ``generated`` (mDP constraints in the final model, of
-    ``full`` in the whole LP) and ``binding`` (``(M, 3)`` rows ``(i, j, k)``: the constraints
-    ``Z[i,k] <= e^{eps d} Z[j,k]`` with a positive dual at the optimum; a warm start).
+    (solves of the restricted model), ``seconds`` (wall time), ``generated`` (mDP constraints
+    in the final model, of ``full`` in the whole LP), ``outputs`` (outputs in the final
+    model), ``priced`` (exact pricing LPs solved) and ``binding`` (``(M, 3)`` rows
+    ``(i, j, k)``: the constraints ``Z[i,k] <= e^{eps d} Z[j,k]`` with a positive dual at the
+    optimum; a warm start).
     """
 
     objective: float
@@ -60,6 +65,8 @@ class OptimalSolution:
     seconds: float
     generated: int
     full: int
+    outputs: int
+    priced: int
     binding: np.ndarray
 
 
@@ -94,10 +101,10 @@ def solve_optimal(
     ``weighted_cost`` is N x K, ``pairs`` (P, 2) chaining pairs with distances
     ``pair_dist_km``. Solved to feasibility tolerances ``FEASIBILITY_TOL`` unless
     ``options`` sets them. ``warm`` (``OptimalSolution.binding`` of an earlier solve on the same
-    domain, e.g. at another epsilon) seeds the model with those constraints. ``options``:
-    ``time_limit`` bounds the whole solve, ``threads`` is passed on; the algorithm is fixed
-    (primal simplex on the dual). Returns the N x K matrix and the :class:`OptimalSolution`;
-    raises ``SolverError`` if a solve is not optimal or the time limit passes.
+    domain, e.g. at another epsilon) seeds the model with those constraints and their outputs.
+    ``options``: ``time_limit`` bounds the whole solve, ``threads`` is passed on; the algorithm
+    is fixed (docs/lp.md). Returns the N x K matrix and the :class:`OptimalSolution`; raises
+    ``SolverError`` if a solve is not optimal or the time limit passes.
     """
     start = time.perf_counter()
     cost = np.ascontiguousarray(weighted_cost, dtype=np.float64)
@@ -109,74 +116,209 @@ def solve_optimal(
         solver="simplex",
         primal_feasibility_tolerance=opts.primal_feasibility_tolerance or FEASIBILITY_TOL,
         dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
-        extra={**opts.extra, "simplex_strategy": PRIMAL_SIMPLEX},
     )
-    tol = opts.dual_feasibility_tolerance  # also the threshold for a broken mDP constraint
-    # dual: max sum u  s.t.  u_i - sum_{src=i} f + sum_{dst=i} gain f <= cost[i,k]  (row i*K+k)
-    u_block = sparse.csc_array(
-        (np.ones(n * k), (np.arange(n * k), np.repeat(np.arange(n), k))), shape=(n * k, n)
-    )
-    model = HighsLP(
-        np.ones(n), u_block, -np.inf, cost.ravel(), col_lower=-np.inf, sense="max", options=opts
-    )
-    in_model = np.zeros((len(src), k), dtype=bool)
-    added: list[tuple[np.ndarray, np.ndarray]] = []  # model columns n, n+1, ... in order
+    tol = opts.dual_feasibility_tolerance  # broken mDP constraint; negative reduced cost
     lookup = _ConstraintIndex(src, dst, n)
+    model = _RestrictedDual(cost, src, dst, gain, opts)
+    pricer = ConePricer(cost, src, dst, gain, dataclasses.replace(opts, time_limit=None))
+    rays = laplace_rays(np.asarray(pairs, dtype=np.int64), pair_dist_km, n, epsilon)
 
-    def add(con: np.ndarray, col: np.ndarray) -> None:
-        m = len(con)
-        rows = np.column_stack([src[con] * k + col, dst[con] * k + col]).ravel()
-        vals = np.column_stack([-np.ones(m), gain[con]]).ravel()
-        block = sparse.csc_array((vals, rows, 2 * np.arange(m + 1)), shape=(n * k, m))
-        model.add_cols(np.zeros(m), block)
-        in_model[con, col] = True
-        added.append((con, col))
+    def time_left() -> float | None:
+        if opts.time_limit is None:
+            return None
+        left = opts.time_limit - (time.perf_counter() - start)
+        if left <= 0:
+            raise SolverError(
+                f"HiGHS stopped with model status 'Time limit reached' after {model.rounds} "
+                f"solves ({opts.time_limit:g} s limit)"
+            )
+        return left
 
+    con = np.zeros(0, dtype=np.int64)
+    col = np.zeros(0, dtype=np.int64)
     if warm is not None and len(warm):
         warm = np.asarray(warm, dtype=np.int64)
         con = lookup.find(warm[:, 0], warm[:, 1])
         known = (con >= 0) & (warm[:, 2] >= 0) & (warm[:, 2] < k)
         con, col = con[known], warm[known, 2]
-        first = np.unique(con * k + col, return_index=True)[1]
-        add(con[first], col[first])
-
-    rounds = iterations = 0
+    model.add_outputs(np.unique(col) if len(col) else [int(np.argmin(cost.sum(axis=0)))])
+    model.add_constraints(con, col)
+    dropped = np.zeros(k, dtype=bool)  # each output leaves the model at most once
     while True:
-        if opts.time_limit is not None:
-            left = opts.time_limit - (time.perf_counter() - start)
-            if left <= 0:
-                raise SolverError(
-                    f"HiGHS stopped with model status 'Time limit reached' after {rounds} "
-                    f"constraint-generation rounds ({opts.time_limit:g} s limit)"
-                )
-            model.set_option("time_limit", left)
-        sol = model.solve()
-        rounds += 1
-        iterations += sol.iterations
-        Z = sol.row_dual.reshape(n, k)
-        con, col = _envelope_cuts(Z, src, dst, gain, lookup, tol)
-        new = ~in_model[con, col]
-        con, col = con[new], col[new]
-        if not len(con):  # the envelope's paths are in; check every constraint directly
-            con, col = _violated(Z, src, dst, gain, in_model, tol)
-        if not len(con):
+        Z_S, u = _converge(model, lookup, tol, time_left)
+        outside = np.setdiff1d(np.arange(k), model.outputs)
+        left = time_left()
+        if left is not None:
+            pricer.model.set_option("time_limit", left)
+        new, seeds = _attractive_outputs(cost, u, outside, rays, pricer, tol, len(model.outputs))
+        if not len(new):
             break
-        add(con, col)
+        idle = model.outputs[(Z_S.sum(axis=0) <= tol) & ~dropped[model.outputs]]
+        dropped[model.drop_outputs(idle)] = True
+        model.add_outputs(new)
+        for pos, out in enumerate(new):
+            tight = tight_constraints(seeds[:, pos], src, dst, gain)
+            model.add_constraints(tight, np.full(len(tight), out))
 
-    con = np.concatenate([c for c, _ in added]) if added else np.zeros(0, dtype=np.int64)
-    col = np.concatenate([o for _, o in added]) if added else np.zeros(0, dtype=np.int64)
-    bound = sol.x[n:] > 0
+    Z = np.zeros((n, k))
+    Z[:, model.outputs] = Z_S
+    bound = model.flow > 0
     result = OptimalSolution(
-        objective=sol.objective,
-        status=sol.status,
-        iterations=iterations,
-        rounds=rounds,
+        objective=model.objective,
+        status=model.status,
+        iterations=model.iterations + pricer.iterations,
+        rounds=model.rounds,
         seconds=time.perf_counter() - start,
-        generated=len(con),
+        generated=len(model.con),
         full=len(src) * k,
-        binding=np.column_stack([src[con[bound]], dst[con[bound]], col[bound]]),
+        outputs=len(model.outputs),
+        priced=pricer.solves,
+        binding=np.column_stack([src[model.con[bound]], dst[model.con[bound]], model.col[bound]]),
     )
     return Z, result
+
+
+def _converge(model: _RestrictedDual, lookup, tol: float, time_left):
+    """Re-solve the restricted dual, adding broken constraints, until none is broken.
+
+    Returns ``Z`` over the model's outputs (N x S) and the row-sum duals ``u``. Candidates
+    first come from the columns' Lipschitz envelopes (the last edge of each path that holds
+    an entry up); when those are all in, every constraint is checked directly.
+    """
+    src, dst, gain = model.src, model.dst, model.gain
+    while True:
+        Z_S, u = model.solve(time_left())
+        con, pos = _envelope_cuts(Z_S, src, dst, gain, lookup, tol)
+        col = model.outputs[pos]
+        new = ~model.has(con, col)
+        con, col = con[new], col[new]
+        if not len(con):
+            con, pos = _violated(Z_S, src, dst, gain, model.in_model[:, model.outputs], tol)
+            col = model.outputs[pos]
+        if not len(con):
+            return Z_S, u
+        model.add_constraints(con, col)
+
+
+def _attractive_outputs(cost, u, outside, rays, pricer: ConePricer, tol: float, n_in: int):
+    """Up to ``_OUTPUTS_PER_ROUND`` outputs with the most negative reduced cost, and a ray
+    of C for each (N x len) that attains it.
+
+    Laplace rays first (a negative one proves the output attractive); only when none is
+    negative are the outputs priced exactly. An empty answer proves ``u`` dual feasible for
+    every output outside the model.
+    """
+    if not len(outside):
+        return outside, np.zeros((len(u), 0))
+    rc = (cost[:, outside] - u[:, None]).T @ rays
+    best = rc.argmin(axis=1)
+    rc_best = rc[np.arange(len(outside)), best]
+    seeds = rays[:, best]
+    if not np.any(rc_best < -tol):
+        rc_best, seeds = pricer.reduced_costs(outside, u, tol)
+    order = np.argsort(rc_best)[: max(_OUTPUTS_PER_ROUND, n_in // _GROWTH)]
+    order = order[rc_best[order] < -tol]
+    return outside[order], seeds[:, order]
+
+
+class _RestrictedDual:
+    """The dual of the optimal LP over a subset of outputs and constraints (one HiGHS model).
+
+    Maximise ``sum u`` subject to, for each output k in the model and secret i,
+    ``u_i - sum_{src=i} f + sum_{dst=i} gain f <= cost[i,k]`` (row ``slot(k) N + i``), with
+    a column ``f >= 0`` per constraint in the model. The row duals are ``Z[i,k]``. Adding
+    constraints adds columns (the basis stays primal feasible: primal simplex continues);
+    adding outputs adds rows.
+    """
+
+    def __init__(self, cost, src, dst, gain, options: HighsOptions) -> None:
+        self.cost, self.src, self.dst, self.gain = cost, src, dst, gain
+        n, k = cost.shape
+        opts = dataclasses.replace(
+            options, extra={**options.extra, "simplex_strategy": PRIMAL_SIMPLEX}
+        )
+        self.lp = HighsLP(
+            np.ones(n),
+            sparse.csc_array((0, n)),
+            -np.inf,
+            0.0,
+            col_lower=-np.inf,
+            sense="max",
+            options=opts,
+        )
+        self.outputs = np.zeros(0, dtype=np.int64)
+        self.in_model = np.zeros((len(src), k), dtype=bool)
+        self.con = np.zeros(0, dtype=np.int64)  # model columns n, n+1, ...: constraint, output
+        self.col = np.zeros(0, dtype=np.int64)
+        self.flow = np.zeros(0)
+        self.rounds = self.iterations = 0
+        self.objective, self.status = np.nan, ""
+
+    def has(self, con, col) -> np.ndarray:
+        return self.in_model[con, col]
+
+    def add_outputs(self, outputs) -> None:
+        outputs = np.asarray(outputs, dtype=np.int64)
+        n = self.cost.shape[0]
+        rows = sparse.csr_array(sparse.vstack([sparse.eye(n)] * len(outputs)))
+        extra = sparse.csr_array((rows.shape[0], self.lp.shape[1] - n))
+        self.lp.add_rows(-np.inf, self.cost[:, outputs].T.ravel(), sparse.hstack([rows, extra]))
+        self.outputs = np.concatenate([self.outputs, outputs])
+
+    def drop_outputs(self, outputs) -> np.ndarray:
+        """Remove outputs (their rows and constraint columns); returns those removed."""
+        outputs = np.asarray(outputs, dtype=np.int64)
+        if not len(outputs):
+            return outputs
+        n = self.cost.shape[0]
+        slots = np.flatnonzero(np.isin(self.outputs, outputs))
+        cols = np.flatnonzero(np.isin(self.col, outputs))
+        self.lp.delete(rows=(slots[:, None] * n + np.arange(n)).ravel(), cols=n + cols)
+        keep = ~np.isin(self.col, outputs)
+        self.in_model[self.con[~keep], self.col[~keep]] = False
+        self.con, self.col = self.con[keep], self.col[keep]
+        self.outputs = np.delete(self.outputs, slots)
+        return outputs
+
+    def add_constraints(self, con, col) -> None:
+        """Add ``Z[src,k] <= gain Z[dst,k]`` for each (constraint, output) not yet in."""
+        con, col = np.asarray(con, dtype=np.int64), np.asarray(col, dtype=np.int64)
+        first = np.unique(con * self.cost.shape[1] + col, return_index=True)[1]
+        con, col = con[first], col[first]
+        new = ~self.in_model[con, col]
+        con, col = con[new], col[new]
+        m = len(con)
+        if not m:
+            return
+        n = self.cost.shape[0]
+        slot = np.empty(self.cost.shape[1], dtype=np.int64)
+        slot[self.outputs] = np.arange(len(self.outputs))
+        rows = np.column_stack([slot[col] * n + self.src[con], slot[col] * n + self.dst[con]])
+        vals = np.column_stack([-np.ones(m), self.gain[con]]).ravel()
+        block = sparse.csc_array(
+            (vals, rows.ravel(), 2 * np.arange(m + 1)), shape=(self.lp.shape[0], m)
+        )
+        self.lp.add_cols(np.zeros(m), block)
+        self.in_model[con, col] = True
+        self.con = np.concatenate([self.con, con])
+        self.col = np.concatenate([self.col, col])
+
+    def solve(self, time_limit: float | None):
+        """Solve warm; returns ``Z`` (N x outputs, row duals) and ``u`` (row-sum duals)."""
+        if time_limit is not None:
+            self.lp.set_option("time_limit", time_limit)
+        try:
+            sol = self.lp.solve()
+        except SolverError as err:
+            if "'Solve error'" not in str(err):
+                raise
+            self.lp.clear_basis()  # numerical trouble in the warm basis (gains up to 1e9)
+            sol = self.lp.solve()
+        n = self.cost.shape[0]
+        self.rounds += 1
+        self.iterations += sol.iterations
+        self.objective, self.status, self.flow = sol.objective, sol.status, sol.x[n:]
+        return sol.row_dual.reshape(len(self.outputs), n).T, sol.x[:n]
 
 
 class _ConstraintIndex:
@@ -325,6 +467,8 @@ class OptimalLP(Mechanism):
             "warm_started": warm is not None,
             "lp_rows": sol.full + domain.n_x,
             "generated_constraints": sol.generated,
+            "outputs_in_model": sol.outputs,
+            "pricing_solves": sol.priced,
             "repair_max_change": result.max_change,
             "verified_smallest_epsilon": result.verification.smallest_epsilon,
         }
