@@ -1,4 +1,5 @@
-"""Constraint generation of the optimal LP: same optimum as the full LP, warm starts, parents."""
+"""Constraint and output generation of the optimal LP: same optimum as the full LP, exact
+output pricing, warm starts, envelope parents, HiGHS model edits."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from scipy.optimize import linprog
 
 from sim.domain import Domain
 from sim.errors import SolverError
-from sim.mechanisms.highs import HighsOptions
+from sim.mechanisms.highs import HighsLP, HighsOptions
 from sim.mechanisms.lp import directed_constraints, solve_optimal
+from sim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
 from sim.mechanisms.repair import envelope_parents, lipschitz_envelope
 
 
@@ -56,9 +58,30 @@ def l2_skewed():
     return Domain.from_points(xy, metric="l2", prior=prior)
 
 
+@pytest.fixture(scope="module")
+def road_40_coarse_y(helsinki_walk):
+    """40 secrets, 15 outputs that are not secrets (K != N, Y not in X)."""
+    return Domain.from_network(helsinki_walk, n_points=40, n_outputs=15, seed=5)
+
+
+@pytest.fixture(scope="module")
+def road_40(helsinki_walk):
+    return Domain.from_network(helsinki_walk, n_points=40, seed=1)
+
+
 @pytest.mark.parametrize(
     ("which", "eps"),
-    [("road_24", 0.5), ("road_24", 4.0), ("road_24", 10.0), ("l2_24", 4.0), ("l2_skewed", 7.0)],
+    [
+        ("road_24", 0.5),
+        ("road_24", 4.0),
+        ("road_24", 10.0),
+        ("l2_24", 1.0),
+        ("l2_24", 4.0),
+        ("l2_skewed", 7.0),
+        pytest.param("road_40", 2.0, marks=pytest.mark.slow),
+        pytest.param("road_40", 4.0, marks=pytest.mark.slow),
+        ("road_40_coarse_y", 3.0),
+    ],
 )
 def test_generation_reaches_the_full_lp_optimum(which, eps, request):
     domain = request.getfixturevalue(which)
@@ -74,6 +97,83 @@ def test_generation_reaches_the_full_lp_optimum(which, eps, request):
     assert np.max(Z[src] - gain[:, None] * Z[dst]) <= 1e-7  # the full set holds
     assert sol.status == "Optimal"
     assert sol.generated < sol.full
+    assert sol.outputs <= domain.n_y
+
+
+def test_unused_outputs_stay_out_of_the_model_and_are_priced(road_40):
+    Z, sol = _solve(road_40, 2.0)
+    used = int(np.sum(Z.max(axis=0) > 1e-9))
+    assert used <= sol.outputs < road_40.n_y  # the model never held every output
+    assert sol.priced > 0  # the outputs left out were priced exactly, not assumed away
+
+
+def _pricing_lp(domain, eps, w):
+    """min w.z over the cone of the chaining constraints with sum z = 1 (scipy's HiGHS)."""
+    pairs = domain.constraint_pairs
+    src, dst, gain = directed_constraints(pairs, domain.dist_xx[pairs[:, 0], pairs[:, 1]], eps)
+    m, n = len(src), domain.n_x
+    A = sparse.csr_array(
+        (
+            np.concatenate([np.ones(m), -gain]),
+            (np.tile(np.arange(m), 2), np.concatenate([src, dst])),
+        ),
+        shape=(m, n),
+    )
+    res = linprog(w, A_ub=A, b_ub=np.zeros(m), A_eq=np.ones((1, n)), b_eq=[1.0], method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+def test_cone_pricer_matches_a_direct_lp_and_skips_only_when_proven(l2_skewed):
+    eps = 3.0
+    pairs = l2_skewed.constraint_pairs
+    src, dst, gain = directed_constraints(pairs, l2_skewed.dist_xx[pairs[:, 0], pairs[:, 1]], eps)
+    cost = l2_skewed.prior[:, None] * l2_skewed.dist_xy
+    pricer = ConePricer(cost, src, dst, gain, HighsOptions(solver="simplex"))
+    rng = np.random.default_rng(1)
+    outputs = np.array([0, 3, 11, 20])
+    for _ in range(3):
+        u = rng.uniform(0, 2 * cost.max(), cost.shape[0])
+        rc, rays = pricer.reduced_costs(outputs, u, 1e-9)
+        for pos, k in enumerate(outputs):
+            direct = _pricing_lp(l2_skewed, eps, cost[:, k] - u)
+            assert rc[pos] == pytest.approx(direct, abs=1e-9)
+            z = rays[:, pos]
+            assert z.sum() == pytest.approx(1.0) and z.min() >= 0
+            assert np.max(z[src] - gain * z[dst]) <= 1e-9  # the ray is in the cone
+            assert (cost[:, k] - u) @ z == pytest.approx(rc[pos], abs=1e-9)
+    solves = pricer.solves
+    u_lower = u - 1.0  # every reduced cost rises: bound proves them without a solve
+    rc_lower, _ = pricer.reduced_costs(outputs, u_lower, 1e-9)
+    assert pricer.solves == solves and np.all(np.isinf(rc_lower))
+
+
+def test_laplace_rays_lie_in_the_cone_and_their_tight_constraints_hold_with_equality(road_24):
+    eps = 4.0
+    pairs = road_24.constraint_pairs
+    dist = road_24.dist_xx[pairs[:, 0], pairs[:, 1]]
+    rays = laplace_rays(pairs, dist, road_24.n_x, eps)
+    np.testing.assert_allclose(rays.sum(axis=0), 1.0)
+    src, dst, gain = directed_constraints(pairs, dist, eps)
+    assert np.max(rays[src] - gain[:, None] * rays[dst]) <= 1e-12
+    tight = tight_constraints(rays[:, 5], src, dst, gain)
+    assert len(tight) >= road_24.n_x - 1  # a shortest-path tree from secret 5
+    np.testing.assert_allclose(rays[src[tight], 5], gain[tight] * rays[dst[tight], 5], rtol=1e-9)
+
+
+def test_deleting_basic_rows_and_nonbasic_columns_keeps_the_basis():
+    # max x + y  s.t.  x <= 1, y <= 2, x + y <= 10 (slack basic), z column unused
+    A = sparse.csc_array(np.array([[1.0, 0, 1], [0, 1.0, 1], [1.0, 1.0, 0]]))
+    lp = HighsLP(np.array([1.0, 1.0, -1.0]), A, -np.inf, [1.0, 2.0, 10.0], sense="max")
+    assert lp.solve().objective == pytest.approx(3.0)
+    lp.delete(rows=[2], cols=[2])
+    again = lp.solve()
+    assert again.objective == pytest.approx(3.0)
+    assert again.iterations == 0
+    lp.add_rows(-np.inf, [2.5], sparse.csr_array(np.array([[1.0, 1.0]])))
+    assert lp.solve().objective == pytest.approx(2.5)
+    lp.set_row_bounds(-np.inf, [1.0, 1.0, 5.0])
+    assert lp.solve().objective == pytest.approx(2.0)
 
 
 def test_warm_start_from_binding_constraints_keeps_the_optimum(road_24):
