@@ -216,3 +216,33 @@ def test_envelope_parents_lie_on_the_path_that_attains_the_envelope(l2_skewed):
 def test_time_limit_bounds_the_whole_generation_loop(road_24):
     with pytest.raises(SolverError, match="Time limit"):
         _solve(road_24, 4.0, options=HighsOptions(time_limit=1e-3))
+
+
+def test_a_solve_error_in_the_warm_basis_is_retried_once_from_scratch(road_24, monkeypatch):
+    _, clean = _solve(road_24, 4.0)
+    real = HighsLP.solve
+    calls = {"n": 0, "cleared": 0}
+    real_clear = HighsLP.clear_basis
+
+    def flaky(self, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise SolverError("HiGHS stopped with model status 'Solve error' (planted)")
+        return real(self, **kw)
+
+    def clear(self):
+        calls["cleared"] += 1
+        real_clear(self)
+
+    monkeypatch.setattr(HighsLP, "solve", flaky)
+    monkeypatch.setattr(HighsLP, "clear_basis", clear)
+    _, sol = _solve(road_24, 4.0)
+    assert calls["cleared"] == 1
+    assert sol.objective == pytest.approx(clean.objective, rel=1e-9)
+
+    def broken(self, **kw):
+        raise SolverError("HiGHS stopped with model status 'Solve error' (planted)")
+
+    monkeypatch.setattr(HighsLP, "solve", broken)
+    with pytest.raises(SolverError, match="Solve error"):
+        _solve(road_24, 4.0)

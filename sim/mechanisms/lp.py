@@ -5,14 +5,17 @@ subject to row sums 1, ``Z >= 0`` and, for each constraint pair ``(i, j)`` of th
 (pairs whose constraints chain to all others, SPEC §1) and each output k, both
 ``Z[i,k] <= e^{eps d} Z[j,k]`` and ``Z[j,k] <= e^{eps d} Z[i,k]`` (``2 P K`` constraints).
 
-Solved through its dual by constraint generation (docs/lp.md): the dual has one row per
-``Z[i,k]``, one free column ``u_i`` per row sum and one column ``f >= 0`` per mDP constraint;
-the primal ``Z`` is read off the dual's row duals. Only ~N constraints per used output bind at
-the optimum, so the model starts with none, adds the constraints the current ``Z`` breaks
-(chosen by the Lipschitz envelope of each column: the edge of the path that attains it) and
-re-solves warm (primal simplex from the last basis) until no constraint of the FULL set is
-broken beyond HiGHS's dual feasibility tolerance. The result is then optimal for the full LP
-to the same tolerance a single HiGHS call on it would meet.
+Solved through its dual by output and constraint generation (docs/lp.md): a restricted dual
+over a subset S of the outputs has one row per ``Z[i,k]`` (k in S), one free column ``u_i``
+per row sum and one column ``f >= 0`` per mDP constraint in the model; ``Z`` is read off its
+row duals. Few outputs carry mass and only ~N constraints per used output bind, so the model
+starts with one output and no constraint. Inner loop: add the constraints the current ``Z``
+breaks (chosen by the Lipschitz envelope of each column: the edge of the path that attains
+it) and re-solve warm (primal simplex from the last basis) until no constraint of the FULL
+set is broken for the outputs in S. Outer loop: price the outputs outside S against the
+row-sum duals (cheap Laplace rays first, then exactly: ``lp_outputs.ConePricer``) and add
+the most attractive ones; stop when none has a negative reduced cost. The result is then
+optimal for the full LP to the same tolerance a single HiGHS call on it would meet.
 
 Release: the LP is solved at ``eps (1 - margin)``, its solution repaired by the Lipschitz
 envelope (sim/mechanisms/repair.py) and verified EXACTLY at ``eps``; if the check fails the
