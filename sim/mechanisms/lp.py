@@ -204,8 +204,8 @@ def _converge(model: _RestrictedDual, lookup, tol: float, time_left):
 
 
 def _attractive_outputs(cost, u, outside, rays, pricer: ConePricer, tol: float, n_in: int):
-    """Up to ``_OUTPUTS_PER_ROUND`` outputs with the most negative reduced cost, and a ray
-    of C for each (N x len) that attains it.
+    """The ``max(_OUTPUTS_PER_ROUND, n_in // _GROWTH)`` outputs (at most) with the most
+    negative reduced cost, and a ray of C for each (N x len) that attains it.
 
     Laplace rays first (a negative one proves the output attractive); only when none is
     negative are the outputs priced exactly. An empty answer proves ``u`` dual feasible for
