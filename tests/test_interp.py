@@ -233,7 +233,7 @@ def test_dense_off_anchor_pairs_stay_within_epsilon_and_naive_breaks(fitted, p):
 @pytest.mark.parametrize("p", [1.0, 2.0, math.inf])
 def test_a_million_off_anchor_pairs_stay_within_epsilon(fitted, p):
     assert _max_loss_ratio(fitted[p, False], 1_000_000, seed=29, eps=EPS) <= 1.0 + 1e-9
-    assert _max_loss_ratio(fitted[p, True], 1_000_000, seed=29, eps=EPS) > 1.05
+    assert _max_loss_ratio(fitted[p, True], 100_000, seed=29, eps=EPS) > 1.05
 
 
 def test_plain_steps_also_stay_within_epsilon_but_lose_more_utility(fitted):
