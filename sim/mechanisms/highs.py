@@ -184,10 +184,7 @@ class HighsLP:
             np.ascontiguousarray(cost, dtype=np.float64),
             _bound(lower, m, "lower"),
             _bound(upper, m, "upper"),
-            C.nnz,
-            C.indptr[:-1].astype(np.int32),
-            C.indices.astype(np.int32),
-            C.data,
+            *_compressed(C),
         )
         _check(status, "addCols")
 
@@ -201,10 +198,7 @@ class HighsLP:
             m,
             _bound(lower, m, "lower"),
             _bound(upper, m, "upper"),
-            R.nnz,
-            R.indptr[:-1].astype(np.int32),
-            R.indices.astype(np.int32),
-            R.data,
+            *_compressed(R),
         )
         _check(status, "addRows")
 
@@ -300,6 +294,11 @@ class HighsLP:
 def solve_lp(c, A, row_lower, row_upper, **kwargs) -> LPSolution:
     """One-shot solve: ``HighsLP(c, A, row_lower, row_upper, **kwargs).solve()``."""
     return HighsLP(c, A, row_lower, row_upper, **kwargs).solve()
+
+
+def _compressed(M) -> tuple:
+    """``(nnz, starts, indices, values)`` of a CSC/CSR array, as HiGHS's add calls take them."""
+    return M.nnz, M.indptr[:-1].astype(np.int32), M.indices.astype(np.int32), M.data
 
 
 def _bound(value, n: int, name: str) -> np.ndarray:
