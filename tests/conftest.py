@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -31,15 +33,29 @@ def helsinki_test_walk(_isolated_cache):
 
 
 @pytest.fixture(scope="session")
-def road_domain_small(helsinki_walk):
-    """40 secrets = outputs along Helsinki's walkways, road metric."""
-    return Domain.from_network(helsinki_walk, n_points=40, seed=1)
+def walk_domain(helsinki_walk):
+    """``walk_domain(n_points, seed, metric="road", n_outputs=None)``: a Domain on Helsinki's
+    walkways, built once per session and arguments."""
+
+    @functools.cache
+    def build(n_points: int, seed: int, metric: str = "road", n_outputs: int | None = None):
+        return Domain.from_network(
+            helsinki_walk, n_points=n_points, seed=seed, metric=metric, n_outputs=n_outputs
+        )
+
+    return build
 
 
 @pytest.fixture(scope="session")
-def l2_domain_small(helsinki_walk):
+def road_domain_small(walk_domain):
+    """40 secrets = outputs along Helsinki's walkways, road metric."""
+    return walk_domain(40, 1)
+
+
+@pytest.fixture(scope="session")
+def l2_domain_small(walk_domain):
     """The same 40 places under the l2 metric."""
-    return Domain.from_network(helsinki_walk, n_points=40, seed=1, metric="l2")
+    return walk_domain(40, 1, "l2")
 
 
 @pytest.fixture

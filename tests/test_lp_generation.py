@@ -41,13 +41,13 @@ def _solve(domain: Domain, eps: float, **kw):
 
 
 @pytest.fixture(scope="module")
-def road_24(helsinki_walk):
-    return Domain.from_network(helsinki_walk, n_points=24, seed=3)
+def road_24(walk_domain):
+    return walk_domain(24, 3)
 
 
 @pytest.fixture(scope="module")
-def l2_24(helsinki_walk):
-    return Domain.from_network(helsinki_walk, n_points=24, seed=3, metric="l2")
+def l2_24(walk_domain):
+    return walk_domain(24, 3, "l2")
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +59,9 @@ def l2_skewed():
 
 
 @pytest.fixture(scope="module")
-def road_40_coarse_y(helsinki_walk):
+def road_40_coarse_y(walk_domain):
     """40 secrets, 15 outputs that are not secrets (K != N, Y not in X)."""
-    return Domain.from_network(helsinki_walk, n_points=40, n_outputs=15, seed=5)
-
-
-@pytest.fixture(scope="module")
-def road_40(helsinki_walk):
-    return Domain.from_network(helsinki_walk, n_points=40, seed=1)
+    return walk_domain(40, 5, n_outputs=15)
 
 
 @pytest.mark.parametrize(
@@ -78,8 +73,8 @@ def road_40(helsinki_walk):
         ("l2_24", 1.0),
         ("l2_24", 4.0),
         ("l2_skewed", 7.0),
-        pytest.param("road_40", 2.0, marks=pytest.mark.slow),
-        pytest.param("road_40", 4.0, marks=pytest.mark.slow),
+        pytest.param("road_domain_small", 2.0, marks=pytest.mark.slow),
+        pytest.param("road_domain_small", 4.0, marks=pytest.mark.slow),
         ("road_40_coarse_y", 3.0),
     ],
 )
@@ -100,10 +95,10 @@ def test_generation_reaches_the_full_lp_optimum(which, eps, request):
     assert sol.outputs <= domain.n_y
 
 
-def test_unused_outputs_stay_out_of_the_model_and_are_priced(road_40):
-    Z, sol = _solve(road_40, 2.0)
+def test_unused_outputs_stay_out_of_the_model_and_are_priced(road_domain_small):
+    Z, sol = _solve(road_domain_small, 2.0)
     used = int(np.sum(Z.max(axis=0) > 1e-9))
-    assert used <= sol.outputs < road_40.n_y  # the model never held every output
+    assert used <= sol.outputs < road_domain_small.n_y  # the model never held every output
     assert sol.priced > 0  # the outputs left out were priced exactly, not assumed away
 
 
