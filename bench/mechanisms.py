@@ -87,7 +87,8 @@ def _child(task: str, name: str, eps: float, domain: Domain, queue) -> None:
         row["seconds"] = time.perf_counter() - start
         row["cpu"] = _cpu_seconds() - cpu
         if task == "fit":
-            check = verify(mech.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs)
+            fitted = mech.domain_  # the users' union U for dista_lp, else ``domain``
+            check = verify(mech.matrix_, fitted.dist_xx, eps, pairs=fitted.constraint_pairs)
             row["smallest_eps"] = check.smallest_epsilon
             row["violation_ratio"] = check.violation_ratio
     except Exception as err:  # reported in the table, never hidden
