@@ -130,8 +130,21 @@ class Mechanism(ABC):
 
     @property
     def guarantee(self) -> Guarantee:
-        """Pure eps-mDP unless a subclass says otherwise."""
+        """The end-to-end guarantee: pure eps-mDP unless a subclass says otherwise."""
         return Guarantee(kind="pure", epsilon_per_km=self.epsilon)
+
+    @property
+    def report_guarantee(self) -> Guarantee:
+        """What one report drawn from ``matrix_`` costs its user (charged per report)."""
+        return self.guarantee
+
+    @property
+    def upload_guarantee(self) -> Guarantee | None:
+        """What each user's upload costs, charged once per fit (``None``: no upload).
+
+        ``guarantee`` is the sequential composition of this and ``report_guarantee``.
+        """
+        return None
 
     def fit(self, domain) -> Self:
         """Build the mechanism for ``domain`` and return ``self``."""
