@@ -1,7 +1,9 @@
 """The mechanism contract (scikit-learn style) and the registry.
 
-A mechanism stores its parameters in ``__init__`` (validated there), does its work in
-``fit(domain)`` and keeps what it learned in attributes ending in ``_``:
+A mechanism stores its parameters in ``__init__`` (validated there; ``epsilon`` first, every
+other parameter keyword-only, each kept under its own name so ``get_params`` reads them from
+the signature), does its work in ``fit(domain)`` without changing them, and keeps what it
+learned in attributes ending in ``_``:
 
 * ``matrix_``: the N x K row-stochastic float64 matrix ``Z[i, k] = Pr[y_k | x_i]``;
 * ``domain_``: the domain it was fitted on;
@@ -26,6 +28,7 @@ small-instance parameters to use there as a class attribute, e.g.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from abc import ABC, abstractmethod
@@ -199,9 +202,24 @@ class Mechanism(ABC):
         c = self.domain_.dist_xy if cost is None else np.asarray(cost, dtype=float)
         return float(self.domain_.prior @ np.einsum("ik,ik->i", matrix, c))
 
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """Names of the constructor parameters, read from the ``__init__`` signature.
+
+        As in scikit-learn, every parameter is stored under its own name and ``*args`` or
+        ``**kwargs`` are not allowed (they would hide parameters from :meth:`get_params`).
+        """
+        names = []
+        for p in inspect.signature(cls.__init__).parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"{cls.__name__}.__init__ must list its parameters, not *{p.name}")
+            if p.name != "self":
+                names.append(p.name)
+        return names
+
     def get_params(self) -> dict:
-        """Constructor parameters (public attributes not ending in ``_``)."""
-        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
+        """Constructor parameters and their values: ``make(name, **m.get_params())`` rebuilds."""
+        return {name: getattr(self, name) for name in self.param_names()}
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

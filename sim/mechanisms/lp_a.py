@@ -54,8 +54,17 @@ class CoarseLP(OptimalLP):
     default 8).
     """
 
-    def __init__(self, epsilon: float, *, grid: int = 8, **params) -> None:
-        super().__init__(epsilon, **params)
+    def __init__(
+        self,
+        epsilon: float,
+        *,
+        grid: int = 8,
+        margin: float = 1e-3,
+        side: str = "upper",
+        time_limit: float | None = None,
+        threads: int | None = None,
+    ) -> None:
+        super().__init__(epsilon, margin=margin, side=side, time_limit=time_limit, threads=threads)
         self.grid = check_positive_int(grid, "grid")
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
