@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import sparse
@@ -11,9 +13,10 @@ from sim.domain import Domain
 from sim.errors import InputError, SolverError
 from sim.mechanisms import available, make
 from sim.mechanisms import lp as lp_mod
+from sim.mechanisms import repair as repair_mod
 from sim.mechanisms.highs import HighsLP, HighsOptions
 from sim.mechanisms.lp import OptimalLP, lp_path, solve_optimal
-from sim.privacy.verify import PrivacyViolation, verify
+from sim.privacy.verify import verify
 
 
 @pytest.fixture(scope="module")
@@ -90,16 +93,21 @@ def test_lp_loss_is_at_most_every_other_registered_mechanism(l2_points):
 
 
 def test_margin_doubles_until_the_exact_check_passes(road_small, monkeypatch):
-    real = lp_mod.repair_verified
+    real_solve, real_verify = lp_mod.solve_optimal, repair_mod.verify
     seen = []
 
-    def flaky(raw, dist, eps, *, margin, **kw):
-        seen.append(margin)
-        if margin < 4e-3:
-            raise PrivacyViolation("planted failure")
-        return real(raw, dist, eps, margin=margin, **kw)
+    def solve(cost, pairs, pair_dist, eps_lp, **kw):
+        seen.append(round(1 - eps_lp / 4.0, 12))
+        return real_solve(cost, pairs, pair_dist, eps_lp, **kw)
 
-    monkeypatch.setattr(lp_mod, "repair_verified", flaky)
+    def flaky(matrix, dist, eps, **kw):  # the exact check fails below margin 4e-3
+        result = real_verify(matrix, dist, eps, **kw)
+        if seen[-1] < 4e-3:
+            return dataclasses.replace(result, passed=False)
+        return result
+
+    monkeypatch.setattr(lp_mod, "solve_optimal", solve)
+    monkeypatch.setattr(repair_mod, "verify", flaky)
     mech = OptimalLP(4.0, margin=1e-3).fit(road_small)
     assert seen == [1e-3, 2e-3, 4e-3]
     assert mech.info_["margin_used"] == 4e-3
@@ -145,3 +153,17 @@ def test_bad_parameters_raise_input_error(params):
         make("lp_a", epsilon=4.0, grid=0)
     with pytest.raises(InputError):
         HighsOptions(time_limit=-1.0)
+
+
+def test_panda_anchor_lp_failure_raises_with_the_highs_status(monkeypatch):
+    from sim.mechanisms import panda
+
+    def infeasible(cost, A, lo, up, **kw):  # row sums forced to 2 and to 0 at once
+        n = A.shape[1]
+        rows = sparse.vstack([A, np.ones((2, n))])
+        return HighsLP(cost, rows, np.r_[lo, 2.0, 0.0], np.r_[up, 2.0, 0.0], **kw)
+
+    monkeypatch.setattr(panda, "HighsLP", infeasible)
+    domain = Domain.from_points(np.random.default_rng(2).uniform(0, 2000, (12, 2)), metric="l2")
+    with pytest.raises(SolverError, match="PAnDA anchor LP: HiGHS stopped with model status 'Inf"):
+        make("panda", epsilon=2.0, n_anchors=4).fit(domain)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,50 @@ def test_bad_inputs_raise_input_error(kwargs, match):
         lipschitz_envelope(args["matrix"], args["dist"], args["epsilon"], side=side)
     with pytest.raises(InputError, match="margin"):
         repair_verified(np.full((3, 2), 0.5), domain.dist_xx, 1.0, margin=0.0)
+
+
+def test_release_verified_doubles_the_margin_and_resolves_until_the_check_passes(monkeypatch):
+    domain = _points(12, seed=5)
+    eps = 4.0
+    real = repair_mod.verify
+    calls = []
+
+    def flaky(matrix, dist, epsilon, **kw):  # the first two exact checks fail (planted)
+        calls.append(1)
+        result = real(matrix, dist, epsilon, **kw)
+        return dataclasses.replace(result, passed=result.passed and len(calls) > 2)
+
+    resolved = []
+
+    def resolve(margin):
+        resolved.append(margin)
+        return _tent_matrix(domain, eps * (1 - margin))
+
+    monkeypatch.setattr(repair_mod, "verify", flaky)
+    out = repair_mod.release_verified(
+        _tent_matrix(domain, eps), domain.dist_xx, eps, margin=1e-3, resolve=resolve
+    )
+    assert resolved == [2e-3, 4e-3]
+    assert (out.margin, out.rounds) == (4e-3, 3)
+    assert out.verification.passed and real(out.matrix, domain.dist_xx, eps).passed
+
+
+def test_release_verified_keeps_a_passing_input_and_fails_closed_at_the_max_margin(monkeypatch):
+    domain = _points(10, seed=6)
+    Z = _tent_matrix(domain, 3.0)
+    kept = repair_mod.release_verified(Z, domain.dist_xx, 3.0, margin=1e-3, check_first=True)
+    assert kept.rounds == 0 and np.array_equal(kept.matrix, Z)
+    real = repair_mod.verify
+    monkeypatch.setattr(
+        repair_mod,
+        "verify",
+        lambda *a, **kw: dataclasses.replace(real(*a, **kw), passed=False),
+    )
+    with pytest.raises(PrivacyViolation, match="planted-who.*margin 0.5"):
+        repair_mod.release_verified(Z, domain.dist_xx, 3.0, margin=1e-3, who="planted-who")
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.6, float("nan"), True])
+def test_check_margin_rejects_values_outside_the_interval(margin):
+    with pytest.raises(InputError, match="margin"):
+        repair_mod.check_margin(margin)

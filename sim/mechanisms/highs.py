@@ -13,7 +13,9 @@ column and row generation, the next ``solve`` starts from the last basis), chang
 (``solve(basis=...)``), and returns a :class:`LPSolution` with primal values, row
 activities, duals and the basis. A status other than optimal raises
 :class:`~sim.errors.SolverError` carrying HiGHS's model status, unless the caller lists that
-status in ``accept`` (Benders subproblems accept ``"Infeasible"`` and read ``dual_ray``).
+status in ``accept`` (Benders subproblems accept ``"Infeasible"`` and read ``dual_ray``);
+the message starts with the model's ``name``. Every LP of the package goes through this
+class (the optimal LP, its pricing, COPT/WEM+LP, Benders, PAnDA, interp's anchor LP).
 
 Options (:class:`HighsOptions`): time limit (s), threads, algorithm (``"choose"``,
 ``"simplex"``, ``"ipm"``, ``"pdlp"``), primal/dual feasibility tolerances, presolve, and any
@@ -138,6 +140,7 @@ class HighsLP:
         col_upper=np.inf,
         sense: str = "min",
         options: HighsOptions | None = None,
+        name: str = "LP",
     ) -> None:
         if sense not in ("min", "max"):
             raise InputError(f"sense={sense!r} must be 'min' or 'max'")
@@ -147,10 +150,11 @@ class HighsLP:
         if c.shape != (n_cols,):
             raise InputError(f"c has shape {c.shape}; the matrix has {n_cols} columns")
         self.options = options or HighsOptions()
+        self.name = name
         self._h = quiet_highs()
         self._h.setOptionValue("output_flag", False)
-        for name, value in self.options.as_dict().items():
-            self._set_option(name, value)
+        for option, value in self.options.as_dict().items():
+            self._set_option(option, value)
         lp = highspy.HighsLp()
         lp.num_col_ = n_cols
         lp.num_row_ = n_rows
@@ -262,7 +266,8 @@ class HighsLP:
         text = self._h.modelStatusToString(model_status)
         if model_status != highspy.HighsModelStatus.kOptimal and text not in accept:
             raise SolverError(
-                f"HiGHS stopped with model status {text!r} (run status {run_status.name}) "
+                f"{self.name}: HiGHS stopped with model status {text!r} "
+                f"(run status {run_status.name}) "
                 f"after {seconds:.2f} s on a {self.shape[0]:,} x {self.shape[1]:,} LP"
             )
         info = self._h.getInfo()
@@ -289,11 +294,6 @@ class HighsLP:
         status = self._h.setOptionValue(name, value)
         if status != highspy.HighsStatus.kOk:
             raise InputError(f"HiGHS rejected option {name}={value!r}")
-
-
-def solve_lp(c, A, row_lower, row_upper, **kwargs) -> LPSolution:
-    """One-shot solve: ``HighsLP(c, A, row_lower, row_upper, **kwargs).solve()``."""
-    return HighsLP(c, A, row_lower, row_upper, **kwargs).solve()
 
 
 def _compressed(M) -> tuple:

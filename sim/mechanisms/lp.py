@@ -36,10 +36,14 @@ from sim.errors import InputError, SolverError
 from sim.mechanisms.base import Mechanism, check_epsilon, register
 from sim.mechanisms.highs import HighsLP, HighsOptions
 from sim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
-from sim.mechanisms.repair import SIDES, RepairResult, envelope_parents, repair_verified
-from sim.privacy.verify import PrivacyViolation
+from sim.mechanisms.repair import (
+    SIDES,
+    VerifiedRelease,
+    check_margin,
+    envelope_parents,
+    release_verified,
+)
 
-MAX_MARGIN = 0.5
 MAX_LOG_GAIN = float(np.log(1e9))
 PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible
 FEASIBILITY_TOL = 1e-9  # HiGHS's default 1e-7 left 4e-7 relative error at gains ~1e6 (docs)
@@ -379,27 +383,36 @@ def release_optimal(
     side: str = "upper",
     options: HighsOptions | None = None,
     warm: np.ndarray | None = None,
-) -> tuple[RepairResult, OptimalSolution, float]:
-    """Solve at ``eps (1 - margin)``, repair, verify at ``eps``; double the margin on failure.
+) -> tuple[VerifiedRelease, OptimalSolution]:
+    """Solve at ``eps (1 - margin)``, then :func:`~sim.mechanisms.repair.release_verified`
+    (repair, verify at ``eps``; on failure re-solve at the doubled margin, seeded with the
+    constraints that bound before).
 
-    ``pairs`` must chain (``Domain.constraint_pairs``). Returns the verified repair result,
-    the last LP solution and the margin that passed.
+    ``pairs`` must chain (``Domain.constraint_pairs``). Returns the verified release and the
+    last LP solution.
     """
     pair_dist = dist_xx[pairs[:, 0], pairs[:, 1]]
-    theta = margin
-    while True:
+    last: list[OptimalSolution] = []
+
+    def solve_at(theta: float) -> np.ndarray:
+        seed = last[-1].binding if last else warm
         raw, sol = solve_optimal(
-            weighted_cost, pairs, pair_dist, epsilon * (1 - theta), options=options, warm=warm
+            weighted_cost, pairs, pair_dist, epsilon * (1 - theta), options=options, warm=seed
         )
-        try:
-            result = repair_verified(raw, dist_xx, epsilon, margin=theta, pairs=pairs, side=side)
-        except PrivacyViolation:
-            if theta >= MAX_MARGIN:
-                raise
-            theta = min(2 * theta, MAX_MARGIN)
-            warm = sol.binding
-            continue
-        return result, sol, theta
+        last.append(sol)
+        return raw
+
+    released = release_verified(
+        solve_at(margin),
+        dist_xx,
+        epsilon,
+        margin=margin,
+        pairs=pairs,
+        side=side,
+        resolve=solve_at,
+        who="optimal LP",
+    )
+    return released, last[-1]
 
 
 @register("lp")
@@ -430,13 +443,9 @@ class OptimalLP(Mechanism):
         threads: int | None = None,
     ) -> None:
         super().__init__(epsilon)
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)):
-            raise InputError(f"margin={margin!r} must be a number in (0, {MAX_MARGIN}]")
-        if not (0 < margin <= MAX_MARGIN):
-            raise InputError(f"margin={margin!r} must be in (0, {MAX_MARGIN}]")
         if side not in SIDES:
             raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
-        self.margin = float(margin)
+        self.margin = check_margin(margin)
         self.side = side
         self.time_limit = time_limit
         self.threads = threads
@@ -448,7 +457,7 @@ class OptimalLP(Mechanism):
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         warm = getattr(self, "warm_start_", None)  # set by lp_path
         weighted = domain.prior[:, None] * domain.dist_xy
-        result, sol, theta = release_optimal(
+        released, sol = release_optimal(
             weighted,
             domain.dist_xx,
             domain.constraint_pairs,
@@ -462,8 +471,8 @@ class OptimalLP(Mechanism):
         info = {
             "solver_status": sol.status,
             "lp_objective_km": sol.objective,
-            "lp_epsilon": self.epsilon * (1 - theta),
-            "margin_used": theta,
+            "lp_epsilon": self.epsilon * (1 - released.margin),
+            "margin_used": released.margin,
             "iterations": sol.iterations,
             "rounds": sol.rounds,
             "solve_seconds": sol.seconds,
@@ -472,10 +481,10 @@ class OptimalLP(Mechanism):
             "generated_constraints": sol.generated,
             "outputs_in_model": sol.outputs,
             "pricing_solves": sol.priced,
-            "repair_max_change": result.max_change,
-            "verified_smallest_epsilon": result.verification.smallest_epsilon,
+            "repair_max_change": released.max_change,
+            "verified_smallest_epsilon": released.verification.smallest_epsilon,
         }
-        return result.matrix, info
+        return released.matrix, info
 
 
 def lp_path(domain, epsilons, **params) -> list[OptimalLP]:

@@ -80,7 +80,7 @@ class CoarseLP(OptimalLP):
         cost = np.zeros((n_cells, len(outputs)))
         np.add.at(cost, cell_of, weighted)
         pairs = implied_free_pairs(D)
-        result, sol, theta = release_optimal(
+        released, sol = release_optimal(
             cost,
             D,
             pairs,
@@ -90,13 +90,13 @@ class CoarseLP(OptimalLP):
             options=self._options(),
         )
         matrix = np.zeros((domain.n_x, domain.n_y))
-        matrix[:, outputs] = result.matrix[cell_of]
+        matrix[:, outputs] = released.matrix[cell_of]
         info = {
             "solver_status": sol.status,
             "coarse_cells": n_cells,
             "coarse_outputs": len(outputs),
-            "lp_epsilon": self.epsilon * (1 - theta),
-            "margin_used": theta,
+            "lp_epsilon": self.epsilon * (1 - released.margin),
+            "margin_used": released.margin,
             "iterations": sol.iterations,
             "solve_seconds": sol.seconds,
             "lp_rows": 2 * len(pairs) * len(outputs) + n_cells,

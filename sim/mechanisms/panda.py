@@ -28,11 +28,11 @@ from typing import ClassVar
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import linprog
 
-from sim.errors import InputError, SolverError
+from sim.errors import InputError
 from sim.mechanisms.base import Mechanism, check_positive_int, register
 from sim.mechanisms.em import exponential_matrix
+from sim.mechanisms.highs import HighsLP
 from sim.mechanisms.lp import MAX_LOG_GAIN
 
 _ANCHOR_SET_MASS = 0.99
@@ -67,21 +67,17 @@ def anchor_lp(cost: np.ndarray, dist_aa: np.ndarray, pairs: np.ndarray, epsilon:
     col_b = (b[:, None] * k + np.arange(k)[None, :]).ravel()
     cols = np.column_stack([col_a, col_b]).ravel()
     vals = np.column_stack([np.ones(n_rows), -np.repeat(factor, k)]).ravel()
-    A_ub = sparse.csr_matrix((vals, (rows, cols)), shape=(n_rows, m * k))
-    A_eq = sparse.kron(sparse.eye(m), np.ones((1, k)), format="csr")
-    res = linprog(
+    A_mdp = sparse.csr_array((vals, (rows, cols)), shape=(n_rows, m * k))
+    A_sum = sparse.kron(sparse.eye(m), np.ones((1, k)), format="csr")
+    res = HighsLP(
         cost.ravel(),
-        A_ub=A_ub,
-        b_ub=np.zeros(n_rows),
-        A_eq=A_eq,
-        b_eq=np.ones(m),
-        bounds=(0, None),
-        method="highs",
-    )
-    if res.status != 0:
-        raise SolverError(f"PAnDA anchor LP: HiGHS status {res.status}: {res.message}")
+        sparse.vstack([A_mdp, A_sum]),
+        np.concatenate([np.full(n_rows, -np.inf), np.ones(m)]),
+        np.concatenate([np.zeros(n_rows), np.ones(m)]),
+        name="PAnDA anchor LP",
+    ).solve()
     W = np.maximum(res.x.reshape(m, k), 0.0)
-    return W / W.sum(axis=1, keepdims=True), float(res.fun)
+    return W / W.sum(axis=1, keepdims=True), res.objective
 
 
 @register("panda")

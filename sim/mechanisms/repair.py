@@ -28,11 +28,15 @@ The repair (derivation in docs/lp.md):
 
 Callers verify the result exactly (``sim.privacy.verify``) before releasing it;
 :func:`repair_verified` does both and raises :class:`PrivacyViolation` on failure.
+:func:`release_verified` is THE release loop of every LP-based mechanism (optimal LP, LP-A,
+COPT, DistA-LP): repair at ``eps (1 - margin)``, verify at ``eps``, double the margin up to
+``MAX_MARGIN`` on failure (re-solving the LP at the new margin if the caller can).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +47,7 @@ from sim.errors import InputError
 from sim.privacy.verify import PrivacyViolation, VerifyResult, verify
 
 SIDES = ("upper", "lower")
+MAX_MARGIN = 0.5  # eps_env = eps / 2: the repair is eps-mDP for any input (module docstring)
 _COLUMN_CHUNK = 256
 _NEG_TOL = 1e-6  # solver round-off below 0 that is read as 0
 
@@ -142,8 +147,8 @@ def repair_verified(
     exact check (with ``pairs`` if given, which must chain) fails. ``margin`` in (0, 0.5];
     at 0.5 the bound holds for any input.
     """
-    if not (0 < margin <= 0.5):
-        raise InputError(f"margin={margin!r} must be in (0, 0.5]")
+    if not (0 < margin <= MAX_MARGIN):
+        raise InputError(f"margin={margin!r} must be in (0, {MAX_MARGIN}]")
     result = repair(matrix, dist, epsilon * (1 - margin), pairs=pairs, side=side)
     check = verify(result.matrix, dist, epsilon, pairs=pairs)
     if not check.passed:
@@ -152,6 +157,103 @@ def repair_verified(
             f"{result.certified_epsilon:.9g}/km)"
         )
     return RepairResult(**{**result.__dict__, "verification": check})
+
+
+def check_margin(margin, *, low_open: bool = True) -> float:
+    """A release margin as a float, in ``(0, MAX_MARGIN]`` (``[0, ...]`` if not ``low_open``)."""
+    interval = f"{'(' if low_open else '['}0, {MAX_MARGIN}]"
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)):
+        raise InputError(f"margin={margin!r} must be a number in {interval}")
+    above_zero = margin > 0 if low_open else margin >= 0
+    if not (math.isfinite(margin) and above_zero and margin <= MAX_MARGIN):
+        raise InputError(f"margin={margin!r} must be in {interval}")
+    return float(margin)
+
+
+@dataclass(frozen=True)
+class VerifiedRelease:
+    """A matrix that passed the exact verifier, and how it got there.
+
+    ``matrix`` (rows sum to 1 unless released unrepaired), ``margin`` (the last one tried),
+    ``rounds`` (envelope repairs run; 0: released as given), ``first`` (the check of the
+    input, if ``check_first``), ``verification`` (the check that passed), ``max_lifted_mass``
+    (largest envelope row sum minus 1 over the rounds) and ``max_change`` (largest absolute
+    change of an entry in the last round).
+    """
+
+    matrix: np.ndarray
+    margin: float
+    rounds: int
+    first: VerifyResult | None
+    verification: VerifyResult
+    max_lifted_mass: float
+    max_change: float
+
+    @property
+    def info(self) -> dict:
+        """The repair's ``info_`` entries."""
+        first = self.first or self.verification
+        return {
+            "pre_repair_epsilon": first.smallest_epsilon,
+            "pre_repair_violation_ratio": first.violation_ratio,
+            "repair_rounds": self.rounds,
+            "repair_margin": self.margin,
+            "repair_max_lifted_mass": self.max_lifted_mass,
+        }
+
+
+def release_verified(
+    matrix,
+    dist,
+    epsilon: float,
+    *,
+    margin: float,
+    pairs=None,
+    side: str = "upper",
+    resolve: Callable[[float], np.ndarray] | None = None,
+    rounds_per_margin: int = 1,
+    check_first: bool = False,
+    who: str = "release",
+) -> VerifiedRelease:
+    """The one verified-release loop: a matrix that passes ``verify`` at ``epsilon``, or raise.
+
+    With ``check_first`` the input is released as it is if it already verifies. Otherwise
+    each round repairs the current matrix at ``eps_env = epsilon (1 - margin)`` (envelope on
+    ``pairs``, which must chain; ``None``: all pairs) and verifies the result exactly at
+    ``epsilon``. After ``rounds_per_margin`` failed rounds the margin doubles (from at least
+    1e-3, up to ``MAX_MARGIN``); ``resolve(margin)``, if given, then supplies a new input
+    (the LP re-solved at ``epsilon (1 - margin)``), else the rounds continue from the last
+    repair. At ``MAX_MARGIN`` one repair is eps-mDP for ANY input (module docstring), so
+    :class:`PrivacyViolation` (naming ``who``) is raised only if the verifier disagrees with
+    that proof: nothing unverified is ever returned.
+    """
+    theta = check_margin(margin, low_open=False)
+    if not (isinstance(rounds_per_margin, int) and rounds_per_margin >= 1):
+        raise InputError(f"rounds_per_margin={rounds_per_margin!r} must be an integer >= 1")
+    current = _as_matrix(matrix)
+    first = verify(current, dist, epsilon, pairs=pairs) if check_first else None
+    if first is not None and first.passed:
+        return VerifiedRelease(current, theta, 0, first, first, 0.0, 0.0)
+    rounds, lifted = 0, 0.0
+    while True:
+        for _ in range(rounds_per_margin):
+            result = repair(current, dist, epsilon * (1 - theta), pairs=pairs, side=side)
+            check = verify(result.matrix, dist, epsilon, pairs=pairs)
+            rounds += 1
+            lifted = max(lifted, result.row_sum_max - 1.0)
+            if check.passed:
+                return VerifiedRelease(
+                    result.matrix, theta, rounds, first, check, lifted, result.max_change
+                )
+            current = result.matrix
+        if theta >= MAX_MARGIN:
+            raise PrivacyViolation(
+                f"{who}: no exactly verified matrix after {rounds} repairs up to margin "
+                f"{MAX_MARGIN}: {check} (certified bound {result.certified_epsilon:.9g}/km)"
+            )
+        theta = min(max(2 * theta, 1e-3), MAX_MARGIN)
+        if resolve is not None:
+            current = _as_matrix(resolve(theta))
 
 
 def envelope_parents(matrix, a, b, weight) -> tuple[np.ndarray, np.ndarray]:

@@ -34,14 +34,13 @@ import math
 import time
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
-from sim.errors import InputError, SolverError
-from sim.mechanisms.highs import quiet_highs
-from sim.mechanisms.repair import lipschitz_envelope
+from sim.errors import InputError
+from sim.mechanisms.highs import HighsLP, HighsOptions
+from sim.mechanisms.repair import MAX_MARGIN, release_verified
 
 # Relative slack (log space) when checking WEM-WEM pairs in the block's own distances.
 _WEM_RTOL = 1e-12
@@ -105,11 +104,6 @@ class BlockLP:
     def objective(self, z: np.ndarray, w: np.ndarray) -> float:
         """Block cost ``cost_z . z + alpha . w``."""
         return float(self.cost_z @ z + self.alpha @ w)
-
-
-def wem_factors(dist_xy: np.ndarray, epsilon: float) -> np.ndarray:
-    """``exp(-eps d / 2)`` for distances in km and eps in 1/km."""
-    return np.exp(-0.5 * epsilon * dist_xy)
 
 
 def em_log_normaliser(dist_xy: np.ndarray, epsilon: float) -> np.ndarray:
@@ -347,16 +341,15 @@ def solve_direct(
     cost = np.concatenate([sum(b.alpha for b in blocks)] + [b.cost_z for b in blocks])
     w_upper = np.min([b.w_upper for b in blocks], axis=0)
     upper = np.concatenate([w_upper, np.full(sum(sizes), np.inf)])
-    res = solve_lp(
+    res = HighsLP(
         cost,
         A,
         np.concatenate([b.h_lo for b in blocks]),
         np.concatenate([b.h_up for b in blocks]),
-        col_lower=np.zeros(len(cost)),
         col_upper=upper,
-        time_limit_s=time_limit_s,
-        what="WEM+LP (direct)",
-    )
+        options=wem_options(time_limit_s=time_limit_s),
+        name="WEM+LP (direct)",
+    ).solve()
     x = res.x
     w = x[:K]
     offsets = np.cumsum([K] + sizes)
@@ -373,94 +366,24 @@ def solve_direct(
 def check_budget_margin(margin: float) -> float:
     """The LP is solved at ``eps * (1 - margin)``; margin in [0, 0.5)."""
     if isinstance(margin, bool) or not isinstance(margin, (int, float)):
-        raise InputError(f"margin={margin!r} must be a number in [0, 0.5)")
-    if not (math.isfinite(margin) and 0 <= margin < 0.5):
-        raise InputError(f"margin={margin!r} must be in [0, 0.5)")
+        raise InputError(f"margin={margin!r} must be a number in [0, {MAX_MARGIN})")
+    if not (math.isfinite(margin) and 0 <= margin < MAX_MARGIN):
+        raise InputError(f"margin={margin!r} must be in [0, {MAX_MARGIN})")
     return float(margin)
 
 
-@dataclass(frozen=True)
-class LPResult:
-    """Primal values, row duals, objective and HiGHS status string of one LP solve."""
+def wem_options(*, time_limit_s: float | None = None) -> HighsOptions:
+    """HiGHS settings of the WEM+LP models (direct and Benders): tolerances 1e-9.
 
-    x: np.ndarray
-    row_dual: np.ndarray
-    objective: float
-    status: str
-
-
-def solve_lp(
-    cost: np.ndarray,
-    A: sparse.spmatrix,
-    row_lower: np.ndarray,
-    row_upper: np.ndarray,
-    *,
-    col_lower: np.ndarray,
-    col_upper: np.ndarray,
-    time_limit_s: float | None = None,
-    what: str = "LP",
-) -> LPResult:
-    """``min cost.x`` s.t. ``row_lower <= A x <= row_upper``, column bounds; HiGHS simplex.
-
-    Raises ``SolverError`` with HiGHS's status unless the model status is optimal.
-    """
-    h = new_highs(time_limit_s=time_limit_s)
-    h.passModel(to_highs_lp(cost, A, row_lower, row_upper, col_lower, col_upper))
-    h.run()
-    status = require_optimal(h, what)
-    sol = h.getSolution()
-    return LPResult(
-        x=np.asarray(sol.col_value),
-        row_dual=np.asarray(sol.row_dual),
-        objective=float(h.getInfo().objective_function_value),
-        status=status,
-    )
-
-
-def new_highs(*, time_limit_s: float | None = None) -> highspy.Highs:
-    """A quiet HiGHS instance with tight feasibility tolerances.
-
-    It does not set ``threads``: HiGHS's thread pool is process-global, and an instance asking
+    ``threads`` stays unset: HiGHS's thread pool is process-global, and an instance asking
     for a different count than the pool was started with fails to run (status "Not Set"),
     e.g. COPT after the optimal LP in one process.
     """
-    h = quiet_highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    if time_limit_s is not None:
-        h.setOptionValue("time_limit", float(time_limit_s))
-    return h
-
-
-def to_highs_lp(cost, A, row_lower, row_upper, col_lower, col_upper) -> highspy.HighsLp:
-    """A ``HighsLp`` in column-wise form."""
-    csc = sparse.csc_matrix(A)
-    lp = highspy.HighsLp()
-    lp.num_col_ = csc.shape[1]
-    lp.num_row_ = csc.shape[0]
-    lp.col_cost_ = np.asarray(cost, dtype=float)
-    lp.col_lower_ = np.asarray(col_lower, dtype=float)
-    lp.col_upper_ = np.asarray(col_upper, dtype=float)
-    lp.row_lower_ = np.asarray(row_lower, dtype=float)
-    lp.row_upper_ = np.asarray(row_upper, dtype=float)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = csc.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = csc.indices.astype(np.int32)
-    lp.a_matrix_.value_ = csc.data.astype(float)
-    return lp
-
-
-def require_optimal(h: highspy.Highs, what: str) -> str:
-    """HiGHS's model status string; ``SolverError`` unless it is optimal."""
-    status = h.getModelStatus()
-    text = h.modelStatusToString(status)
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"{what}: HiGHS did not reach an optimum (status: {text})")
-    return text
-
-
-MAX_LIFT_MARGIN = 0.5
+    return HighsOptions(
+        time_limit=time_limit_s,
+        primal_feasibility_tolerance=1e-9,
+        dual_feasibility_tolerance=1e-9,
+    )
 
 
 def released_matrix(
@@ -473,41 +396,23 @@ def released_matrix(
     who: str,
     max_rounds: int = 5,
 ) -> tuple[np.ndarray, dict]:
-    """Make an LP matrix exactly ``epsilon``-mDP under ``dist`` and verify it (fail closed).
+    """A WEM+LP matrix made exactly ``epsilon``-mDP under ``dist`` and verified (fail closed).
 
-    The LP ran at ``eps' = epsilon * (1 - margin)``; its entries carry absolute solver error
-    (~1e-9), which is large *relative* to tiny entries. Each round lifts every column to its
-    smallest log-``eps'``-Lipschitz majorant (``Z[i,k] <- max_j Z[j,k] exp(-eps' d_ij)``,
-    computed by :func:`~sim.mechanisms.repair.lipschitz_envelope` on the chaining ``pairs``)
-    and renormalises the rows. A lifted column is exactly ``eps'``-mDP; renormalising
-    multiplies a ratio by ``s_j / s_i``, which the margin absorbs once the lift is tiny.
-    Rounds repeat until the exact verifier passes at ``epsilon``. If ``max_rounds`` rounds do
-    not suffice, the lift margin doubles (up to 1/2) and rounds continue: at margin 1/2 one
-    lift is exactly ``eps/2``-mDP per column and so are the row sums (a sum of such columns),
-    so renormalising keeps every ratio within ``e^{eps d / 2} e^{eps d / 2}``: the loop always
-    ends with a verified matrix. ``PrivacyViolation`` is raised only if even that fails.
+    The LP ran at ``eps' = epsilon * (1 - margin)``. Rows are normalised, released as they
+    are if they verify, else repaired by :func:`~sim.mechanisms.repair.release_verified`
+    (``max_rounds`` envelope rounds per margin on the chaining ``pairs``, then the margin
+    doubles). Returns the matrix and its ``info_`` entries.
     """
-    from sim.privacy.verify import PrivacyViolation, verify
-
     Z = np.maximum(np.asarray(Z, dtype=float), 0.0)
     Z = Z / Z.sum(axis=1, keepdims=True)
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    first = verify(Z, dist, epsilon, pairs=pairs)
-    result, rounds, lifted_mass, used_margin = first, 0, 0.0, margin
-    while not result.passed:
-        if rounds and rounds % max_rounds == 0:
-            if used_margin >= MAX_LIFT_MARGIN:
-                raise PrivacyViolation(f"{who}: no exact mDP matrix after {rounds} lifts: {result}")
-            used_margin = min(2.0 * used_margin, MAX_LIFT_MARGIN)
-        lifted = lipschitz_envelope(Z, dist, epsilon * (1.0 - used_margin), pairs=pairs)
-        lifted_mass = max(lifted_mass, float(np.max(lifted.sum(axis=1) - 1.0)))
-        Z = lifted / lifted.sum(axis=1, keepdims=True)
-        result = verify(Z, dist, epsilon, pairs=pairs)
-        rounds += 1
-    return Z, {
-        "pre_repair_epsilon": first.smallest_epsilon,
-        "pre_repair_violation_ratio": first.violation_ratio,
-        "repair_rounds": rounds,
-        "repair_margin": used_margin,
-        "repair_max_lifted_mass": lifted_mass,
-    }
+    released = release_verified(
+        Z,
+        dist,
+        epsilon,
+        margin=margin,
+        pairs=np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
+        rounds_per_margin=max_rounds,
+        check_first=True,
+        who=who,
+    )
+    return released.matrix, released.info

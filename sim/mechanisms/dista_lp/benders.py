@@ -21,20 +21,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
 from scipy import sparse
 
 from sim.errors import InputError, SolverError
 from sim.mechanisms.base import check_positive_int
-from sim.mechanisms.wem_lp import BlockLP, new_highs, require_optimal, to_highs_lp
+from sim.mechanisms.highs import HighsLP
+from sim.mechanisms.wem_lp import BlockLP, wem_options
 
 # Phase-1 slack below this counts as feasible (HiGHS's primal tolerance is 1e-9).
 _FEAS_TOL = 1e-8
-_INFEASIBLE = (
-    highspy.HighsModelStatus.kInfeasible,
-    highspy.HighsModelStatus.kUnboundedOrInfeasible,
-)
+_INFEASIBLE = ("Infeasible", "Primal infeasible or unbounded")  # HiGHS model status texts
 
 
 @dataclass(frozen=True)
@@ -83,31 +80,23 @@ class _Subproblem:
         self.user = user
         self.block = block
         self.n_rows = block.A.shape[0]
-        self.rows = np.arange(self.n_rows, dtype=np.int32)
         self.G_T = block.G.T.tocsr()
-        self.h = new_highs()
-        self.h.passModel(
-            to_highs_lp(
-                block.cost_z, block.A, block.h_lo, block.h_up,
-                np.zeros(block.n_z), np.full(block.n_z, np.inf),
-            )
+        self.h = HighsLP(
+            block.cost_z, block.A, block.h_lo, block.h_up,
+            options=wem_options(), name=f"Benders subproblem of user {user}",
         )  # fmt: skip
-        self.phase1: highspy.Highs | None = None
+        self.phase1: HighsLP | None = None
 
     def solve(self, w: np.ndarray) -> tuple[Cut, np.ndarray | None, float]:
         """A cut at ``w``, the block's ``z`` (``None`` if infeasible) and its cost."""
         shift = self.block.G @ w
         lo, up = self.block.h_lo + shift, self.block.h_up + shift
-        self.h.changeRowsBounds(self.n_rows, self.rows, lo, up)
-        self.h.run()
-        status = self.h.getModelStatus()
-        if status in _INFEASIBLE:
+        self.h.set_row_bounds(lo, up)
+        sol = self.h.solve(accept=_INFEASIBLE)
+        if sol.status in _INFEASIBLE:
             return self._feasibility_cut(lo, up), None, np.inf
-        require_optimal(self.h, f"Benders subproblem of user {self.user}")
-        sol = self.h.getSolution()
-        y = np.asarray(sol.row_dual)
-        z = np.asarray(sol.col_value)
-        cut = self._cut(y, optimality=True)
+        z = sol.x
+        cut = self._cut(sol.row_dual, optimality=True)
         return cut, z, float(self.block.cost_z @ z)
 
     def _cut(self, y: np.ndarray, *, optimality: bool) -> Cut:
@@ -123,22 +112,19 @@ class _Subproblem:
             eye = sparse.identity(m, format="csr")
             A = sparse.hstack([b.A, eye, -eye], format="csr")
             cost = np.concatenate([np.zeros(b.n_z), np.ones(2 * m)])
-            n_col = b.n_z + 2 * m
-            self.phase1 = new_highs()
-            self.phase1.passModel(
-                to_highs_lp(cost, A, lo, up, np.zeros(n_col), np.full(n_col, np.inf))
+            self.phase1 = HighsLP(
+                cost, A, lo, up, options=wem_options(), name=f"Benders phase-1 of user {self.user}"
             )
         else:
-            self.phase1.changeRowsBounds(self.n_rows, self.rows, lo, up)
-        self.phase1.run()
-        require_optimal(self.phase1, f"Benders phase-1 of user {self.user}")
-        value = float(self.phase1.getInfo().objective_function_value)
+            self.phase1.set_row_bounds(lo, up)
+        sol = self.phase1.solve()
+        value = sol.objective
         if value <= _FEAS_TOL:
             raise SolverError(
                 f"Benders subproblem of user {self.user}: HiGHS reported infeasible but the "
                 f"phase-1 slack is only {value:.3g}"
             )
-        return self._cut(np.asarray(self.phase1.getSolution().row_dual), optimality=False)
+        return self._cut(sol.row_dual, optimality=False)
 
 
 class _Master:
@@ -156,40 +142,30 @@ class _Master:
         rows = sparse.hstack([rows, sparse.csr_matrix((rows.shape[0], n_users))], format="csr")
         lo = np.concatenate([b.w_lo for b in blocks])
         up = np.concatenate([b.w_up for b in blocks])
-        self.h = new_highs()
-        self.h.passModel(to_highs_lp(cost, rows, lo, up, lower, upper))
+        self.h = HighsLP(
+            cost, rows, lo, up, col_lower=lower, col_upper=upper,
+            options=wem_options(), name="Benders master",
+        )  # fmt: skip
         self.alpha = alpha
 
     def add(self, cuts: list[Cut]) -> None:
-        lo, up, starts, index, value = [], [], [], [], []
-        nnz = 0
-        for cut in cuts:
-            cols = np.flatnonzero(cut.coeff)
-            vals = cut.coeff[cols]
-            if cut.optimality:  # v_m - coeff . w >= const
-                cols = np.append(cols, self.K + cut.user)
-                vals = np.append(-vals, 1.0)
-                lo.append(cut.const)
-                up.append(np.inf)
-            else:  # coeff . w <= -const
-                lo.append(-np.inf)
-                up.append(-cut.const)
-            starts.append(nnz)
-            index.append(cols)
-            value.append(vals)
-            nnz += len(cols)
-        self.h.addRows(
-            len(cuts), np.array(lo), np.array(up), nnz,
-            np.array(starts, dtype=np.int32),
-            np.concatenate(index).astype(np.int32),
-            np.concatenate(value).astype(float),
-        )  # fmt: skip
+        """One row per cut: ``v_m - coeff . w >= const`` or ``coeff . w <= -const``."""
+        n_cols = self.h.shape[1]
+        rows = np.zeros((len(cuts), n_cols))
+        lo, up = np.full(len(cuts), -np.inf), np.full(len(cuts), np.inf)
+        for r, cut in enumerate(cuts):
+            if cut.optimality:
+                rows[r, : self.K] = -cut.coeff
+                rows[r, self.K + cut.user] = 1.0
+                lo[r] = cut.const
+            else:
+                rows[r, : self.K] = cut.coeff
+                up[r] = -cut.const
+        self.h.add_rows(lo, up, sparse.csr_array(rows))
 
     def solve(self) -> tuple[np.ndarray, float]:
-        self.h.run()
-        require_optimal(self.h, "Benders master")
-        x = np.asarray(self.h.getSolution().col_value)
-        return np.maximum(x[: self.K], 0.0), float(self.h.getInfo().objective_function_value)
+        sol = self.h.solve()
+        return np.maximum(sol.x[: self.K], 0.0), sol.objective
 
 
 def solve_benders(

@@ -387,24 +387,15 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
 
 
 def _repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarray:
-    """The smallest-margin envelope repair that passes the exact verifier on ``dx``.
-
-    The margin doubles from 1e-3; at 1/2 the repair is eps-mDP by construction
-    (sim/mechanisms/repair.py), so this fails only if the verifier disagrees with the proof.
-    """
-    from sim.mechanisms.repair import repair_verified
+    """The smallest-margin envelope repair that passes the exact verifier on ``dx``
+    (:func:`~sim.mechanisms.repair.release_verified`, margin doubling from 1e-3)."""
+    from sim.mechanisms.repair import release_verified
     from sim.privacy.verify import PrivacyViolation
 
-    margin = 1e-3
-    while True:
-        try:
-            return repair_verified(block, dx, epsilon_pt, margin=margin).matrix
-        except PrivacyViolation as exc:
-            if margin >= 0.5:
-                raise PrivacyBudgetError(
-                    f"repaired block still fails the verifier: {exc}"
-                ) from None
-            margin = min(2 * margin, 0.5)
+    try:
+        return release_verified(block, dx, epsilon_pt, margin=1e-3, who="DistA-LP block").matrix
+    except PrivacyViolation as exc:
+        raise PrivacyBudgetError(f"repaired block still fails the verifier: {exc}") from None
 
 
 def report(state: UserState, block: np.ndarray, rng: np.random.Generator) -> int:
