@@ -65,7 +65,7 @@ def test_envelope_is_exactly_mdp_and_on_the_right_side(side):
     domain = _points(30, seed=5)
     Z = np.random.default_rng(6).uniform(0.0, 1.0, (30, 12)) ** 4
     U = lipschitz_envelope(Z, domain.dist_xx, 2.0, side=side)
-    assert verify(U, domain.dist_xx, 2.0).passed
+    assert verify(U, domain.dist_xx, 2.0, stochastic=False).passed  # rows not normalised
     assert np.all(U >= Z * (1 - 1e-12)) if side == "upper" else np.all(U <= Z * (1 + 1e-12))
 
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import sparse
 
 from sim.errors import InputError
 from sim.mechanisms.base import Mechanism
@@ -103,6 +104,7 @@ def test_chunked_sweep_equals_one_block_and_brute_force():
     dist = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1))
     Z = rng.dirichlet(np.ones(11), size=37)
     Z[5, 3] = 0.0
+    Z[5] /= Z[5].sum()
     Z[9, :] = Z[8, :]
     whole = verify(Z, dist, 2.0, chunk_rows=1000)
     for rows in (1, 4, 13):
@@ -165,6 +167,81 @@ def test_bad_arguments_raise_input_error(kwargs):
 def test_bad_matrix_or_distances_raise_input_error(Z, dist):
     with pytest.raises(InputError):
         verify(Z, dist, 1.0)
+
+
+@pytest.mark.parametrize(
+    "Z, match",
+    [
+        (np.array([[1.0, 1.0], [1.0, 1.0]]), "row 0 sums to 2"),  # ratios all 1: would pass
+        (np.zeros((2, 2)), "row 0 sums to 0"),
+        (np.array([[0.5, 0.5], [0.5, 0.5 + 2e-9]]), "row 1 sums to"),
+        (np.array([[0.5, 0.5], [0.25, 0.25]]), "row 1 sums to 0.5"),
+    ],
+)
+def test_rows_that_are_not_distributions_are_refused(Z, match):
+    with pytest.raises(InputError, match=match):
+        verify(Z, _line(2), 100.0)
+
+
+def test_ratio_only_check_of_a_matrix_that_is_not_a_mechanism():
+    Z = np.array([[2.0, 1.0], [1.0, 1.0]])  # rows sum to 3 and 2
+    dist = _line(2, 1.0)
+    r = verify(Z, dist, 1.0, stochastic=False)
+    assert r.passed and r.smallest_epsilon == pytest.approx(math.log(2.0), rel=1e-12)
+    assert not verify(Z, dist, 0.5, stochastic=False).passed
+    with pytest.raises(InputError, match="stochastic"):
+        verify(Z, dist, 1.0, stochastic=1)
+
+
+def test_row_sums_within_the_stated_tolerance_are_accepted():
+    Z = np.array([[0.5, 0.5 + 0.9e-9], [0.5, 0.5 - 0.9e-9]])
+    assert verify(Z, _line(2, 1.0), 1.0).passed
+
+
+@pytest.mark.parametrize(
+    "Z, match",
+    [
+        (sparse.csr_array(np.full((2, 2), 0.5)), "sparse.*toarray"),
+        (sparse.csr_matrix(np.full((2, 2), 0.5)), "sparse.*toarray"),
+        ([[0.5, 0.5], [1.0]], "rectangular"),
+        ([["0.5", "0.5"], ["0.5", "0.5"]], "real numbers"),
+        ([[0.5, None], [0.5, 0.5]], "real numbers"),
+        (np.full((2, 2), 0.5 + 0j), "real numbers"),
+        (np.array([[0.5, np.inf], [0.5, 0.5]]), "finite"),
+        (np.full(2, 0.5), "N x K"),
+    ],
+)
+def test_malformed_matrices_raise_input_error_not_numpy_errors(Z, match):
+    with pytest.raises(InputError, match=match):
+        verify(Z, _line(2), 1.0)
+
+
+@pytest.mark.parametrize(
+    "dist, match",
+    [
+        (sparse.csr_array(_line(2)), "sparse"),
+        ([[0.0, 0.1], [0.1]], "rectangular"),
+        ([["0", "0.1"], ["0.1", "0"]], "real numbers"),
+        (np.array([[0.0, np.nan], [0.1, 0.0]]), "finite"),
+        (np.array([[0.0, np.inf], [0.1, 0.0]]), "finite"),
+        (_line(3), "2 x 2"),
+        (np.zeros(4), "2 x 2"),
+    ],
+)
+def test_malformed_distances_raise_input_error(dist, match):
+    with pytest.raises(InputError, match=match):
+        verify(np.full((2, 2), 0.5), dist, 1.0)
+
+
+@pytest.mark.parametrize("pairs", [[[0, 1], [1]], sparse.csr_array(np.array([[0, 1]]))])
+def test_malformed_pairs_raise_input_error(pairs):
+    with pytest.raises(InputError, match="pairs"):
+        verify(np.full((2, 2), 0.5), _line(2), 1.0, pairs=pairs)
+
+
+def test_non_numeric_rtol_raises_input_error():
+    with pytest.raises(InputError, match="rtol"):
+        verify(np.full((2, 2), 0.5), _line(2), 1.0, rtol="1e-9")
 
 
 def _brute_force(Z: np.ndarray, dist: np.ndarray, eps: float) -> tuple[float, int]:

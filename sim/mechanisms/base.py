@@ -38,10 +38,9 @@ from typing import ClassVar, Self
 import numpy as np
 
 from sim.errors import InputError
-from sim.privacy.verify import PrivacyViolation, verify
+from sim.privacy.verify import ROW_SUM_TOL, PrivacyViolation, verify
 from sim.sampling import sample_rows
 
-ROW_SUM_TOL = 1e-9
 SELF_CHECK_RTOL = 1e-9
 _REGISTRY: dict[str, type[Mechanism]] = {}
 

@@ -1,5 +1,12 @@
 """The exact mDP verifier (SPEC §1): trust only a matrix and the true distances.
 
+``Z`` must be a mechanism: a dense, finite, non-negative N x K array whose every row sums to 1
+within ``ROW_SUM_TOL = 1e-9`` (absolute, per row; the tolerance ``Mechanism.fit`` also applies).
+Anything else (a row summing to 2, an all-zero matrix, a scipy sparse matrix, a ragged list,
+strings, NaN/inf/negative entries, distances of the wrong shape) is refused with
+:class:`~sim.errors.InputError` before any ratio is looked at: the ratio test alone would pass
+such a matrix, since scaling every row by the same factor changes no ratio.
+
 ``Z`` is eps-mDP iff ``Z[i,k] <= exp(eps d(i,j)) Z[j,k]`` for all ordered pairs i != j and
 all outputs k. The check runs in log space: a constraint is broken when
 ``log Z[i,k] - log Z[j,k] > eps * d(i,j) * (1 + rtol)`` (a *relative* tolerance, never an
@@ -18,10 +25,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from sim.errors import InputError
 
 DEFAULT_RTOL = 1e-9
+ROW_SUM_TOL = 1e-9  # |sum_k Z[i,k] - 1| allowed per row
 # log(0) is replaced by this finite sentinel: 0/0 gives 0 (never a violation), x/0 gives
 # ~1e300 (read back as an infinite loss) and no NaN reaches the fast max/min reductions.
 # Real log-probabilities of float64 lie in [-745, 0], far from both.
@@ -79,13 +88,15 @@ def verify(
     pairs=None,
     rtol: float = DEFAULT_RTOL,
     chunk_rows: int = 256,
+    stochastic: bool = True,
 ) -> VerifyResult:
     """Check ``matrix`` (N x K) against the true distances ``dist`` (N x N, km) at ``epsilon``.
 
     Parameters
     ----------
     matrix
-        Non-negative finite N x K matrix, ``Z[i,k] = Pr[y_k | x_i]``.
+        Dense non-negative finite N x K matrix, ``Z[i,k] = Pr[y_k | x_i]``, each row summing
+        to 1 within ``ROW_SUM_TOL`` (1e-9); otherwise :class:`InputError`.
     dist
         Non-negative finite N x N distances in km (the TRUE metric).
     epsilon
@@ -96,11 +107,17 @@ def verify(
         Relative tolerance on ``eps * d`` (default 1e-9).
     chunk_rows
         Rows of the matrix whose logarithms are held at once in the full check.
+    stochastic
+        ``False`` skips the row-sum check and tests only the ratio condition, for non-negative
+        matrices that are not mechanisms (e.g. an un-normalised Lipschitz envelope); never for
+        a released matrix.
     """
-    Z = _as_matrix(matrix)
+    if not isinstance(stochastic, bool):
+        raise InputError(f"stochastic={stochastic!r} must be True or False")
+    Z = _as_matrix(matrix, stochastic=stochastic)
     D = _as_dist(dist, len(Z))
     eps = _as_positive(epsilon, "epsilon")
-    if not (math.isfinite(rtol) and 0 <= rtol < 1):
+    if not (_is_number(rtol) and math.isfinite(rtol) and 0 <= rtol < 1):
         raise InputError(f"rtol={rtol!r} must be in [0, 1)")
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)):
         raise InputError(f"chunk_rows={chunk_rows!r} must be a positive integer")
@@ -240,17 +257,24 @@ def _logs(rows: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------- validation
-def _as_matrix(matrix) -> np.ndarray:
-    Z = np.asarray(matrix, dtype=np.float64)
+def _as_matrix(matrix, *, stochastic: bool) -> np.ndarray:
+    Z = _dense_numbers(matrix, "matrix")
     if Z.ndim != 2 or Z.shape[0] < 1 or Z.shape[1] < 1:
         raise InputError(f"matrix must be a non-empty N x K array, got shape {Z.shape}")
     if not np.all(np.isfinite(Z)) or np.any(Z < 0):
         raise InputError("matrix must be finite and non-negative")
+    off = np.abs(Z.sum(axis=1) - 1.0)
+    if stochastic and np.any(off > ROW_SUM_TOL):
+        row = int(np.argmax(off))
+        raise InputError(
+            f"matrix row {row} sums to {Z[row].sum():.12g}, not 1 (tolerance {ROW_SUM_TOL:g}): "
+            "not a mechanism; every row must be a probability distribution"
+        )
     return Z
 
 
 def _as_dist(dist, n: int) -> np.ndarray:
-    D = np.asarray(dist, dtype=np.float64)
+    D = _dense_numbers(dist, "dist")
     if D.shape != (n, n):
         raise InputError(f"dist must be {n} x {n} (km between secrets), got shape {D.shape}")
     if not np.all(np.isfinite(D)) or np.any(D < 0):
@@ -258,8 +282,27 @@ def _as_dist(dist, n: int) -> np.ndarray:
     return D
 
 
+def _dense_numbers(value, name: str) -> np.ndarray:
+    """``value`` as a float64 array, refusing sparse matrices, ragged lists and non-numbers."""
+    if sparse.issparse(value):
+        raise InputError(f"{name} is a scipy sparse matrix; pass {name}.toarray()")
+    try:
+        arr = np.asarray(value)
+    except ValueError:
+        raise InputError(
+            f"{name} must be a rectangular array of numbers (rows of equal length)"
+        ) from None
+    if arr.dtype.kind not in "iuf":
+        raise InputError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
+
+
+def _is_number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
 def _as_positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not _is_number(value):
         raise InputError(f"{name}={value!r} must be a number (per km)")
     value = float(value)
     if not (math.isfinite(value) and value > 0):
@@ -268,7 +311,12 @@ def _as_positive(value, name: str) -> float:
 
 
 def _as_pairs(pairs, n: int) -> np.ndarray:
-    p = np.asarray(pairs)
+    if sparse.issparse(pairs):
+        raise InputError("pairs is a scipy sparse matrix; pass an integer array of shape (P, 2)")
+    try:
+        p = np.asarray(pairs)
+    except ValueError:
+        raise InputError("pairs must be an integer array of shape (P, 2)") from None
     if p.ndim != 2 or p.shape[1] != 2 or not np.issubdtype(p.dtype, np.integer):
         raise InputError("pairs must be an integer array of shape (P, 2)")
     if len(p) and (p.min() < 0 or p.max() >= n):
