@@ -17,7 +17,6 @@ import numpy as np
 
 from sim.attacks import BayesAttack, TrackingAttack, upload_location_estimate
 from sim.mechanisms import make
-from sim.scenario import mechanism_params
 
 
 @dataclass
@@ -86,7 +85,7 @@ class ServerAgent(mesa.Agent):
         super().__init__(model)
         self.mechanism_cache = mechanism_cache
         scenario = model.config
-        self.settings = scenario["mechanism"]
+        self.settings = scenario.mechanism
         self.mechanism = None
         self.generated_at = -1
         self.generation_seconds = float("nan")
@@ -104,14 +103,14 @@ class ServerAgent(mesa.Agent):
                 reach_km=model.mobility.reach_km,
                 n_users=model.population.n_users,
             )
-            if scenario["attacks"]["tracking"]
+            if scenario.attacks.tracking
             else None
         )
 
     # ------------------------------------------------------------------ 2. mechanism
     def refresh_mechanism_if_due(self) -> bool:
         """Generate the mechanism if the policy says so; returns whether it did."""
-        every = self.settings["refresh_every_ticks"]
+        every = self.settings.refresh_every_ticks
         due = self.mechanism is None or (every > 0 and self.model.tick - self.generated_at >= every)
         if not due and self.allowed is not None:
             active = ~self.model.filters.halted
@@ -124,8 +123,8 @@ class ServerAgent(mesa.Agent):
 
     def _generate(self) -> None:
         model = self.model
-        params = mechanism_params(self.settings)
-        per_user = self.settings["name"] == "dista_lp"
+        params = self.settings.constructor_params()
+        per_user = self.settings.name == "dista_lp"
         if per_user:
             active = np.nonzero(~model.filters.halted)[0]
             # users at the same secret upload the same blocks: one DistA-LP user per secret
@@ -133,8 +132,8 @@ class ServerAgent(mesa.Agent):
             params.setdefault("seed", int(model.streams["mechanism"].integers(2**31)))
         start = time.perf_counter()
         key = (
-            self.settings["name"],
-            self.settings["epsilon_per_km"],
+            self.settings.name,
+            self.settings.epsilon_per_km,
             repr(sorted(params.items())),
             id(model.domain),
         )
@@ -142,7 +141,7 @@ class ServerAgent(mesa.Agent):
         if cached is not None:
             mech = cached
         else:
-            mech = make(self.settings["name"], epsilon=self.settings["epsilon_per_km"], **params)
+            mech = make(self.settings.name, epsilon=self.settings.epsilon_per_km, **params)
             mech.fit(model.domain)
             if not per_user and self.mechanism_cache is not None:
                 self.mechanism_cache[key] = mech
@@ -184,7 +183,7 @@ class ServerAgent(mesa.Agent):
         upload_cost[active] = model.report_cost(info["epsilon_upload"])
         paid = model.filters.request(upload_cost, component="upload")
         self.allowed[~paid] = False
-        if model.config["attacks"]["upload"]:
+        if model.config.attacks.upload:
             truth = model.population.position[active]
             self.upload_errors_km = model.domain.dist_xy[truth, guesses]
 
@@ -192,14 +191,14 @@ class ServerAgent(mesa.Agent):
     def report_epsilon(self) -> float:
         """The pure eps of one report (DistA-LP: its output budget eps_pt)."""
         info = self.mechanism.info_ if self.mechanism is not None else {}
-        return float(info.get("epsilon_pt", self.settings["epsilon_per_km"]))
+        return float(info.get("epsilon_pt", self.settings.epsilon_per_km))
 
     def mechanism_row(self) -> dict:
         """Tick-level facts about the current mechanism."""
         info = self.mechanism.info_ if self.mechanism is not None else {}
         return {
-            "mechanism": self.settings["name"],
-            "epsilon_per_km": self.settings["epsilon_per_km"],
+            "mechanism": self.settings.name,
+            "epsilon_per_km": self.settings.epsilon_per_km,
             "report_epsilon_per_km": self.report_epsilon,
             "mechanism_generations": self.n_generations,
             "solver_status": str(info.get("solver_status", info.get("status", "n/a"))),

@@ -55,17 +55,17 @@ def mechanisms() -> dict:
 
 def build_model(scenario: Scenario) -> PrivacyModel:
     """A fresh model of ``scenario`` on the cached graph and domain."""
-    net, dom = scenario["network"], scenario["domain"]
-    seed = scenario["scenario"]["seed"]
+    net, dom = scenario.network, scenario.domain
+    seed = scenario.scenario.seed
     return PrivacyModel(
         scenario,
-        graph=graph(net["source"], net["network_type"]),
+        graph=graph(net.source, net.network_type),
         domain=domain(
-            net["source"],
-            net["network_type"],
-            n_points=dom["n_points"],
-            n_outputs=dom["n_outputs"],
-            metric=dom["metric"],
+            net.source,
+            net.network_type,
+            n_points=dom.n_points,
+            n_outputs=dom.n_outputs,
+            metric=dom.metric,
             seed=seed,
         ),
         mechanism_cache=mechanisms(),

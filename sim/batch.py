@@ -106,7 +106,7 @@ def expand(scenario: Scenario, *, seeding: str = "per-task") -> list[Task]:
     combos = itertools.product(*(scenario.sweep[k] for k in fields))
     n_tasks = repetitions * int(np.prod([len(scenario.sweep[k]) for k in fields]))
     width = max(4, len(str(n_tasks - 1)))
-    base_seed = scenario["scenario"]["seed"]
+    base_seed = scenario.scenario.seed
     tasks: list[Task] = []
     for combo in combos:
         varied = scenario.replace(**dict(zip(fields, combo, strict=True)))
@@ -444,4 +444,4 @@ def _json(value: Any) -> str:
 
 
 def _name(scenario: Scenario) -> str:
-    return scenario["scenario"]["name"]
+    return scenario.scenario.name

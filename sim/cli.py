@@ -177,8 +177,8 @@ def _run(args: argparse.Namespace) -> int:
     from sim.run import run_scenario, summary_table
 
     scenario = scenario_mod.load(args.scenario)
-    seed = scenario["scenario"]["seed"] if args.seed is None else args.seed
-    out = Path(args.out or f"runs/{scenario['scenario']['name']}-seed{seed}")
+    seed = scenario.scenario.seed if args.seed is None else args.seed
+    out = Path(args.out or f"runs/{scenario.scenario.name}-seed{seed}")
     summary = run_scenario(
         scenario, out, seed=seed, ticks=args.ticks, progress=True, overwrite=args.force
     )
@@ -208,7 +208,7 @@ def _batch(args: argparse.Namespace) -> int:
     scenario = scenario_mod.load(args.scenario)
     if args.ticks is not None:
         scenario = scenario.replace(**{"scenario.ticks": args.ticks})
-    out = Path(args.out or f"runs/{scenario['scenario']['name']}-batch")
+    out = Path(args.out or f"runs/{scenario.scenario.name}-batch")
     outcome = run_batch(
         scenario,
         out,

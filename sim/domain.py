@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal, get_args
 
 import numpy as np
 from scipy import sparse
@@ -19,7 +20,8 @@ from scipy.spatial import cKDTree
 from sim.errors import InputError
 from sim.network import undirected_lengths
 
-METRICS = ("road", "l1", "l2", "linf")
+Metric = Literal["road", "l1", "l2", "linf"]
+METRICS: tuple[str, ...] = get_args(Metric)
 LP_ORDER = {"l1": 1.0, "l2": 2.0, "linf": math.inf}
 MIN_SPACING_M = 1.0
 # Relative slack when deciding that d(i,k) + d(k,j) == d(i,j) (far below the verifier's 1e-9).

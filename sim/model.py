@@ -61,7 +61,7 @@ class PrivacyModel(mesa.Model):
         domain=None,
         mechanism_cache: MutableMapping | None = None,
     ):
-        seed = scenario["scenario"]["seed"] if rng is None else int(rng)
+        seed = scenario.scenario.seed if rng is None else int(rng)
         super().__init__(rng=seed)
         self.config = scenario
         self.seed = seed
@@ -69,38 +69,38 @@ class PrivacyModel(mesa.Model):
         self.streams = {
             name: np.random.default_rng(s) for name, s in zip(_STREAMS, streams, strict=True)
         }
-        net, dom, users = scenario["network"], scenario["domain"], scenario["users"]
+        net, dom, users = scenario.network, scenario.domain, scenario.users
         self.graph = graph if graph is not None else load_network(
-            net["source"], network_type=net["network_type"]
+            net.source, network_type=net.network_type
         )  # fmt: skip
         self.domain = domain if domain is not None else Domain.from_network(
             self.graph,
-            n_points=dom["n_points"],
-            n_outputs=dom["n_outputs"] or None,
-            metric=dom["metric"],
+            n_points=dom.n_points,
+            n_outputs=dom.n_outputs or None,
+            metric=dom.metric,
             seed=seed,
         )  # fmt: skip
         self.space = _secret_network(self.domain, self.random)
         self.mobility = MobilityModel.build(
             self.domain,
-            n_places=users["n_places"],
-            speed_mps=users["speed_mps"],
-            tick_seconds=scenario["scenario"]["tick_seconds"],
-            dwell_ticks=tuple(users["dwell_ticks"]),
+            n_places=users.n_places,
+            speed_mps=users.speed_mps,
+            tick_seconds=scenario.scenario.tick_seconds,
+            dwell_ticks=tuple(users.dwell_ticks),
             rng=self.streams["places"],
         )
         self.population = Population(
-            self.mobility, self.domain, users["count"], self.streams["mobility"]
+            self.mobility, self.domain, users.count, self.streams["mobility"]
         )
-        self.budget = CGP(users["budget_rho_per_km2"])
-        self.filters = PopulationFilter(self.budget, users["count"])
+        self.budget = CGP(users.budget_rho_per_km2)
+        self.filters = PopulationFilter(self.budget, users.count)
         self.tick = 0
         self.log = TickLog()
 
         from agents.server import ServerAgent
         from agents.user import UserAgent
 
-        for index in range(users["count"]):
+        for index in range(users.count):
             UserAgent(self, index)
         self.server = ServerAgent(self, mechanism_cache=mechanism_cache)
 
@@ -153,7 +153,7 @@ class PrivacyModel(mesa.Model):
         self.log.ticks.append(row)
         # wall-clock times differ between identical runs: kept apart from the data
         self.log.timings.append({"tick": self.tick, "regenerated": bool(regenerated), **timing})
-        if self.config["output"]["per_user"]:
+        if self.config.output.per_user:
             cols = {
                 "tick": np.full(n, self.tick, dtype=np.int64),
                 "user": np.arange(n, dtype=np.int64),

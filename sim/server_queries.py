@@ -17,17 +17,17 @@ from sim.queries.range_count import Disk, count_err, range_count, true_count
 
 def ask_queries(model) -> dict[str, float]:
     """Run this tick's queries; returns errors and savings for the tick's row."""
-    settings = model.config["queries"]
-    every = settings["every_ticks"]
-    if every == 0 or model.tick % every != 0 or not settings["kinds"]:
+    settings = model.config.queries
+    every = settings.every_ticks
+    if every == 0 or model.tick % every != 0 or not settings.kinds:
         return {}
     rng = model.streams["queries"]
     filters = model.filters
-    rho = settings["rho_per_km2"]
+    rho = settings.rho_per_km2
     locations_m = model.domain.x_xy[model.population.position]
     row: dict[str, float] = {}
     asked_total = spent_total = 0.0
-    for kind in settings["kinds"]:
+    for kind in settings.kinds:
         # users who cannot afford the query are asked (and halt); the others may answer
         cannot = ~filters.halted & (filters.remaining < rho)
         filters.request(np.where(cannot, rho, 0.0), component=f"query_{kind}")
@@ -48,20 +48,20 @@ def ask_queries(model) -> dict[str, float]:
 
 
 def _ask(kind, settings, locations_m, point, budgets, rng):
-    saving, beta = settings["saving"], settings["beta"]
+    saving, beta = settings.saving, settings.beta
     if kind == "range":
-        region = Disk(float(point[0]), float(point[1]), settings["range_radius_m"])
+        region = Disk(float(point[0]), float(point[1]), settings.range_radius_m)
         answer = range_count(
             locations_m, region, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
         )
         return answer, count_err(float(answer.value), true_count(locations_m[budgets > 0], region))
     if kind == "kde":
-        b = settings["kde_bandwidth_m"]
+        b = settings.kde_bandwidth_m
         answer = kde(
             locations_m, point, b, budgets, method="PM0" if saving else "BM0", rng=rng, beta=beta
         )
         return answer, l1_err(float(answer.value), true_kde(locations_m[budgets > 0], point, b))
-    k = settings["knn_k"]
+    k = settings.knn_k
     answer = knn(
         locations_m, point, k, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
     )

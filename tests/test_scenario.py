@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def _load(tmp_path, text: str):
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_shipped_scenarios_validate(path):
     s = sc.load(path)
-    assert s["scenario"]["name"] == path.stem
+    assert s.scenario.name == path.stem
 
 
 def test_required_scenarios_are_shipped():
@@ -82,14 +83,49 @@ def test_replace_revalidates(tmp_path):
 
 def test_reference_lists_every_field():
     ref = sc.reference_markdown()
-    for table, fields in sc.SCHEMA.items():
-        for name in fields:
+    for table, model in sc.TABLES.items():
+        for name in model.model_fields:
             assert f"`{name}`" in ref, f"{table}.{name}"
 
 
 def test_docs_reference_is_current():
-    doc = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
-    assert sc.reference_markdown() in doc.read_text(), "regenerate docs/scenarios.md"
+    doc = sc.DOCS_PATH.read_text(encoding="utf-8")
+    assert sc.reference_markdown() in doc, "regenerate: python -m sim.scenario"
+    assert sc.docs_text(doc) == doc, "regenerate: python -m sim.scenario"
+
+
+def test_json_schema_file_is_current():
+    assert sc.SCHEMA_PATH.read_text(encoding="utf-8") == sc.schema_text(), (
+        "regenerate: python -m sim.scenario"
+    )
+
+
+def test_reference_is_generated_from_the_json_schema():
+    schema = sc.json_schema()
+    schema["$defs"]["UsersTable"]["properties"]["count"]["description"] = "how many walkers"
+    assert "| `count` | int (>= 1) | `50` | how many walkers |" in sc.reference_markdown(schema)
+
+
+def test_tables_are_typed_attributes(tmp_path):
+    s = _load(tmp_path, MINIMAL)
+    assert s.users.count == 50 and s.domain.metric == "road" and s.mechanism.name == "em"
+    with pytest.raises(ValueError, match="frozen"):
+        s.users.count = 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (MINIMAL + "[users]\ncount = 3\ncolour = 'red'\n", r"fields of \[users\]: count, "),
+        (MINIMAL + "[domain]\nn_points = 1.5\n", "^field domain.n_points must be int, got float"),
+        ("users = 3\n" + MINIMAL, r"^\[users\] must be a table, not int$"),
+        (MINIMAL + "[queries]\nrho_per_km2 = inf\n", "queries.rho_per_km2 = inf must be a finite"),
+    ],
+)
+def test_messages_are_one_line_naming_field_and_fix(tmp_path, text, message):
+    with pytest.raises(InputError, match=message) as info:
+        sc.from_dict(tomllib.loads(text))
+    assert "\n" not in str(info.value)
 
 
 def test_mechanism_params_are_checked_against_the_mechanism(tmp_path):
@@ -100,9 +136,9 @@ def test_mechanism_params_are_checked_against_the_mechanism(tmp_path):
 def test_params_by_name_apply_only_to_the_named_mechanism(tmp_path):
     text = MINIMAL + "[mechanism.params_by_name.copt]\nn_exempt = 12\n"
     s = _load(tmp_path, text)
-    assert sc.mechanism_params(s["mechanism"]) == {}  # em: the copt entry does not apply
+    assert s.mechanism.constructor_params() == {}  # em: the copt entry does not apply
     copt = s.replace(**{"mechanism.name": "copt"})
-    assert sc.mechanism_params(copt["mechanism"]) == {"n_exempt": 12}
+    assert copt.mechanism.constructor_params() == {"n_exempt": 12}
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,11 @@ _scalars = st.one_of(
     st.lists(st.integers(-5, 50), max_size=3),
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
 )  # fmt: skip
-_tables = st.sampled_from([*sc.SCHEMA, "sweep", "bogus"])
+_tables = st.sampled_from([*sc.TABLES, "sweep", "bogus"])
 
 
 def _field_names(table: str) -> st.SearchStrategy[str]:
-    known = list(sc.SCHEMA.get(table, {})) or ["x"]
+    known = list(sc.TABLES[table].model_fields) if table in sc.TABLES else ["x"]
     return st.one_of(st.sampled_from(known), st.text(min_size=1, max_size=8))
 
 

@@ -7,6 +7,8 @@ takes user locations as an ``(n, 2)`` array in metres and per-user CGP budgets i
 and returns a :class:`QueryAnswer` with the answer and each user's spend.
 """
 
+from typing import Literal, get_args
+
 from sim.queries.budgeting import STRATEGIES, QueryBudgeter, allocate
 from sim.queries.elimination import (
     METHODS,
@@ -24,7 +26,13 @@ from sim.queries.knn import dist_err, knn, true_knn
 from sim.queries.range_count import Disk, Rectangle, count_err, range_count, true_count
 from sim.queries.threshold import threshold_query
 
+# The kinds of query the server asks (scenario ``queries.kinds``).
+QueryKind = Literal["range", "kde", "knn"]
+QUERY_KINDS: tuple[str, ...] = get_args(QueryKind)
+
 __all__ = [
+    "QUERY_KINDS",
+    "QueryKind",
     "METHODS",
     "STRATEGIES",
     "Disk",
