@@ -17,6 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.attacks.base import (
+    Attack,
+    LocationEstimate,
+    Observation,
+    Release,
+    entropy_bits,
+    register,
+)
+
 _CHUNK = 256
 
 
@@ -28,6 +37,7 @@ class BayesAttack:
     optimal_estimate: np.ndarray  # (K,) secret index minimising expected error
     expected_error_km: np.ndarray  # (K,) the adversary's expected error at its estimate
     leakage_per_km: np.ndarray  # (K,) posterior leakage of each output
+    posterior: np.ndarray  # (N, K) Pr[x | y_k], columns sum to 1 (0 for impossible outputs)
 
     @classmethod
     def fit(cls, matrix: np.ndarray, prior: np.ndarray, dist_xx: np.ndarray, *, pairs=None):
@@ -48,7 +58,51 @@ class BayesAttack:
             optimal_estimate=optimal,
             expected_error_km=exp_err,
             leakage_per_km=posterior_leakage_per_output(matrix, dist_xx, pairs=pairs),
+            posterior=post,
         )
+
+
+@register("bayes")
+class Bayes(Attack):
+    """The optimal single-report attack: each report alone, against the public prior.
+
+    Point estimate: the expected-error-optimal secret (Shokri et al.'s optimal attack);
+    hit: the MAP secret. Leakage: the report's posterior leakage (the prior cancels), which an
+    eps-mDP mechanism keeps at most eps; the scorer flags any report above it.
+    """
+
+    def __init__(self) -> None:
+        self.tables_: BayesAttack | None = None
+
+    def release(self, release: Release) -> None:
+        """Tabulate posteriors, estimates and leakage for every output of the new matrix."""
+        sub = release.mechanism.domain_
+        tables = BayesAttack.fit(release.matrix, sub.prior, sub.dist_xx, pairs=sub.constraint_pairs)
+        n_x = self.context.domain.n_x
+        rows = release.rows
+        post = np.zeros((n_x, release.matrix.shape[1]))
+        post[rows] = tables.posterior
+        self.posterior_ = post
+        self.guess_ = rows[tables.optimal_estimate]
+        self.entropy_ = entropy_bits(tables.posterior)
+        self.tables_ = tables
+
+    def observe(self, obs: Observation) -> list[LocationEstimate]:
+        """One estimate per reporting slot, from its report alone."""
+        if self.tables_ is None:
+            raise RuntimeError("bayes: observe() before any release()")
+        users = obs.reporting
+        out = obs.outputs[users]
+        return [
+            LocationEstimate(
+                tick=obs.tick,
+                users=users,
+                guess=self.guess_[out],
+                posterior=self.posterior_[:, out],
+                leakage_per_km=self.tables_.leakage_per_km[out],
+                entropy_bits=self.entropy_[out],
+            )
+        ]
 
 
 def posterior_leakage_per_output(matrix: np.ndarray, dist_xx: np.ndarray, *, pairs=None):

@@ -1,0 +1,350 @@
+"""The attack contract, its registry, and how an attack's estimates are scored.
+
+An attack is the honest-but-curious server's inference. It sees only what the server sees:
+
+* once, at the start, a :class:`Context`: the domain (secrets, outputs, distances, prior),
+  the number of user slots, and public data (each secret's one-tick reach on the roads, traces
+  of a public population, and the true mobility only if the scenario grants it);
+* at every (re)generation of the mechanism a :class:`Release`: the fitted mechanism (its matrix
+  over its own secrets, their global indices, its guarantees, its info such as the DistA-LP
+  uploads) and which upload each user slot sent;
+* at every tick an :class:`Observation`: per user slot the reported output index (-1: no
+  report) and the pseudonym the report arrived under.
+
+A slot is the row a report arrives in; an attack may treat a slot as one person only while its
+pseudonym stays the same (a changed pseudonym is a new person to the server). Attacks never
+see true positions: they return estimates, and :func:`score` compares them with the truth.
+
+``observe`` returns the estimates that became available at that tick (a forward filter: one
+about this tick; a fixed-lag smoother: one about an earlier tick), ``finish`` the rest (the
+Viterbi trace, significant places, linkage). Every estimate is scored into the same metric
+family, one value per user (:data:`METRICS`): expected error (km), top-1 hit, posterior entropy
+(bits), and, where it applies, posterior leakage per km, plus attack-specific extras.
+
+Attacks register like mechanisms: ``@register("name")``, ``make(name, **params)``,
+``available()``. Parameters are keyword-only and validated in ``__init__``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import ClassVar
+
+import numpy as np
+
+from sim.errors import InputError
+
+_REGISTRY: dict[str, type[Attack]] = {}
+
+#: The metric family every attack reports, one value per user (NaN where it does not apply).
+METRICS = {
+    "error_km": "expected error: posterior-weighted distance to the truth (Shokri et al.)",
+    "guess_error_km": "distance from the attack's point estimate to the truth",
+    "hit": "top-1 hit: the most likely secret is the true one (rate when averaged)",
+    "entropy_bits": "posterior entropy: the attack's uncertainty (lower = more certain)",
+    "leakage_per_km": "posterior leakage: max over secret pairs of |log odds change| / distance",
+}
+#: A report's leakage above ``eps * (1 + BOUND_RTOL)`` breaks the Bayes bound and is flagged.
+BOUND_RTOL = 1e-9
+
+
+# ---------------------------------------------------------------------- what an attack sees
+@dataclass(frozen=True, eq=False)
+class Context:
+    """Public knowledge handed to an attack once, before the first tick.
+
+    Attributes
+    ----------
+    domain
+        The full domain: secrets, outputs, ``dist_xx``/``dist_xy`` (km), public ``prior``.
+    n_users
+        Number of user slots (the length of every per-slot array).
+    reach_km
+        Per secret, the farthest road distance a user can be one tick later (road graph and
+        speed, both public), or ``None`` if unknown.
+    public_traces
+        ``(T, M)`` secret indices of a public population's walks (e.g. an open mobility data
+        set of other people), or ``None``.
+    true_transitions
+        The true one-tick transition matrix (``N x N``, rows sum to 1), only when the scenario
+        hands the true mobility to the adversary; ``None`` otherwise.
+    seed
+        Seed for any randomness of the attack.
+    """
+
+    domain: object
+    n_users: int
+    reach_km: np.ndarray | None = None
+    public_traces: np.ndarray | None = None
+    true_transitions: object | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """A mechanism the server (re)generated at ``tick``.
+
+    ``mechanism`` is fitted: ``matrix_`` over the secrets of ``mechanism.domain_`` (a
+    sub-domain for DistA-LP, whose ``rows_in_parent`` are their global indices),
+    ``report_guarantee`` (what one report may leak), ``info_`` (e.g. DistA-LP's
+    ``server_blocks``). ``uploads[u]`` is the index of slot u's upload in
+    ``info_["server_blocks"]`` (-1: none), or ``None`` when the mechanism takes no uploads.
+    """
+
+    tick: int
+    mechanism: object
+    uploads: np.ndarray | None = None
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The released matrix over the mechanism's own secrets, ``(n, K)``."""
+        return self.mechanism.matrix_
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """Global secret index of every matrix row."""
+        sub = self.mechanism.domain_
+        return sub.rows_in_parent if sub.rows_in_parent is not None else np.arange(sub.n_x)
+
+    def likelihood(self, n_x: int) -> np.ndarray:
+        """``Pr[y | x]`` over all ``n_x`` secrets of the full domain (0 off the released rows)."""
+        if len(self.rows) == n_x:
+            return self.matrix
+        full = np.zeros((n_x, self.matrix.shape[1]))
+        full[self.rows] = self.matrix
+        return full
+
+    @property
+    def report_epsilon_per_km(self) -> float | None:
+        """The pure eps of one report, or ``None`` if the report guarantee is not pure."""
+        g = self.mechanism.report_guarantee
+        return g.epsilon_per_km if g.kind == "pure" else None
+
+
+@dataclass(frozen=True, eq=False)
+class Observation:
+    """One tick's reports: ``outputs[u]`` (-1: none) under ``pseudonyms[u]``, per slot u."""
+
+    tick: int
+    outputs: np.ndarray
+    pseudonyms: np.ndarray
+
+    @cached_property
+    def reporting(self) -> np.ndarray:
+        """Slots that reported."""
+        return np.nonzero(self.outputs >= 0)[0]
+
+
+# ---------------------------------------------------------------------- what an attack returns
+@dataclass(frozen=True, eq=False)
+class LocationEstimate:
+    """Beliefs about where ``users`` (slots) were at ``tick``.
+
+    ``posterior`` is ``(N, R)``: one column per user over all secrets (sums to 1), or ``None``
+    for point-only attacks. ``guess`` is the attack's point estimate per user: a secret index
+    (``space="x"``) or an output index (``space="y"``). ``leakage_per_km`` per user, where it
+    applies (a single report's posterior leakage).
+    """
+
+    tick: int
+    users: np.ndarray
+    guess: np.ndarray
+    posterior: np.ndarray | None = None
+    space: str = "x"
+    leakage_per_km: np.ndarray | None = None
+    entropy_bits: np.ndarray | None = None  # precomputed (e.g. tabulated per output), optional
+
+
+@dataclass(frozen=True, eq=False)
+class PlacesEstimate:
+    """Each pseudonym's inferred significant places, ranked (home first); -1 pads a row.
+
+    ``places`` is ``(R, k)`` secret indices, ``mass`` the attack's weight of each place and
+    ``entropy_bits`` the entropy of each pseudonym's visit distribution.
+    """
+
+    pseudonyms: np.ndarray
+    places: np.ndarray
+    mass: np.ndarray
+    entropy_bits: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class LinkEstimate:
+    """Re-identification across two periods: which period-A pseudonym each B pseudonym is.
+
+    ``posterior`` is ``(R_b, R_a)``, rows sum to 1 over ``pseudonyms_a``; ``linked`` is the
+    chosen A pseudonym of each B pseudonym.
+    """
+
+    period_a: tuple[int, int]
+    period_b: tuple[int, int]
+    pseudonyms_a: np.ndarray
+    pseudonyms_b: np.ndarray
+    linked: np.ndarray
+    posterior: np.ndarray
+
+
+Estimate = LocationEstimate | PlacesEstimate | LinkEstimate
+
+
+# ---------------------------------------------------------------------- the contract
+class Attack(ABC):
+    """Base class of the server's attacks. Subclasses set parameters in ``__init__``."""
+
+    name: ClassVar[str] = "?"
+
+    def start(self, context: Context) -> None:
+        """Receive the public knowledge; called once before the first tick."""
+        self.context = context
+
+    def release(self, release: Release) -> None:  # noqa: B027 (optional hook)
+        """A mechanism was (re)generated; called before that tick's observation."""
+
+    @abstractmethod
+    def observe(self, obs: Observation) -> list[Estimate]:
+        """Take one tick's reports; return the estimates available now (often one)."""
+
+    def finish(self) -> list[Estimate]:
+        """The run is over: return the estimates that needed all of it."""
+        return []
+
+    def get_params(self) -> dict:
+        """Constructor parameters (public attributes not ending in ``_``, but the context)."""
+        return {k: v for k, v in vars(self).items() if not k.endswith("_") and k != "context"}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+
+def register(name: str):
+    """Class decorator: make an attack available as ``make(name, ...)``."""
+
+    def deco(cls: type[Attack]) -> type[Attack]:
+        if name in _REGISTRY:
+            raise ValueError(f"attack name {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def available() -> list[str]:
+    """Names of all registered attacks, in registration order."""
+    return list(_REGISTRY)
+
+
+def make(name: str, **params) -> Attack:
+    """Construct a registered attack, e.g. ``make("tracking", method="smooth", lag_ticks=3)``."""
+    try:
+        cls = _REGISTRY[name]
+    except KeyError:
+        raise InputError(f"unknown attack {name!r}; available: {', '.join(available())}") from None
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise InputError(f"attack {name!r}: {exc}") from None
+
+
+# ---------------------------------------------------------------------- scoring
+@dataclass
+class Truth:
+    """What the scorer knows and the attacks do not: true positions and pseudonyms per tick."""
+
+    positions: dict[int, np.ndarray] = field(default_factory=dict)
+    pseudonyms: dict[int, np.ndarray] = field(default_factory=dict)
+    report_epsilon: dict[int, float | None] = field(default_factory=dict)
+
+    def record(self, tick: int, positions: np.ndarray, pseudonyms: np.ndarray, eps) -> None:
+        """Keep one tick's truth (copies)."""
+        self.positions[tick] = np.array(positions, dtype=np.int64)
+        self.pseudonyms[tick] = np.array(pseudonyms, dtype=np.int64)
+        self.report_epsilon[tick] = eps
+
+    def trace(self) -> np.ndarray:
+        """``(T, U)`` true positions of every slot over the recorded ticks, in tick order."""
+        return np.stack([self.positions[t] for t in sorted(self.positions)])
+
+    def users_of(self, pseudonyms: np.ndarray, ticks: tuple[int, int]) -> np.ndarray:
+        """The slot behind each pseudonym seen in ``ticks`` (first..last); -1 if unseen."""
+        owner: dict[int, int] = {}
+        for t in range(ticks[0], ticks[1] + 1):
+            for slot, p in enumerate(self.pseudonyms.get(t, ())):
+                owner.setdefault(int(p), slot)
+        return np.array([owner.get(int(p), -1) for p in pseudonyms], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-user metric values of one estimate (every array has one entry per row of ``users``).
+
+    ``extras`` holds attack-specific per-user values (precision/recall at k, chance rate).
+    ``tick`` is the tick the estimate is about (``None`` for whole-run estimates).
+    """
+
+    tick: int | None
+    users: np.ndarray
+    values: dict[str, np.ndarray]
+
+    def means(self) -> dict[str, float]:
+        """Mean of every metric over the users (NaN-aware; NaN if none applies)."""
+        out = {}
+        for name, v in self.values.items():
+            finite = v[~np.isnan(v)] if v.dtype.kind == "f" else v
+            out[name] = float(finite.mean()) if len(finite) else float("nan")
+        return out
+
+
+def entropy_bits(posterior: np.ndarray) -> np.ndarray:
+    """Shannon entropy (bits) of every column of a column-stochastic array."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = np.where(posterior > 0, posterior * np.log2(posterior), 0.0)
+    return -plogp.sum(axis=0)
+
+
+def score(estimate: Estimate, truth: Truth, domain) -> Scores:
+    """Compare an estimate with the truth; the metric family of :data:`METRICS` and extras."""
+    if isinstance(estimate, LocationEstimate):
+        return _score_location(estimate, truth, domain)
+    if isinstance(estimate, PlacesEstimate):
+        from sim.attacks.places import score_places
+
+        return score_places(estimate, truth, domain)
+    if isinstance(estimate, LinkEstimate):
+        from sim.attacks.linkage import score_links
+
+        return score_links(estimate, truth)
+    raise TypeError(f"not an estimate: {type(estimate).__name__}")
+
+
+def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
+    secrets = truth.positions[est.tick][est.users]
+    n = len(est.users)
+    nan = np.full(n, np.nan)
+    dist = domain.dist_xx if est.space == "x" else domain.dist_xy
+    values = {"guess_error_km": dist[secrets, est.guess]}
+    if est.posterior is not None:
+        post = est.posterior
+        # column u: sum_x post[x, u] d(x, truth_u); d is symmetric, so gather columns
+        values["error_km"] = np.einsum("xu,xu->u", post, domain.dist_xx[:, secrets])
+        values["hit"] = (post.argmax(axis=0) == secrets).astype(float)
+        values["entropy_bits"] = (
+            est.entropy_bits if est.entropy_bits is not None else entropy_bits(post)
+        )
+    else:  # a point estimate: its error is its expected error, certainty unknown
+        values["error_km"] = values["guess_error_km"]
+        hit = est.guess == secrets if est.space == "x" else domain.y_in_x[est.guess] == secrets
+        values["hit"] = hit.astype(float)
+        values["entropy_bits"] = nan
+    leak = est.leakage_per_km
+    values["leakage_per_km"] = nan if leak is None else np.asarray(leak, dtype=float)
+    eps = truth.report_epsilon.get(est.tick)
+    if leak is not None and eps is not None:
+        values["bound_violation"] = (values["leakage_per_km"] > eps * (1 + BOUND_RTOL)).astype(
+            float
+        )
+    return Scores(tick=est.tick, users=est.users, values=values)

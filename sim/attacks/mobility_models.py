@@ -1,0 +1,75 @@
+"""The adversary's mobility models: one-tick transition kernels over the secrets.
+
+* ``reach``: uniform over the secrets within the road reach of one tick (public: roads, speed);
+* ``public``: transition counts of a public population's traces on that support;
+* ``true``: the real users' own transitions, only when the scenario hands them over;
+* ``learned``: estimated from the users' reports by EM (:func:`learn_kernel`), as the
+  Location Privacy Meter learns mobility profiles from obfuscated traces.
+
+Counted kernels keep the reach kernel's support (moves the roads allow in one tick) and add a
+pseudo-count on each allowed move, so a move never seen is unlikely, not impossible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from sim.attacks.hmm import Emissions, Kernel, expected_transitions, kernel_from_counts
+
+MODELS = ("reach", "public", "learned", "true")
+
+
+def reach_kernel(dist_xx: np.ndarray, reach_km) -> Kernel:
+    """Uniform over ``{x : d(x', x) <= reach_km[x']}`` (staying put included)."""
+    reach = np.broadcast_to(np.asarray(reach_km, dtype=float), (len(dist_xx),))
+    rows, cols = np.nonzero(dist_xx <= reach[:, None])
+    t = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=dist_xx.shape)
+    degree = np.asarray(t.sum(axis=1)).ravel()
+    return Kernel.of(sparse.diags(1.0 / degree) @ t)
+
+
+def transition_counts(support: Kernel, traces: np.ndarray) -> np.ndarray:
+    """Counts of the moves ``traces[t-1, m] -> traces[t, m]`` on the support (COO order);
+    moves outside the support are not counted."""
+    traces = np.asarray(traces, dtype=np.int64)
+    a, b = traces[:-1].ravel(), traces[1:].ravel()
+    coo = support.forward.tocoo()
+    index = sparse.csr_matrix(
+        (np.arange(1, len(coo.data) + 1), (coo.row, coo.col)), shape=coo.shape
+    )
+    slot = np.asarray(index[a, b]).ravel() - 1
+    slot = slot[slot >= 0]
+    return np.bincount(slot, minlength=len(coo.data)).astype(float)
+
+
+def counted_kernel(support: Kernel, traces: np.ndarray, pseudo_count: float) -> Kernel:
+    """The support's moves weighted by how often ``traces`` make them (+ ``pseudo_count``)."""
+    return kernel_from_counts(support, transition_counts(support, traces), pseudo_count)
+
+
+def learn_kernel(
+    support: Kernel,
+    prior: np.ndarray,
+    emissions: Emissions,
+    users: np.ndarray,
+    *,
+    iterations: int,
+    pseudo_count: float,
+    start: Kernel | None = None,
+) -> Kernel:
+    """Baum-Welch on the reports of ``users``: EM iterations from ``start`` (default: the
+    support), each re-estimating the kernel from the expected transition counts."""
+    kernel = support if start is None else start
+    for _ in range(iterations):
+        counts = expected_transitions(kernel, prior, emissions, users)
+        kernel = kernel_from_counts(support, counts, pseudo_count)
+    return kernel
+
+
+def weighted_tv(a: Kernel, b: Kernel, weights: np.ndarray) -> float:
+    """Total-variation distance between the rows of two kernels, averaged with ``weights``."""
+    diff = abs(a.forward - b.forward)
+    tv = 0.5 * np.asarray(diff.sum(axis=1)).ravel()
+    w = np.asarray(weights, dtype=float)
+    return float(tv @ w / w.sum())

@@ -1,0 +1,149 @@
+"""A scenario's attacks run together: fed each tick, scored against the truth, tabulated.
+
+This is what a server (agents/server.py) or the harness (``mdpsim attack``) calls::
+
+    suite = AttackSuite.from_specs([{"name": "bayes"}, {"name": "tracking", "method": "smooth"}])
+    suite.start(context)
+    suite.release(release)                        # whenever a mechanism is (re)generated
+    result = suite.observe(obs, true_positions)   # every tick
+    row, cols = result.row, result.user_columns(n_users)
+    final = suite.finish()                        # whole-run scores (Viterbi, places, linkage)
+
+Column names are ``{label}_{metric}`` (``tracking_error_km``, ``bayes_hit``); a tick row holds
+the means of the estimates produced at that tick (a fixed-lag smoother's estimate is about an
+earlier tick, see :attr:`~sim.attacks.base.Scores.tick`); per-user columns hold the estimates
+about the current tick only. Every score, with the tick it is about, stays in :attr:`scores`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sim.attacks.base import (
+    Attack,
+    Context,
+    Observation,
+    Release,
+    Scores,
+    Truth,
+    make,
+    score,
+)
+from sim.errors import InputError
+
+
+@dataclass
+class TickResult:
+    """The scores produced at one tick, by attack label."""
+
+    tick: int
+    scores: dict[str, list[Scores]]
+
+    @property
+    def row(self) -> dict[str, float]:
+        """Tick-level means, ``{label}_{metric}``; rates for ``hit``/``bound_violation``."""
+        row: dict[str, float] = {}
+        for label, scored in self.scores.items():
+            for s in scored:
+                for metric, value in s.means().items():
+                    row[f"{label}_{metric}"] = value
+        return row
+
+    def user_columns(self, n_users: int) -> dict[str, np.ndarray]:
+        """Per-user columns of the estimates about this tick (NaN for users not estimated)."""
+        cols: dict[str, np.ndarray] = {}
+        for label, scored in self.scores.items():
+            for s in scored:
+                if s.tick != self.tick:
+                    continue
+                for metric, values in s.values.items():
+                    col = cols.setdefault(f"{label}_{metric}", np.full(n_users, np.nan))
+                    col[s.users] = values
+        return cols
+
+
+class AttackSuite:
+    """Named attacks fed the same releases and observations, scored in one place."""
+
+    def __init__(self, attacks: Mapping[str, Attack]) -> None:
+        if not attacks:
+            raise InputError("an attack suite needs at least one attack")
+        self.attacks = dict(attacks)
+        self.truth = Truth()
+        self.scores: list[tuple[str, Scores]] = []
+        self._release: Release | None = None
+
+    @classmethod
+    def from_specs(cls, specs: Sequence[Mapping]) -> AttackSuite:
+        """Build from ``[{"name": ..., "label": ... (default: name), **params}, ...]``."""
+        attacks: dict[str, Attack] = {}
+        for spec in specs:
+            params = dict(spec)
+            name = params.pop("name", None)
+            if name is None:
+                raise InputError(f"attack spec {dict(spec)!r} needs a name")
+            label = params.pop("label", name)
+            if label in attacks:
+                raise InputError(f"attack label {label!r} used twice; give each a distinct label")
+            attacks[label] = make(name, **params)
+        return cls(attacks)
+
+    def start(self, context: Context) -> None:
+        """Hand every attack the public knowledge."""
+        self.context = context
+        for attack in self.attacks.values():
+            attack.start(context)
+
+    def release(self, release: Release) -> None:
+        """A new mechanism: every attack sees it before the tick's reports."""
+        self._release = release
+        for attack in self.attacks.values():
+            attack.release(release)
+
+    def observe(self, obs: Observation, true_positions: np.ndarray, *, progress=None) -> TickResult:
+        """Feed one tick's reports to every attack and score what comes back."""
+        eps = None if self._release is None else self._release.report_epsilon_per_km
+        self.truth.record(obs.tick, true_positions, obs.pseudonyms, eps)
+        out: dict[str, list[Scores]] = {}
+        for label, attack in self.attacks.items():
+            out[label] = self._scored(label, attack.observe(obs))
+        return TickResult(tick=obs.tick, scores=out)
+
+    def finish(self) -> dict[str, list[Scores]]:
+        """Whole-run estimates of every attack, scored."""
+        return {
+            label: self._scored(label, attack.finish()) for label, attack in self.attacks.items()
+        }
+
+    def _scored(self, label: str, estimates) -> list[Scores]:
+        scored = [score(e, self.truth, self.context.domain) for e in estimates]
+        self.scores.extend((label, s) for s in scored)
+        return scored
+
+    def table(self) -> pd.DataFrame:
+        """One row per (attack, tick about): the mean of every metric, and the users scored."""
+        rows = []
+        for label, s in self.scores:
+            rows.append({"attack": label, "tick": s.tick, "n_users": len(s.users), **s.means()})
+        return pd.DataFrame(rows)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per attack: metric means over all its scored (user, tick) values."""
+        rows = []
+        for label in self.attacks:
+            values: dict[str, list[np.ndarray]] = {}
+            for lab, s in self.scores:
+                if lab == label:
+                    for metric, v in s.values.items():
+                        values.setdefault(metric, []).append(np.asarray(v, dtype=float))
+            row: dict[str, object] = {"attack": label}
+            for metric, parts in values.items():
+                allv = np.concatenate(parts)
+                allv = allv[~np.isnan(allv)]
+                row[metric] = float(allv.mean()) if len(allv) else float("nan")
+            rows.append(row)
+        return pd.DataFrame(rows)

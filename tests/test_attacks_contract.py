@@ -1,0 +1,156 @@
+"""The attack contract: registry, estimates, scoring, and the known answers of the attacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.attacks import Attack, AttackSuite, Context, Observation, Release, available, hmm, make
+from sim.attacks.harness import draw_world, run
+from sim.attacks.mobility_models import reach_kernel
+from sim.errors import InputError
+from sim.mechanisms import make as make_mechanism
+from sim.mechanisms.base import Mechanism
+
+
+class Identity(Mechanism):
+    """No privacy: report the secret itself (a test fixture, never registered)."""
+
+    def __init__(self, epsilon: float = 1.0) -> None:
+        super().__init__(epsilon)
+
+    @property
+    def guarantee(self):
+        from sim.mechanisms import Guarantee
+
+        return Guarantee(kind="none", epsilon_per_km=float("inf"))
+
+    def _fit(self, domain):
+        return np.eye(domain.n_x), {}  # the fixture domains have Y = X
+
+
+class Uniform(Mechanism):
+    """Every output equally likely whatever the secret: perfect privacy, no utility."""
+
+    def _fit(self, domain):
+        return np.full((domain.n_x, domain.n_y), 1.0 / domain.n_y), {}
+
+
+@pytest.fixture(scope="module")
+def world(walk_domain):
+    domain = walk_domain(60, 1)
+    return draw_world(
+        domain,
+        n_users=40,
+        ticks=12,
+        seed=4,
+        n_places=10,
+        speed_mps=1.4,
+        tick_seconds=60.0,
+        dwell_ticks=(1, 4),
+    )
+
+
+def test_registry_lists_and_builds_attacks():
+    assert {"bayes", "tracking"} <= set(available())
+    assert isinstance(make("tracking", method="smooth", lag_ticks=2), Attack)
+    with pytest.raises(InputError, match="unknown attack 'nope'"):
+        make("nope")
+    with pytest.raises(InputError, match="method='forward'"):
+        make("tracking", method="forward")
+    with pytest.raises(InputError, match="attack 'bayes'"):
+        make("bayes", strength=3)
+
+
+def test_suite_needs_distinct_labels():
+    with pytest.raises(InputError, match="used twice"):
+        AttackSuite.from_specs([{"name": "bayes"}, {"name": "bayes"}])
+
+
+def _specs():
+    return [
+        {"name": "bayes"},
+        {"name": "tracking", "label": "filter"},
+        {"name": "tracking", "label": "smooth", "method": "smooth", "lag_ticks": 2},
+        {"name": "tracking", "label": "viterbi", "method": "viterbi"},
+    ]
+
+
+def test_identity_mechanism_gives_error_zero_and_hit_rate_one(world):
+    mech = Identity().fit(world.domain)
+    summary = run(world, mech, _specs()).summary().set_index("attack")
+    np.testing.assert_allclose(summary["error_km"], 0.0, atol=1e-12)
+    np.testing.assert_allclose(summary["hit"], 1.0)
+
+
+def test_uniform_mechanism_leaves_the_prior_only_guess(world):
+    domain = world.domain
+    mech = Uniform(epsilon=1.0).fit(domain)
+    suite = run(world, mech, [{"name": "bayes"}])
+    # the posterior is the prior: its expected error is the prior's distance to the truth
+    truth = world.traces
+    prior_error = (domain.prior @ domain.dist_xx[:, truth.ravel()]).mean()
+    assert suite.summary()["error_km"].iloc[0] == pytest.approx(prior_error, rel=1e-9)
+    best = int((domain.dist_xx @ domain.prior).argmin())  # the prior-only optimal guess
+    assert suite.summary()["guess_error_km"].iloc[0] == pytest.approx(
+        domain.dist_xx[best, truth.ravel()].mean(), rel=1e-9
+    )
+
+
+def test_smoothing_is_not_worse_than_filtering_on_average_over_seeds(walk_domain):
+    domain = walk_domain(60, 1)
+    mech = make_mechanism("em", epsilon=6.0).fit(domain)
+    gaps = []
+    for seed in range(4):
+        w = draw_world(
+            domain, n_users=40, ticks=12, seed=seed, n_places=10, speed_mps=1.4,
+            tick_seconds=60.0, dwell_ticks=(1, 4),
+        )  # fmt: skip
+        s = run(w, mech, _specs()[1:3], grant_true_mobility=False).summary().set_index("attack")
+        gaps.append(s.loc["filter", "error_km"] - s.loc["smooth", "error_km"])
+    assert np.mean(gaps) > 0
+
+
+def test_viterbi_trace_is_a_path_the_mobility_model_allows(world):
+    mech = make_mechanism("em", epsilon=3.0).fit(world.domain)
+    suite = run(world, mech, [{"name": "tracking", "method": "viterbi"}])
+    trace = suite.attacks["tracking"].trace_
+    kernel = reach_kernel(world.domain.dist_xx, world.mobility.reach_km)
+    for t in range(1, len(trace)):
+        assert kernel.allows(trace[t - 1], trace[t]).all()
+
+
+def test_viterbi_finds_a_trace_at_least_as_likely_as_the_truth(world):
+    domain = world.domain
+    z = make_mechanism("em", epsilon=8.0).fit(domain).matrix_
+    kernel = reach_kernel(domain.dist_xx, world.mobility.reach_km)
+    rng = np.random.default_rng(0)
+    em = hmm.Emissions()
+    n_ticks, n_users = world.traces.shape
+    for t in range(n_ticks):
+        out = np.array([rng.choice(domain.n_y, p=z[x]) for x in world.traces[t]])
+        em.add(out, np.ascontiguousarray(z.T), np.full(n_users, t == 0))
+    trace = hmm.viterbi(kernel, domain.prior, em)
+
+    def loglik(path, u):
+        dense = kernel.forward.toarray()
+        total = np.log(domain.prior[path[0]])
+        total += np.sum(np.log(z[path, [em.outputs[t][u] for t in range(n_ticks)]]))
+        return total + np.sum(np.log(dense[path[:-1], path[1:]]))
+
+    for u in range(n_users):
+        assert loglik(trace[:, u], u) >= loglik(world.traces[:, u], u) - 1e-9
+
+
+def test_a_new_pseudonym_restarts_the_tracking_belief(world):
+    domain = world.domain
+    mech = make_mechanism("em", epsilon=4.0).fit(domain)
+    attack = make("tracking")
+    attack.start(Context(domain=domain, n_users=2, reach_km=world.mobility.reach_km))
+    attack.release(Release(tick=1, mechanism=mech))
+    outs = np.array([3, 3])
+    attack.observe(Observation(tick=1, outputs=outs, pseudonyms=np.array([0, 1])))
+    est = attack.observe(Observation(tick=2, outputs=outs, pseudonyms=np.array([0, 7])))[0]
+    post = domain.prior * mech.matrix_[:, 3]
+    np.testing.assert_allclose(est.posterior[:, 1], post / post.sum())
+    assert not np.allclose(est.posterior[:, 0], est.posterior[:, 1])
