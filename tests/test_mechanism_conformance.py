@@ -1,8 +1,9 @@
 """One conformance suite for EVERY registered mechanism (``sim.mechanisms.available()``).
 
 Each mechanism is built as ``make(name, epsilon=eps, **cls.conformance_params)`` on the two
-40-point fixtures and must: release a non-negative row-stochastic matrix; pass the exact
-verifier (full check, all pairs) against the true distances of ``mech.domain_`` at every
+40-point fixtures and must: release a non-negative row-stochastic matrix with one row per
+secret of the domain given to ``fit`` (index ``i`` samples secret ``i`` of that domain); pass
+the exact verifier (full check, all pairs) against that domain's true distances at every
 budget; be deterministic (same parameters -> same matrix; same seed -> same samples); sample
 with the frequencies of its rows; reject bad parameters with InputError; take every parameter
 after ``epsilon`` by keyword; round-trip ``make(name, **m.get_params())``; and leave its
@@ -35,6 +36,16 @@ CHI2_TESTS = len(CHI2_ROWS) * len(DOMAINS)
 N_DRAWS = 20_000
 _FITTED: dict = {}
 _PARAMS_BEFORE_FIT: dict = {}
+
+
+def _pending(names: list[str], reasons: dict[str, str]) -> list:
+    """``names`` with a strict xfail on those whose owner has not landed the fix yet."""
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=reasons[n]))
+        if n in reasons
+        else n
+        for n in names
+    ]
 
 
 def _params(name: str) -> dict:
@@ -110,18 +121,28 @@ def test_unknown_parameter_is_rejected(name):
         make(name, epsilon=1.0, no_such_parameter=1, **_params(name))
 
 
-# DistA-LP's signature is being rewritten by its owner (keyword-only after epsilon).
-_POSITIONAL_PENDING = {"dista_lp": "dista helper: keyword-only parameters after epsilon"}
+@pytest.mark.parametrize("domain_name", DOMAINS)
+@pytest.mark.parametrize("eps", BUDGETS)
+@pytest.mark.parametrize(
+    "name", _pending(available(), {"dista_lp": "dista helper: rows over all of X"})
+)
+def test_matrix_has_one_row_per_secret_of_the_domain_given_to_fit(name, eps, domain_name, request):
+    domain = request.getfixturevalue(domain_name)
+    mech = _fitted(name, domain_name, eps, request)
+    assert mech.domain_ is domain
+    assert mech.matrix_.shape == (domain.n_x, domain.n_y)
+    # the README's own example, for every mechanism
+    assert verify(mech.matrix_, domain.dist_xx, eps).passed
+    last = domain.n_x - 1  # index i is secret i of `domain`, for sampling too
+    draws = mech.sample_many(np.full(50, last), np.random.default_rng(1))
+    assert np.all(mech.matrix_[last, draws] > 0)
+    with pytest.raises(InputError, match="secret indices"):
+        mech.sample_many([domain.n_x], np.random.default_rng(1))
 
 
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_POSITIONAL_PENDING[n]))
-        if n in _POSITIONAL_PENDING
-        else n
-        for n in available()
-    ],
+    _pending(available(), {"dista_lp": "dista helper: keyword-only parameters after epsilon"}),
 )
 def test_parameters_after_epsilon_are_keyword_only(name):
     params = list(inspect.signature(_REGISTRY[name].__init__).parameters.values())[1:]
