@@ -23,11 +23,12 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +69,14 @@ class TaskResult:
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """Counts of a batch after :func:`run_batch`."""
+    """Counts of a batch after :func:`run_batch`, and the failed tasks' error texts."""
 
     n_tasks: int
     n_done: int
     n_failed: int
     n_skipped: int
     seconds: float
+    failures: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -135,6 +137,53 @@ def derive_seed(base_seed: int, key: dict[str, Any]) -> int:
     words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
     state = np.random.SeedSequence(base_seed, spawn_key=words).generate_state(2, np.uint32)
     return ((int(state[0]) << 32) | int(state[1])) & (2**63 - 1)
+
+
+def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
+    """Check every task's parameters before anything runs or is written.
+
+    Beyond the fields' own validation (done by :func:`expand`): each task's network loads, and
+    its ``domain.n_points`` and ``domain.n_outputs`` fit on that network. Raises
+    :class:`InputError` naming the first bad task and field.
+    """
+    from sim.domain import max_points
+    from sim.network import load_network
+
+    limits: dict[tuple[str, str], int] = {}
+    seen: set[str] = set()
+    for task in tasks:
+        key = _json(task.params)
+        if key in seen:
+            continue
+        seen.add(key)
+        varied = scenario.replace(**task.params)
+        net = varied.network
+        where = f"task {task.task_id}" + (f" ({_describe(task.params)})" if task.params else "")
+        if (net.source, net.network_type) not in limits:
+            try:
+                graph = load_network(net.source, network_type=net.network_type)
+            except InputError as exc:
+                raise InputError(f"{where}: field network.source: {exc}") from None
+            limits[net.source, net.network_type] = max_points(graph)
+        limit = limits[net.source, net.network_type]
+        for name in ("n_points", "n_outputs"):
+            n = getattr(varied.domain, name)
+            if n > limit:
+                raise InputError(
+                    f"{where}: field domain.{name} = {n:,} is more than network "
+                    f"{net.source!r} ({net.network_type}) allows: at most {limit:,} points "
+                    "at least 1 m apart; use fewer points or a larger network"
+                )
+
+
+def _describe(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
+def error_line(text: str) -> str:
+    """The last line of an error text (a traceback's ``Type: message``)."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no message)"
 
 
 # ---------------------------------------------------------------------- one task (in a worker)
@@ -259,6 +308,7 @@ def run_batch(
     dask_processes: bool = True,
     connect_timeout_s: float = 10.0,
     resume: bool = False,
+    overwrite: bool = False,
     seeding: str = "per-task",
     progress: bool = True,
     on_result: Callable[[Task, TaskResult], None] | None = None,
@@ -274,7 +324,10 @@ def run_batch(
         workers (``dask_processes=False`` runs them as threads of this process).
     resume
         Continue the batch already stored in ``out_dir``: finished tasks are skipped, failed
-        ones retried. Without it, ``out_dir`` must not hold a batch.
+        ones retried. Without it (or ``overwrite``), ``out_dir`` must not hold a batch.
+    overwrite
+        Discard the batch stored in ``out_dir`` (a folder with a manifest) and run every task
+        afresh, e.g. after fixing the scenario of a failed batch.
     seeding
         ``"per-task"`` or ``"common"`` (see :func:`expand`).
     on_result
@@ -286,10 +339,15 @@ def run_batch(
         )
     if workers < 1:
         raise InputError(f"--workers={workers} must be >= 1")
+    if resume and overwrite:
+        raise InputError("give either --resume (keep finished tasks) or --overwrite, not both")
     start = time.perf_counter()
     out = Path(out_dir)
     tasks = expand(scenario, seeding=seeding)
+    check_tasks(scenario, tasks)
     manifest = build_manifest(scenario, tasks, seeding)
+    if overwrite and (out / MANIFEST).is_file():
+        shutil.rmtree(out)
     failures = _open_store(out, manifest, resume=resume)
     done = {t.task_id for t in tasks if (out / TASKS / f"{t.task_id}.parquet").is_file()}
     todo = [t for t in tasks if t.task_id not in done]
@@ -354,6 +412,7 @@ def run_batch(
         n_failed=len(failures),
         n_skipped=n_skipped,
         seconds=time.perf_counter() - start,
+        failures=dict(failures),
     )
 
 
@@ -386,17 +445,22 @@ def _open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[st
     if path.is_file():
         if not resume:
             raise InputError(
-                f"{out} already holds a batch; pass --resume to continue it or choose another --out"
+                f"{out} already holds a batch; pass --resume to continue it, --overwrite to "
+                "discard it and start again, or choose another --out"
             )
         old = json.loads(path.read_text(encoding="utf-8"))
         for key in ("scenario", "seeding"):
             if old.get(key) != manifest[key]:
                 raise InputError(
                     f"{out} holds a batch with a different {key}; resume it with the same "
-                    "scenario file and options, or choose another --out"
+                    "scenario file and options, pass --overwrite to start it again with these, "
+                    "or choose another --out"
                 )
         if _task_keys(old["tasks"]) != _task_keys(manifest["tasks"]):
-            raise InputError(f"{out}: the stored task list differs from this scenario's sweep")
+            raise InputError(
+                f"{out}: the stored task list differs from this scenario's sweep; "
+                "pass --overwrite to start it again with this sweep, or choose another --out"
+            )
     elif out.exists() and any(out.iterdir()):
         raise InputError(
             f"output folder {str(out)!r} exists and is not a batch store; choose another --out"

@@ -63,7 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     backend.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://HOST:PORT")
     backend.add_argument("--dask-workers", type=int, help="start a local Dask cluster of N workers")
-    p.add_argument("--resume", action="store_true", help="continue the batch stored in --out")
+    store = p.add_mutually_exclusive_group()
+    store.add_argument("--resume", action="store_true", help="continue the batch stored in --out")
+    store.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard the batch stored in --out and run every task again (e.g. after a fix)",
+    )
     p.add_argument("--ticks", type=int, help="override scenario.ticks for every task")
     p.add_argument(
         "--common-seeds",
@@ -217,6 +223,7 @@ def _batch(args: argparse.Namespace) -> int:
         dask_workers=args.dask_workers,
         connect_timeout_s=args.connect_timeout,
         resume=args.resume,
+        overwrite=args.overwrite,
         seeding="common" if args.common_seeds else "per-task",
         progress=not args.no_progress,
     )
@@ -226,9 +233,24 @@ def _batch(args: argparse.Namespace) -> int:
     )
     print(f"time             {outcome.seconds:.1f} s")
     print(f"store            {out}/ (manifest.json, tasks/*.parquet, failures.json)")
-    if not outcome.ok:
-        print(f"failed tasks are listed in {out / 'failures.json'}; rerun with --resume")
+    if outcome.failures:
+        _print_failures(outcome.failures, out)
     return 0 if outcome.ok else 1
+
+
+def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
+    """One line per failed task on stderr (the first ``show``), then where the rest is."""
+    from sim.batch import error_line
+
+    for task_id, text in list(failures.items())[:show]:
+        print(f"failed: task {task_id}: {error_line(text)}", file=sys.stderr)
+    if len(failures) > show:
+        print(f"failed: ... and {len(failures) - show} more tasks", file=sys.stderr)
+    print(
+        f"{len(failures)} task(s) failed; tracebacks in {out / 'failures.json'}. Rerun with "
+        "--resume (same scenario: retries failed tasks) or --overwrite (after changing it)",
+        file=sys.stderr,
+    )
 
 
 @command("report")

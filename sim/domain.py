@@ -309,6 +309,16 @@ def implied_free_pairs(dist: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------- road metric
+def max_points(G) -> int:
+    """How many points :meth:`Domain.from_network` can spread on the road network ``G``
+    (at least :data:`MIN_SPACING_M` apart), for ``n_points`` and ``n_outputs``."""
+    return _max_points(sum(undirected_lengths(G).values()))
+
+
+def _max_points(total_road_m: float) -> int:
+    return int(total_road_m // MIN_SPACING_M)
+
+
 @dataclass
 class _Segments:
     """The undirected road graph as arrays of segments, for placing points and routing."""
@@ -352,7 +362,7 @@ class _Segments:
     def spread(self, *, n_points, spacing_m, rng, name: str) -> tuple:
         """Evenly spaced places ``(segment, node_or_-1, offset_m)`` along all segments."""
         total = float(self.seg_len_m.sum())
-        max_points = int(total // MIN_SPACING_M)
+        max_points = _max_points(total)
         if spacing_m is not None:
             if not (spacing_m > 0 and math.isfinite(spacing_m)):
                 raise InputError(f"spacing_m={spacing_m!r} must be a positive number of metres")

@@ -76,10 +76,17 @@ class DomainTable(Table):
     """``[domain]``: the secrets X, the outputs Y and the metric."""
 
     n_points: int = Field(default=500, ge=2, description="secrets |X| spread along the roads")
-    n_outputs: int = Field(default=0, ge=0, description="outputs |Y| (0: Y = X)")
+    n_outputs: int = Field(default=0, ge=0, description="outputs |Y| (0: Y = X; else >= 2)")
     metric: Metric = Field(
         default="road", description="distance between locations: along the roads, or an lp norm"
     )
+
+    @field_validator("n_outputs")
+    @classmethod
+    def _zero_or_at_least_two(cls, v: int) -> int:
+        if v == 1:
+            raise _refuse("= 1 must be 0 (Y = X) or >= 2")
+        return v
 
 
 class UsersTable(Table):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -188,22 +189,96 @@ def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tm
 
 
 # ---------------------------------------------------------------------- failures and resume
-def test_a_failed_task_is_recorded_and_does_not_stop_the_batch(tmp_path, capsys, helsinki_walk):
-    missing = tmp_path / "missing.graphml"  # valid at load time, fails when the task runs
-    path = _toml(tmp_path / "f.toml", [f'"network.source" = ["helsinki", "{missing}"]'])
+def _fail_task(monkeypatch, seed_of_failing_task: int) -> None:
+    """Make the in-process task with this seed raise when it runs (after the checks)."""
+    import sim.run
+
+    simulate = sim.run.simulate
+
+    def flaky(scenario, *, seed=None, **kw):
+        if seed == seed_of_failing_task:
+            raise RuntimeError("solver gave up on this task")
+        return simulate(scenario, seed=seed, **kw)
+
+    monkeypatch.setattr(sim.run, "simulate", flaky)
+
+
+def test_a_failed_task_is_recorded_and_does_not_stop_the_batch(
+    tmp_path, capsys, monkeypatch, helsinki_walk
+):
+    path = _toml(tmp_path / "f.toml", ['"users.count" = [12, 13]'])
+    failing = expand(sc.load(path))[1]
+    _fail_task(monkeypatch, failing.seed)
     store = tmp_path / "store"
     argv = ["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]
     assert main(argv) == 1
     failures = results.load_failures(store)
-    assert list(failures) == ["0001"] and "missing.graphml" in failures["0001"]
+    assert list(failures) == ["0001"] and "solver gave up" in failures["0001"]
     table = results.task_table(store)
     assert list(table["status"]) == ["done", "failed"]
-    assert "file not found" in table.loc[1, "error"]
+    assert "RuntimeError" in table.loc[1, "error"]
     assert (store / "tasks" / "0000.parquet").is_file()
     assert not (store / "tasks" / "0001.parquet").exists()
-    capsys.readouterr()
+    err = capsys.readouterr().err  # failures summarised on stderr, one line each
+    assert "failed: task 0001: RuntimeError: solver gave up on this task" in err
+    assert "Traceback" not in err and "--overwrite" in err
     assert main([*argv, "--resume"]) == 1  # the failed task is retried, the done one skipped
     assert "1 skipped" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- checked up front
+@pytest.mark.parametrize(
+    ("sweep_line", "message"),
+    [
+        ('"network.source" = ["helsinki", "MISSING"]', "field network.source: .*file not found"),
+        ('"domain.n_points" = [100, 1000000000]', "field domain.n_points = 1,000,000,000 is more"),
+        ('"domain.n_outputs" = [0, 1000000000]', "field domain.n_outputs = 1,000,000,000 is more"),
+    ],
+)
+def test_bad_task_parameters_exit_2_before_any_store_exists(
+    tmp_path, capsys, helsinki_walk, sweep_line, message
+):
+    line = sweep_line.replace("MISSING", str(tmp_path / "missing.graphml"))
+    path = _toml(tmp_path / "bad.toml", [line])
+    store = tmp_path / "store"
+    assert main(["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert re.search(f"task 0001 .*{message}", err), err
+    assert not store.exists() and "Traceback" not in err
+
+
+def test_one_output_point_is_refused_when_the_scenario_loads(tmp_path):
+    with pytest.raises(InputError, match=r"domain.n_outputs = 1 must be 0 \(Y = X\) or >= 2"):
+        _scenario({"domain.n_outputs": [0, 1]})
+
+
+def test_a_failed_batch_reruns_after_a_fix_with_overwrite(tmp_path, monkeypatch, helsinki_walk):
+    path = _toml(tmp_path / "f.toml", ['"users.count" = [12, 13]'])
+    _fail_task(monkeypatch, expand(sc.load(path))[1].seed)
+    store = tmp_path / "store"
+    assert not run_batch(sc.load(path), store, progress=False).ok
+    fixed = _toml(tmp_path / "f.toml", ['"users.count" = [12, 14]'])  # the fix
+    with pytest.raises(InputError, match="--overwrite"):
+        run_batch(sc.load(fixed), store, resume=True, progress=False)
+    with pytest.raises(InputError, match="--overwrite"):
+        run_batch(sc.load(fixed), store, progress=False)
+    outcome = run_batch(sc.load(fixed), store, overwrite=True, progress=False)
+    assert outcome.ok and outcome.n_skipped == 0 and outcome.failures == {}
+    assert results.load_failures(store) == {}
+    assert sorted(results.task_table(store)["users.count"]) == [12, 14]
+    with pytest.raises(InputError, match="not both"):
+        run_batch(sc.load(fixed), store, overwrite=True, resume=True, progress=False)
+
+
+def test_overwrite_never_deletes_a_folder_that_is_not_a_store(tmp_path, helsinki_walk):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    with pytest.raises(InputError, match="not a batch store"):
+        run_batch(_scenario(), folder, overwrite=True, progress=False)
+    assert (folder / "notes.txt").read_text() == "keep me"
 
 
 @pytest.mark.slow
