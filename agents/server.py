@@ -16,7 +16,7 @@ import mesa
 import numpy as np
 
 from sim.attacks import BayesAttack, TrackingAttack, upload_location_estimate
-from sim.mechanisms import make
+from sim.mechanisms import Mechanism, make
 
 
 @dataclass
@@ -86,7 +86,7 @@ class ServerAgent(mesa.Agent):
         self.mechanism_cache = mechanism_cache
         scenario = model.config
         self.settings = scenario.mechanism
-        self.mechanism = None
+        self.mechanism: Mechanism | None = None
         self.generated_at = -1
         self.generation_seconds = float("nan")
         self.n_generations = 0
@@ -217,6 +217,7 @@ class ServerAgent(mesa.Agent):
         costs = np.where(eligible, model.report_cost(self.report_epsilon), 0.0)
         paid = model.filters.request(costs, component="reports")
         users = np.nonzero(paid)[0]
+        assert self.mechanism is not None, "refresh_mechanism_if_due runs before the reports"
         outputs = self.mechanism.sample_many(rows[users], model.streams["reports"])
         secrets = pos[users]
         return Reports(
@@ -239,10 +240,12 @@ class ServerAgent(mesa.Agent):
         dist = self.model.domain.dist_xx
         out = reports.outputs
         to_global = self.rows_global
+        assert self.bayes is not None, "the Bayesian attack is fitted with the mechanism"
         optimal = to_global[self.bayes.optimal_estimate[out]]
         map_guess = to_global[self.bayes.map_estimate[out]]
         tracking_error = tracking_hit = None
         if self.tracking is not None:
+            assert self.likelihood is not None  # set with the mechanism when tracking is on
             guesses = self.tracking.step(self.likelihood, reports.users, out)[reports.users]
             tracking_error = dist[reports.secrets, guesses]
             tracking_hit = (guesses == reports.secrets).astype(float)

@@ -100,6 +100,7 @@ def points(model: PrivacyModel) -> dict[str, pd.DataFrame]:
     users, outputs = last["user"][reporting], last["reported_output"][reporting]
     out["reported"] = _layer(users, dom.y_xy[outputs], crs)
     server = model.server
+    assert server.bayes is not None  # reports exist, so a mechanism and its attack do
     guesses = server.rows_global[server.bayes.optimal_estimate[outputs]]
     out["estimate"] = _layer(users, dom.x_xy[guesses], crs)
     if server.tracking is not None:

@@ -26,7 +26,7 @@ import os
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -230,12 +230,15 @@ def _with_front(df: pd.DataFrame, front: dict[str, Any]) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- backends
-def _serial(scenario: Scenario, tasks: list[Task]) -> Iterator[tuple[Task, TaskResult]]:
+_Results = Generator[tuple[Task, TaskResult], None, None]
+
+
+def _serial(scenario: Scenario, tasks: list[Task]) -> _Results:
     for task in tasks:
         yield task, run_task(scenario, task)
 
 
-def _pooled(executor, scenario: Scenario, tasks: list[Task]) -> Iterator[tuple[Task, TaskResult]]:
+def _pooled(executor, scenario: Scenario, tasks: list[Task]) -> _Results:
     futures: dict[Future, Task] = {executor.submit(run_task, scenario, t): t for t in tasks}
     try:
         for fut in as_completed(futures):
@@ -419,6 +422,8 @@ def run_batch(
 def write_task(out: Path, result: TaskResult) -> None:
     """Write one task's tables atomically; the per-tick table last (it marks completion)."""
     folder = out / TASKS
+    if result.ticks is None or result.timings is None:
+        raise ValueError(f"task {result.task_id} has no tables to write (it failed)")
     if result.users is not None:
         _write_parquet(result.users, folder / f"{result.task_id}.users.parquet")
     _write_parquet(result.timings, folder / f"{result.task_id}.timings.parquet")

@@ -9,6 +9,7 @@ State is held in arrays (one entry per user); a tick advances every user by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +51,7 @@ class MobilityModel:
         n_places: int,
         speed_mps: float,
         tick_seconds: float,
-        dwell_ticks: tuple[int, int],
+        dwell_ticks: Sequence[int],
         rng: np.random.Generator,
     ) -> MobilityModel:
         """Draw destinations from the prior and precompute routes towards each of them."""
@@ -108,7 +109,7 @@ class Population:
         """Advance every user by one tick (dwelling users stay put)."""
         dwelling = self.dwell_left > 0
         self.dwell_left[dwelling] -= 1
-        for u in np.nonzero(~dwelling)[0]:
+        for u in np.nonzero(~dwelling)[0].tolist():
             if self._route[u] is None:
                 self._start_trip(u, rng)
             self._advance(u, rng)
@@ -120,6 +121,7 @@ class Population:
 
     def _advance(self, u: int, rng: np.random.Generator) -> None:
         route = self._route[u]
+        assert route is not None, "a moving user has a route (_start_trip)"
         budget_m = self.carry_m[u] + self.model.step_m
         hop = self._hop[u]
         while hop + 1 < len(route):

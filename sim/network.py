@@ -111,16 +111,16 @@ def load_network(source: str | os.PathLike = "helsinki", *, network_type: str = 
     if cached.exists():
         _MEMO[cached] = _load_graphml(cached)
         return _MEMO[cached]
-    if kind == "pbf":
+    if path is None:  # kind "place": a place name
+        raw = _download_place(source_str, network_type)
+    elif kind == "pbf":
         raw = _read_pbf(path, network_type)
     elif kind == "osm":
         raw = _read_osm_xml(path, network_type)
-    elif kind == "graphml":
+    else:
         raw = _load_graphml(path)
         if raw.graph.get("mdpsim_processed"):
             return raw
-    else:
-        raw = _download_place(source_str, network_type)
     G = _process(raw, network_type=network_type, source=source_str)
     _save_graphml_atomic(G, cached)
     _MEMO[cached] = G

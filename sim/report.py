@@ -94,10 +94,8 @@ def per_task(ticks: pd.DataFrame, timings: pd.DataFrame, manifest: dict) -> pd.D
 def summarize(tasks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Mean, 1.96-SE half-width and count over repetitions of each metric, per group."""
     metrics = [m for m in LABELS if m in tasks and tasks[m].notna().any()]
-    if by:
-        groups = tasks.groupby(list(by), sort=False, dropna=False)[metrics]
-    else:
-        groups = tasks.assign(_all=0).groupby("_all")[metrics]
+    frame, keys = (tasks, list(by)) if by else (tasks.assign(_all=0), ["_all"])
+    groups = frame.groupby(keys, sort=False, dropna=False)[metrics]
     mean, std, count = groups.mean(), groups.std(ddof=1), groups.count()
     out = pd.DataFrame(index=mean.index)
     out["n"] = groups.size()

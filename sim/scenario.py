@@ -260,7 +260,7 @@ class Scenario(BaseModel):
 
 
 TABLES: dict[str, type[Table]] = {
-    name: info.annotation  # type: ignore[misc]
+    name: info.annotation
     for name, info in Scenario.model_fields.items()
     if isinstance(info.annotation, type) and issubclass(info.annotation, Table)
 }

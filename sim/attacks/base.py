@@ -28,13 +28,18 @@ Attacks register like mechanisms: ``@register("name")``, ``make(name, **params)`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from sim.errors import InputError
+
+if TYPE_CHECKING:
+    from sim.domain import Domain
+    from sim.mechanisms.base import Mechanism
 
 _REGISTRY: dict[str, type[Attack]] = {}
 
@@ -74,7 +79,7 @@ class Context:
         Seed for any randomness of the attack.
     """
 
-    domain: object
+    domain: Domain
     n_users: int
     reach_km: np.ndarray | None = None
     public_traces: np.ndarray | None = None
@@ -94,7 +99,7 @@ class Release:
     """
 
     tick: int
-    mechanism: object
+    mechanism: Mechanism
     uploads: np.ndarray | None = None
 
     @property
@@ -204,10 +209,10 @@ class Attack(ABC):
         """A mechanism was (re)generated; called before that tick's observation."""
 
     @abstractmethod
-    def observe(self, obs: Observation) -> list[Estimate]:
+    def observe(self, obs: Observation) -> Sequence[Estimate]:
         """Take one tick's reports; return the estimates available now (often one)."""
 
-    def finish(self) -> list[Estimate]:
+    def finish(self) -> Sequence[Estimate]:
         """The run is over: return the estimates that needed all of it."""
         return []
 

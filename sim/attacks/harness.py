@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,9 @@ from sim.attacks.mobility_models import counted_kernel, reach_kernel
 from sim.attacks.suite import AttackSuite
 from sim.mobility import MobilityModel, Population
 
+if TYPE_CHECKING:
+    from sim.domain import Domain
+
 #: Per attack, the metric that says how well it did (higher = the attack succeeds more).
 SUCCESS = {"linkage": "hit", "places": "precision_at_k"}
 
@@ -30,7 +34,7 @@ SUCCESS = {"linkage": "hit", "places": "precision_at_k"}
 class World:
     """The truth of one seed: walks of the users and of the public, and the mobility."""
 
-    domain: object
+    domain: Domain
     traces: np.ndarray  # (T, U) secret index of every user per tick
     public_traces: np.ndarray  # (T, M)
     mobility: MobilityModel

@@ -214,7 +214,7 @@ class TrackingAttack:
         reach = np.broadcast_to(np.asarray(reach_km, dtype=float), (len(dist_xx),))
         rows, cols = np.nonzero(dist_xx <= reach[:, None])
         kernel = sparse.csr_matrix(
-            (np.ones(len(rows)), (rows, cols)), shape=dist_xx.shape, dtype=float
+            (np.ones(len(rows)), (rows, cols)), shape=dist_xx.shape, dtype=np.float64
         )
         out_degree = np.asarray(kernel.sum(axis=1)).ravel()
         self.kernel_t = (sparse.diags(1.0 / out_degree) @ kernel).T.tocsr()  # column-stochastic
