@@ -19,6 +19,7 @@ venv: $(VENV)/.installed
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # `make test` runs the fast suite; `make test TESTS=all` adds the slow and browser tests (CI).
 test: lint
@@ -35,4 +36,4 @@ format: venv
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -92,7 +92,7 @@ class AuditResult:
 
 
 def audit(
-    sample: Callable[[int, int, np.random.Generator], Sequence[int]],
+    sample: Callable[[int, int, np.random.Generator], np.ndarray | Sequence[int]],
     dist_km: np.ndarray,
     epsilon: float,
     *,

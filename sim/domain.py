@@ -201,7 +201,14 @@ class Domain:
     @property
     def memory_bytes(self) -> int:
         """Bytes held by the domain's arrays (distance matrices dominate)."""
-        arrays = (self.x_xy, self.y_xy, self.dist_xx, self.dist_xy, self.prior, self.y_in_x)
+        arrays: tuple[np.ndarray, ...] = (
+            self.x_xy,
+            self.y_xy,
+            self.dist_xx,
+            self.dist_xy,
+            self.prior,
+            self.y_in_x,
+        )
         if self._road_pairs is not None:
             arrays += (self._road_pairs,)
         unique = {id(a): a for a in arrays}  # dist_xy is dist_xx when Y = X
@@ -447,7 +454,7 @@ class _Segments:
         n_nodes = len(self.node_ids)
         places = [x_place] if y_place is x_place else [x_place, y_place]
         node_of = []
-        cut_seg, cut_along, cut_node = [], [], []
+        seg_parts, along_parts, node_parts = [], [], []
         next_id = n_nodes
         for seg, node, along in places:
             on_seg = seg >= 0
@@ -456,30 +463,31 @@ class _Segments:
             ids[on_seg] = np.arange(next_id, next_id + count)
             next_id += count
             node_of.append(ids)
-            cut_seg.append(seg[on_seg])
-            cut_along.append(along[on_seg])
-            cut_node.append(ids[on_seg])
-        cut_seg = np.concatenate(cut_seg)
-        cut_along = np.concatenate(cut_along)
-        cut_node = np.concatenate(cut_node)
+            seg_parts.append(seg[on_seg])
+            along_parts.append(along[on_seg])
+            node_parts.append(ids[on_seg])
+        cut_seg = np.concatenate(seg_parts)
+        cut_along = np.concatenate(along_parts)
+        cut_node = np.concatenate(node_parts)
         order = np.lexsort((cut_along, cut_seg))
         cut_seg, cut_along, cut_node = cut_seg[order], cut_along[order], cut_node[order]
-        rows, cols, w = [], [], []
+        row_parts, col_parts, w_parts = [], [], []
         has_cut = np.zeros(len(self.seg_len_m), dtype=bool)
         has_cut[cut_seg] = True
         plain = ~has_cut
-        rows.append(self.seg_u[plain])
-        cols.append(self.seg_v[plain])
-        w.append(self.seg_len_m[plain])
+        row_parts.append(self.seg_u[plain])
+        col_parts.append(self.seg_v[plain])
+        w_parts.append(self.seg_len_m[plain])
         bounds = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="left")
         bounds_end = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="right")
         for s, lo, hi in zip(np.nonzero(has_cut)[0], bounds, bounds_end, strict=True):
             chain = np.concatenate([[self.seg_u[s]], cut_node[lo:hi], [self.seg_v[s]]])
             pos = np.concatenate([[0.0], cut_along[lo:hi], [self.seg_len_m[s]]])
-            rows.append(chain[:-1])
-            cols.append(chain[1:])
-            w.append(np.diff(pos))
-        rows, cols, w = np.concatenate(rows), np.concatenate(cols), np.concatenate(w)
+            row_parts.append(chain[:-1])
+            col_parts.append(chain[1:])
+            w_parts.append(np.diff(pos))
+        rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
+        w = np.concatenate(w_parts)
         # csgraph treats explicit zeros as missing edges: keep coincident points connected.
         w = np.maximum(w, 1e-9)
         x_nodes = node_of[0]

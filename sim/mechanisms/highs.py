@@ -239,7 +239,7 @@ class HighsLP:
     def set_row_bounds(self, lower, upper) -> None:
         """New bounds for every row (the basis is kept: a warm start for the dual simplex)."""
         m = self.shape[0]
-        status = self._h.changeRowsBounds(
+        status = self._h.changeRowsBounds(  # type: ignore[attr-defined]  # missing in the stubs
             m, np.arange(m, dtype=np.int32), _bound(lower, m, "lower"), _bound(upper, m, "upper")
         )
         _check(status, "changeRowsBounds")
@@ -275,7 +275,7 @@ class HighsLP:
         basis_out = self._h.getBasis()
         dual_ray = None
         if text == "Infeasible":
-            _, has_ray, ray = self._h.getDualRay()
+            _, has_ray, ray = self._h.getDualRay()  # type: ignore[attr-defined]  # not in the stubs
             dual_ray = np.asarray(ray, dtype=float) if has_ray else None
         return LPSolution(
             x=np.asarray(sol.col_value, dtype=float),

@@ -124,7 +124,7 @@ def solve_optimal(
         primal_feasibility_tolerance=opts.primal_feasibility_tolerance or FEASIBILITY_TOL,
         dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
     )
-    tol = opts.dual_feasibility_tolerance  # broken mDP constraint; negative reduced cost
+    tol = opts.dual_feasibility_tolerance or FEASIBILITY_TOL  # broken mDP constraint; rc < 0
     lookup = _ConstraintIndex(src, dst, n)
     model = _RestrictedDual(cost, src, dst, gain, opts)
     pricer = ConePricer(cost, src, dst, gain, dataclasses.replace(opts, time_limit=None))
@@ -432,6 +432,8 @@ class OptimalLP(Mechanism):
         Wall-clock limit for the whole LP solve in seconds (hitting it raises
         ``SolverError``), HiGHS worker threads.
     """
+
+    warm_start_: np.ndarray | None  # binding constraints of a smaller budget (lp_path)
 
     def __init__(
         self,

@@ -294,16 +294,20 @@ def _envelope_block(Z: np.ndarray, a, b, weight, sign: float, *, parents: bool =
     dst = np.concatenate([b, a, jj])
     length = np.concatenate([weight, weight, cost[jj, cc] + shift[cc]])
     graph = sparse.csr_array((length, (src, dst)), shape=(n + k, n + k))
-    found = csgraph.dijkstra(
-        graph, directed=True, indices=n + np.arange(k), return_predecessors=parents
-    )
-    dist = (found[0] if parents else found)[:, :n].T
+    sources = n + np.arange(k)
+    if parents:
+        found, pred = csgraph.dijkstra(
+            graph, directed=True, indices=sources, return_predecessors=True
+        )
+    else:
+        found = csgraph.dijkstra(graph, directed=True, indices=sources)
+    dist = found[:, :n].T
     out = np.exp(-sign * (dist - shift[None, :]))
     if sign < 0:  # lower envelope: a zero anywhere in a column zeroes the column
         out[:, ~np.all(finite, axis=0)] = 0.0
     if not parents:
         return out
-    pred = found[1][:, :n].T
+    pred = pred[:, :n].T
     return out, np.where((pred >= 0) & (pred < n), pred, -1)
 
 

@@ -333,7 +333,7 @@ def solve_direct(
     sizes = [b.n_z for b in blocks]
     A = sparse.bmat(
         [
-            [-b.G] + [b.A if j == m else None for j in range(len(blocks))]
+            [-b.G, *(b.A if j == m else None for j in range(len(blocks)))]
             for m, b in enumerate(blocks)
         ],
         format="csr",

@@ -96,7 +96,7 @@ def _repair(grid: AnchorGrid, P: np.ndarray, dx: float, dy: float):
     P = np.clip(P, 0.0, None)
     support = P.max(axis=0) > 0
     with np.errstate(divide="ignore"):
-        L = np.log(P[:, support]).reshape(grid.ny, grid.nx, -1)
+        L: np.ndarray = np.log(P[:, support]).reshape(grid.ny, grid.nx, -1)
     # Smallest majorant M >= L with |M[a] - M[b]| <= delta on grid edges: the max-plus
     # distance transform, separable for the weighted l1 grid metric.
     for axis, delta in ((1, dx), (0, dy)):

@@ -138,7 +138,7 @@ class InterpMechanism(Mechanism):
             n_solves = len(cache)
             sol, grid, eps_xy, deltas = cache.get(fraction) or solve(fraction)
         else:
-            fraction = 0.5 if self.budget_split == "optimize" else self.budget_split
+            fraction = 0.5 if self.budget_split == "optimize" else float(self.budget_split)
             sol, grid, eps_xy, deltas = solve(fraction)
             n_solves = 1
         self.grid_ = grid
@@ -182,7 +182,7 @@ class InterpMechanism(Mechanism):
     def _certified_rates(grid: AnchorGrid, sol: AnchorSolution) -> tuple[float, float]:
         """Per-axis rates (per km) implied by the realised anchor log-ratios."""
         dx, dy = sol.delta_x, sol.delta_y
-        if grid.warp_x is not None:
+        if grid.warp_x is not None and grid.warp_y is not None:
             per_cell = (grid.warp_x.rate_for(dx, dy), grid.warp_y.rate_for(dy, dx))
         else:
             per_cell = (linear_slope_bound(dx, dy), linear_slope_bound(dy, dx))
