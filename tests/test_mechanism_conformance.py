@@ -6,8 +6,9 @@ secret of the domain given to ``fit`` (index ``i`` samples secret ``i`` of that 
 the exact verifier (full check, all pairs) against that domain's true distances at every
 budget; be deterministic (same parameters -> same matrix; same seed -> same samples); sample
 with the frequencies of its rows; reject bad parameters with InputError; take every parameter
-after ``epsilon`` by keyword; round-trip ``make(name, **m.get_params())``; and leave its
-parameters unchanged by ``fit``.
+after ``epsilon`` by keyword; round-trip ``make(name, **m.get_params())``; leave its
+parameters unchanged by ``fit``; and state a ``guarantee`` that composes ``report_guarantee``
+(pure, certified on ``matrix_``) and ``upload_guarantee``.
 
 Chi-square false-alarm rate: each mechanism runs CHI2_TESTS goodness-of-fit tests at level
 ALPHA / CHI2_TESTS, so a correct mechanism fails this check with probability <= ALPHA = 1e-4
@@ -138,6 +139,28 @@ def test_matrix_has_one_row_per_secret_of_the_domain_given_to_fit(name, eps, dom
     assert np.all(mech.matrix_[last, draws] > 0)
     with pytest.raises(InputError, match="secret indices"):
         mech.sample_many([domain.n_x], np.random.default_rng(1))
+
+
+@pytest.mark.parametrize("domain_name", DOMAINS)
+@pytest.mark.parametrize(
+    "name",
+    _pending(available(), {"dista_lp": "dista helper: pure report_guarantee, upload_guarantee"}),
+)
+def test_guarantee_is_the_composition_of_report_and_upload(name, domain_name, request):
+    mech = _fitted(name, domain_name, 4.0, request)
+    whole, report, upload = mech.guarantee, mech.report_guarantee, mech.upload_guarantee
+    # every report is a draw from matrix_, so what it costs is pure and certified
+    assert report.kind == "pure"
+    assert verify(mech.matrix_, mech.domain_.dist_xx, report.epsilon_per_km).passed
+    if upload is None:
+        assert (whole.kind, whole.epsilon_per_km, whole.delta) == ("pure", report.epsilon_per_km, 0)
+        return
+    assert whole.epsilon_per_km == pytest.approx(
+        report.epsilon_per_km + upload.epsilon_per_km, rel=1e-12
+    )
+    assert whole.delta == pytest.approx(report.delta + upload.delta, rel=1e-12)
+    assert whole.kind == upload.kind  # the report part is pure
+    assert whole.epsilon_per_km <= 4.0 * (1 + 1e-12)
 
 
 @pytest.mark.parametrize(
