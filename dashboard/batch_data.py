@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim import report, results
-from sim.batch import MANIFEST
+from sim import report
 from sim.errors import InputError
+from sim.store import MANIFEST, load_manifest, load_ticks, load_timings
 
 #: Filters every batch has (tick-table column -> label), whatever it sweeps.
 FIXED_FILTERS = {"mechanism": "mechanism", "epsilon_per_km": "epsilon (1/km)"}
@@ -60,11 +60,11 @@ def find_stores(root: str | Path, *, depth: int = 2) -> list[Path]:
 def load(store: str | Path) -> Batch:
     """Read a store; raises InputError if it is not one or has no finished task yet."""
     store = Path(store)
-    manifest = results.load_manifest(store)
-    ticks = results.load_ticks(store)
+    manifest = load_manifest(store)
+    ticks = load_ticks(store)
     if ticks.empty:
         raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
-    tasks = report.per_task(ticks, results.load_timings(store), manifest)
+    tasks = report.per_task(ticks, load_timings(store), manifest)
     return Batch(store=store, manifest=manifest, ticks=ticks, tasks=tasks)
 
 

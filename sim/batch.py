@@ -1,16 +1,6 @@
 """Batch runs: a scenario's ``[sweep]`` expanded into tasks, run on a process pool or Dask.
 
-The results store (``DIR``), read back by :mod:`sim.results`:
-
-* ``manifest.json``: the scenario, its sweep, the seeding rule and every task
-  (``task_id``, ``params`` {dotted field: value}, ``repetition``, ``seed``, ``status``);
-* ``tasks/<task_id>.parquet``: the run's per-tick table with ``task_id``, ``repetition``,
-  ``seed`` and one column per swept field (named by its dotted name) in front. Its existence
-  is what marks a task as finished;
-* ``tasks/<task_id>.timings.parquet``: wall-clock seconds per tick and phase (kept apart so
-  that the per-tick tables are byte-identical whatever the backend or worker count);
-* ``tasks/<task_id>.users.parquet``: one row per (tick, user) when ``output.per_user`` is on;
-* ``failures.json``: ``task_id`` -> error text (the traceback) of tasks that failed.
+The tasks' tables go to a results store (layout and writing in :mod:`sim.store`).
 
 Workers only compute; the driver process writes every file, each one atomically (temporary
 file + rename, the per-tick table last), so a batch killed at any moment and resumed neither
@@ -21,9 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
-import os
-import shutil
 import time
 import traceback
 from collections.abc import Callable, Generator
@@ -35,12 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim import store
 from sim.errors import InputError
 from sim.scenario import Scenario
+from sim.store import canonical_json
 
-MANIFEST = "manifest.json"
-FAILURES = "failures.json"
-TASKS = "tasks"
 SEEDING = ("per-task", "common")
 _MANIFEST_EVERY_S = 1.0  # rewrite the manifest at most this often while tasks finish
 
@@ -132,8 +118,7 @@ def expand(scenario: Scenario, *, seeding: str = "per-task") -> list[Task]:
 
 def derive_seed(base_seed: int, key: dict[str, Any]) -> int:
     """A 63-bit seed from ``base_seed`` and a JSON-able key (SeedSequence over SHA-256)."""
-    text = json.dumps(key, sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(text.encode()).digest()
+    digest = hashlib.sha256(canonical_json(key).encode()).digest()
     words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
     state = np.random.SeedSequence(base_seed, spawn_key=words).generate_state(2, np.uint32)
     return ((int(state[0]) << 32) | int(state[1])) & (2**63 - 1)
@@ -146,13 +131,13 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
     its ``domain.n_points`` and ``domain.n_outputs`` fit on that network. Raises
     :class:`InputError` naming the first bad task and field.
     """
-    from sim.domain import max_points
     from sim.network import load_network
+    from sim.routing import max_points
 
     limits: dict[tuple[str, str], int] = {}
     seen: set[str] = set()
     for task in tasks:
-        key = _json(task.params)
+        key = canonical_json(task.params)
         if key in seen:
             continue
         seen.add(key)
@@ -216,7 +201,7 @@ def _identity_columns(task: Task) -> dict[str, Any]:
         "seed": task.seed,
     }
     for key, value in task.params.items():
-        cols[key] = value if isinstance(value, bool | int | float | str) else _json(value)
+        cols[key] = value if isinstance(value, bool | int | float | str) else canonical_json(value)
     return cols
 
 
@@ -348,15 +333,15 @@ def run_batch(
     out = Path(out_dir)
     tasks = expand(scenario, seeding=seeding)
     check_tasks(scenario, tasks)
-    manifest = build_manifest(scenario, tasks, seeding)
-    if overwrite and (out / MANIFEST).is_file():
-        shutil.rmtree(out)
-    failures = _open_store(out, manifest, resume=resume)
-    done = {t.task_id for t in tasks if (out / TASKS / f"{t.task_id}.parquet").is_file()}
+    manifest = store.new_manifest(scenario, [asdict(t) for t in tasks], seeding)
+    if overwrite and (out / store.MANIFEST).is_file():
+        store.discard(out)
+    failures = store.open_store(out, manifest, resume=resume)
+    done = {t.task_id for t in tasks if (out / store.TASKS / f"{t.task_id}.parquet").is_file()}
     todo = [t for t in tasks if t.task_id not in done]
     n_skipped = len(done)
     failures = {k: v for k, v in failures.items() if k not in done}
-    _write_state(out, manifest, done, failures)
+    store.write_state(out, manifest, done, failures)
 
     bar = None
     if progress and todo:
@@ -381,15 +366,21 @@ def run_batch(
         last_write = time.monotonic()
         try:
             for task, result in results:
-                if result.error is None:
-                    write_task(out, result)
+                if result.ticks is not None and result.timings is not None:
+                    store.write_task(
+                        out,
+                        result.task_id,
+                        ticks=result.ticks,
+                        timings=result.timings,
+                        users=result.users,
+                    )
                     done.add(task.task_id)
                     failures.pop(task.task_id, None)
                 else:
-                    failures[task.task_id] = result.error
-                    _write_json(out / FAILURES, failures)
+                    failures[task.task_id] = result.error or "the task returned no tables"
+                    store.write_failures(out, failures)
                 if time.monotonic() - last_write >= _MANIFEST_EVERY_S:
-                    _write_state(out, manifest, done, failures)
+                    store.write_state(out, manifest, done, failures)
                     last_write = time.monotonic()
                 if bar is not None:
                     bar.update(1)
@@ -408,7 +399,7 @@ def run_batch(
             client.close()
             if cluster is not None:
                 cluster.close()
-        _write_state(out, manifest, done, failures)
+        store.write_state(out, manifest, done, failures)
     return BatchOutcome(
         n_tasks=len(tasks),
         n_done=len(done),
@@ -417,99 +408,6 @@ def run_batch(
         seconds=time.perf_counter() - start,
         failures=dict(failures),
     )
-
-
-def write_task(out: Path, result: TaskResult) -> None:
-    """Write one task's tables atomically; the per-tick table last (it marks completion)."""
-    folder = out / TASKS
-    if result.ticks is None or result.timings is None:
-        raise ValueError(f"task {result.task_id} has no tables to write (it failed)")
-    if result.users is not None:
-        _write_parquet(result.users, folder / f"{result.task_id}.users.parquet")
-    _write_parquet(result.timings, folder / f"{result.task_id}.timings.parquet")
-    _write_parquet(result.ticks, folder / f"{result.task_id}.parquet")
-
-
-# ---------------------------------------------------------------------- the store
-def build_manifest(scenario: Scenario, tasks: list[Task], seeding: str) -> dict[str, Any]:
-    """The manifest of a batch (every task "pending")."""
-    return {
-        "format": 1,
-        "scenario": json.loads(_json(scenario.to_dict())),
-        "sweep": json.loads(_json(scenario.sweep)),
-        "swept_fields": [k for k in scenario.sweep if k != "repetitions"],
-        "repetitions": int(scenario.sweep.get("repetitions", 1)),
-        "seeding": seeding,
-        "tasks": [{**asdict(t), "status": "pending"} for t in tasks],
-    }
-
-
-def _open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[str, str]:
-    """Create or reopen the store; return the recorded failures."""
-    path = out / MANIFEST
-    if path.is_file():
-        if not resume:
-            raise InputError(
-                f"{out} already holds a batch; pass --resume to continue it, --overwrite to "
-                "discard it and start again, or choose another --out"
-            )
-        old = json.loads(path.read_text(encoding="utf-8"))
-        for key in ("scenario", "seeding"):
-            if old.get(key) != manifest[key]:
-                raise InputError(
-                    f"{out} holds a batch with a different {key}; resume it with the same "
-                    "scenario file and options, pass --overwrite to start it again with these, "
-                    "or choose another --out"
-                )
-        if _task_keys(old["tasks"]) != _task_keys(manifest["tasks"]):
-            raise InputError(
-                f"{out}: the stored task list differs from this scenario's sweep; "
-                "pass --overwrite to start it again with this sweep, or choose another --out"
-            )
-    elif out.exists() and any(out.iterdir()):
-        raise InputError(
-            f"output folder {str(out)!r} exists and is not a batch store; choose another --out"
-        )
-    (out / TASKS).mkdir(parents=True, exist_ok=True)
-    for stale in (out / TASKS).glob(".*.tmp-*"):
-        stale.unlink()
-    fpath = out / FAILURES
-    return json.loads(fpath.read_text(encoding="utf-8")) if fpath.is_file() else {}
-
-
-def _task_keys(tasks: list[dict]) -> list[dict]:
-    keys = ("task_id", "params", "repetition", "seed")
-    return json.loads(_json([{k: t[k] for k in keys} for t in tasks]))
-
-
-def _write_state(out: Path, manifest: dict, done: set[str], failures: dict[str, str]) -> None:
-    for t in manifest["tasks"]:
-        tid = t["task_id"]
-        t["status"] = "done" if tid in done else "failed" if tid in failures else "pending"
-    _write_json(out / MANIFEST, manifest)
-    _write_json(out / FAILURES, failures)
-
-
-def _write_json(path: Path, doc: Any) -> None:
-    _atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2), encoding="utf-8"))
-
-
-def _write_parquet(df: pd.DataFrame, path: Path) -> None:
-    _atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
-
-
-def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _name(scenario: Scenario) -> str:

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim import results
 from sim.errors import InputError
+from sim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
 
 Z95 = 1.96
 TICK_MEANS = {
@@ -79,7 +79,7 @@ def per_task(ticks: pd.DataFrame, timings: pd.DataFrame, manifest: dict) -> pd.D
     first = ticks.groupby("task_id", sort=False).first()
     out = first.reset_index()[[*keys, "mechanism", "epsilon_per_km"]].copy()
     out["n_points"] = (
-        first[N_FIELD].to_numpy() if N_FIELD in swept else results.scenario_value(manifest, N_FIELD)
+        first[N_FIELD].to_numpy() if N_FIELD in swept else scenario_value(manifest, N_FIELD)
     )
     present = [m for m in TICK_MEANS if m in ticks]
     means = ticks.groupby("task_id", sort=False)[present].mean()
@@ -254,11 +254,11 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
 def write_report(store: str | Path, out_dir: str | Path | None = None) -> list[Path]:
     """Write ``summary.md``, ``summary.csv``, ``tasks.csv`` and the PNGs; return their paths."""
     store = Path(store)
-    manifest = results.load_manifest(store)
-    ticks = results.load_ticks(store)
+    manifest = load_manifest(store)
+    ticks = load_ticks(store)
     if ticks.empty:
         raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
-    tasks = per_task(ticks, results.load_timings(store), manifest)
+    tasks = per_task(ticks, load_timings(store), manifest)
     by = list(manifest["swept_fields"])
     summary = summarize(tasks, by)
     out = Path(out_dir) if out_dir is not None else store / "report"
@@ -266,7 +266,7 @@ def write_report(store: str | Path, out_dir: str | Path | None = None) -> list[P
     summary.to_csv(out / "summary.csv", index=False)
     tasks.to_csv(out / "tasks.csv", index=False)
     plots = write_plots(tasks, ticks, by, out)
-    failures = results.load_failures(store)
+    failures = load_failures(store)
     name = manifest["scenario"]["scenario"]["name"]
     lines = [
         f"# Batch report: {name}",

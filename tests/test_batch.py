@@ -15,11 +15,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim import results
 from sim import scenario as sc
 from sim.batch import connect_dask, expand, run_batch
 from sim.cli import main
 from sim.errors import InputError
+from sim.store import (
+    load_failures,
+    load_manifest,
+    load_ticks,
+    load_timings,
+    load_users,
+    swept_fields,
+    task_table,
+)
 
 TINY = {
     "scenario": {"name": "tiny", "seed": 7, "ticks": 2},
@@ -138,21 +146,21 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path):
 
 # ---------------------------------------------------------------------- the store
 def test_store_holds_one_table_per_task_with_its_parameters(serial_store):
-    manifest = results.load_manifest(serial_store)
+    manifest = load_manifest(serial_store)
     assert [t["status"] for t in manifest["tasks"]] == ["done"] * 4
-    assert results.swept_fields(serial_store) == ["mechanism.epsilon_per_km"]
+    assert swept_fields(serial_store) == ["mechanism.epsilon_per_km"]
     for t in manifest["tasks"]:
         df = pd.read_parquet(serial_store / "tasks" / f"{t['task_id']}.parquet")
         assert list(df.columns[:4]) == ["task_id", "repetition", "seed", "mechanism.epsilon_per_km"]
         assert (df["task_id"] == t["task_id"]).all() and (df["seed"] == t["seed"]).all()
         assert (df["epsilon_per_km"] == t["params"]["mechanism.epsilon_per_km"]).all()
         assert list(df["tick"]) == [1, 2]
-    ticks = results.load_ticks(serial_store)
+    ticks = load_ticks(serial_store)
     assert len(ticks) == 8 and not ticks.duplicated(["task_id", "tick"]).any()
-    timings = results.load_timings(serial_store)
+    timings = load_timings(serial_store)
     assert {"task_id", "mechanism_s", "regenerated"} <= set(timings.columns)
     assert "mechanism_s" not in ticks  # wall-clock times stay out of the per-tick tables
-    assert len(results.load_users(serial_store)) == 4 * 2 * 12
+    assert len(load_users(serial_store)) == 4 * 2 * 12
     assert json.loads((serial_store / "failures.json").read_text()) == {}
 
 
@@ -212,9 +220,9 @@ def test_a_failed_task_is_recorded_and_does_not_stop_the_batch(
     store = tmp_path / "store"
     argv = ["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]
     assert main(argv) == 1
-    failures = results.load_failures(store)
+    failures = load_failures(store)
     assert list(failures) == ["0001"] and "solver gave up" in failures["0001"]
-    table = results.task_table(store)
+    table = task_table(store)
     assert list(table["status"]) == ["done", "failed"]
     assert "RuntimeError" in table.loc[1, "error"]
     assert (store / "tasks" / "0000.parquet").is_file()
@@ -266,8 +274,8 @@ def test_a_failed_batch_reruns_after_a_fix_with_overwrite(tmp_path, monkeypatch,
         run_batch(sc.load(fixed), store, progress=False)
     outcome = run_batch(sc.load(fixed), store, overwrite=True, progress=False)
     assert outcome.ok and outcome.n_skipped == 0 and outcome.failures == {}
-    assert results.load_failures(store) == {}
-    assert sorted(results.task_table(store)["users.count"]) == [12, 14]
+    assert load_failures(store) == {}
+    assert sorted(task_table(store)["users.count"]) == [12, 14]
     with pytest.raises(InputError, match="not both"):
         run_batch(sc.load(fixed), store, overwrite=True, resume=True, progress=False)
 
@@ -316,8 +324,8 @@ def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
     reference = tmp_path / "reference"
     assert run_batch(_scenario(sweep), reference, progress=False).ok
     assert _task_files(store) == _task_files(reference)
-    ticks = results.load_ticks(store)
+    ticks = load_ticks(store)
     assert len(ticks) == 8 * 2 and not ticks.duplicated(["task_id", "tick"]).any()
     assert not list((store / "tasks").glob(".*"))
-    manifest = results.load_manifest(store)
+    manifest = load_manifest(store)
     assert [t["status"] for t in manifest["tasks"]] == ["done"] * 8

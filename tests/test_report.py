@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,10 +12,11 @@ import pandas as pd
 import pytest
 
 from sim import scenario as sc
-from sim.batch import TaskResult, build_manifest, expand, write_task
+from sim.batch import expand
 from sim.cli import main
 from sim.errors import InputError
 from sim.report import write_report
+from sim.store import new_manifest, write_task
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SWEEP = {"mechanism.name": ["em", "laplace"], "mechanism.epsilon_per_km": [4.0, 10.0]}
@@ -67,8 +69,8 @@ def _synthetic_store(
                 "mechanism_s": [0.2, 99.0, 0.4],
             }
         )
-        write_task(root, TaskResult(task_id=t.task_id, ticks=ticks, timings=timings))
-    manifest = build_manifest(scenario, tasks, "per-task")
+        write_task(root, t.task_id, ticks=ticks, timings=timings)
+    manifest = new_manifest(scenario, [dataclasses.asdict(t) for t in tasks], "per-task")
     (root / "manifest.json").write_text(json.dumps(manifest))
     failures = {fail: "Traceback ...\nValueError: synthetic failure"} if fail else {}
     (root / "failures.json").write_text(json.dumps(failures))

@@ -9,9 +9,9 @@ import streamlit as st
 from dashboard import batch_data as bd
 from dashboard import charts as ch
 from dashboard.resources import REPO
-from sim.batch import MANIFEST, TASKS
 from sim.errors import InputError
 from sim.report import LABELS
+from sim.store import MANIFEST, TASKS
 
 X_TICK = "tick"
 

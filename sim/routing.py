@@ -1,0 +1,234 @@
+"""Shortest paths on a road network split at the domain's points.
+
+:class:`RoadSegments` turns the undirected road graph into arrays of segments, spreads points
+along them, and computes road distances between points that lie part-way along segments: each
+segment is split at its points and Dijkstra runs on that augmented graph. It also finds the
+*constraint pairs* of the secrets, the pairs joined by a shortest path through no other secret
+(docs/design.md, the road metric). :class:`sim.domain.Domain` is its one user.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from sim.errors import InputError
+from sim.network import undirected_lengths
+
+MIN_SPACING_M = 1.0
+# Relative slack when deciding that d(i,k) + d(k,j) == d(i,j) (far below the verifier's 1e-9).
+CHAIN_RTOL = 1e-12
+_SOURCE_CHUNK = 256  # Dijkstra sources per call: bounds the (sources x nodes) distance block
+
+
+def max_points(G) -> int:
+    """How many points :meth:`Domain.from_network` can spread on the road network ``G``
+    (at least :data:`MIN_SPACING_M` apart), for ``n_points`` and ``n_outputs``."""
+    return _max_points(sum(undirected_lengths(G).values()))
+
+
+def _max_points(total_road_m: float) -> int:
+    return int(total_road_m // MIN_SPACING_M)
+
+
+@dataclass
+class RoadSegments:
+    """The undirected road graph as arrays of segments, for placing points and routing."""
+
+    node_ids: list
+    node_xy: np.ndarray
+    seg_u: np.ndarray
+    seg_v: np.ndarray
+    seg_len_m: np.ndarray
+    seg_geom: list
+
+    @classmethod
+    def of(cls, G) -> RoadSegments:
+        if G is None or G.number_of_edges() == 0:
+            raise InputError("the road network has no edges")
+        node_ids = list(G.nodes)
+        index = {n: i for i, n in enumerate(node_ids)}
+        node_xy = np.array([(G.nodes[n]["x"], G.nodes[n]["y"]) for n in node_ids], dtype=float)
+        lengths = undirected_lengths(G)
+        geoms = {}
+        for u, v, d in G.edges(data=True):
+            key = (u, v) if (u, v) in lengths else (v, u)
+            if key in lengths and d["length"] == lengths[key] and key not in geoms:
+                geom = d.get("geometry")
+                geoms[key] = (geom, key != (u, v))
+        keys = sorted(lengths, key=lambda k: (index[k[0]], index[k[1]]))
+        return cls(
+            node_ids=node_ids,
+            node_xy=node_xy,
+            seg_u=np.array([index[u] for u, _ in keys], dtype=np.int64),
+            seg_v=np.array([index[v] for _, v in keys], dtype=np.int64),
+            seg_len_m=np.array([lengths[k] for k in keys], dtype=float),
+            seg_geom=[geoms.get(k, (None, False)) for k in keys],
+        )
+
+    def at_nodes(self) -> tuple:
+        """Places of the intersections: segment -1 marks 'at a node'."""
+        n = len(self.node_ids)
+        return (np.full(n, -1), np.arange(n), np.zeros(n))
+
+    def spread(self, *, n_points, spacing_m, rng, name: str) -> tuple:
+        """Evenly spaced places ``(segment, node_or_-1, offset_m)`` along all segments."""
+        total = float(self.seg_len_m.sum())
+        max_points = _max_points(total)
+        if spacing_m is not None:
+            if not (spacing_m > 0 and math.isfinite(spacing_m)):
+                raise InputError(f"spacing_m={spacing_m!r} must be a positive number of metres")
+            if spacing_m < MIN_SPACING_M:
+                raise InputError(f"spacing_m={spacing_m} is below the minimum {MIN_SPACING_M} m")
+            count = int(total // spacing_m)
+            if count < 2:
+                raise InputError(
+                    f"spacing_m={spacing_m} leaves fewer than 2 points on {total:.0f} m of road"
+                )
+        else:
+            if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)):
+                raise InputError(f"{name}: n_points={n_points!r} must be an integer")
+            if n_points < 2:
+                raise InputError(f"{name}: n_points={n_points} must be at least 2")
+            if n_points > max_points:
+                raise InputError(
+                    f"{name}: n_points={n_points:,} is more than this network allows "
+                    f"({max_points:,} points at least {MIN_SPACING_M} m apart on "
+                    f"{total / 1000:.1f} km of road); use a larger network or fewer points"
+                )
+            count, spacing_m = int(n_points), total / n_points
+        offsets = (np.arange(count) + rng.uniform(0.05, 0.95)) * spacing_m
+        ends = np.cumsum(self.seg_len_m)
+        seg = np.searchsorted(ends, offsets, side="right")
+        seg = np.minimum(seg, len(ends) - 1)
+        along = offsets - (ends[seg] - self.seg_len_m[seg])
+        along = np.clip(along, 0.0, self.seg_len_m[seg])
+        return (seg, np.full(count, -1), along)
+
+    def xy(self, place: tuple) -> np.ndarray:
+        """Coordinates in metres of places, following edge geometry where it exists."""
+        seg, node, along = place
+        out = np.empty((len(seg), 2))
+        at_node = seg < 0
+        out[at_node] = self.node_xy[node[at_node]]
+        for m in np.nonzero(~at_node)[0]:
+            s = seg[m]
+            geom, reverse = self.seg_geom[s]
+            frac = along[m] / self.seg_len_m[s] if self.seg_len_m[s] > 0 else 0.0
+            if geom is not None:
+                frac_geom = 1.0 - frac if reverse else frac
+                pt = geom.interpolate(frac_geom, normalized=True)
+                out[m] = (pt.x, pt.y)
+            else:
+                a, b = self.node_xy[self.seg_u[s]], self.node_xy[self.seg_v[s]]
+                out[m] = a + frac * (b - a)
+        return out
+
+    def road_distances(self, x_place: tuple, y_place: tuple):
+        """Road distances X-X and X-Y in km, plus the chaining constraint pairs of X."""
+        n_nodes = len(self.node_ids)
+        x_nodes, y_nodes, adj_rows = self._augmented(x_place, y_place)
+        total = n_nodes + len(x_nodes) + (0 if y_place is x_place else len(y_nodes))
+        rows, cols, w = adj_rows
+        A = sparse.coo_matrix((w, (rows, cols)), shape=(total, total)).tocsr()
+        dist_xx = np.empty((len(x_nodes), len(x_nodes)))
+        dist_xy = np.empty((len(x_nodes), len(y_nodes)))
+        for start in range(0, len(x_nodes), _SOURCE_CHUNK):
+            src = x_nodes[start : start + _SOURCE_CHUNK]
+            d = csgraph.dijkstra(A, directed=False, indices=src)
+            dist_xx[start : start + len(src)] = d[:, x_nodes]
+            dist_xy[start : start + len(src)] = d[:, y_nodes]
+        if not np.all(np.isfinite(dist_xx)) or not np.all(np.isfinite(dist_xy)):
+            raise InputError("the road network is not connected; load it with load_network")
+        dist_xx = np.minimum(dist_xx, dist_xx.T)  # exact symmetry
+        dist_xx /= 1000.0
+        np.fill_diagonal(dist_xx, 0.0)
+        dist_xy /= 1000.0
+        if y_place is x_place:
+            dist_xy = dist_xx
+        if len(dist_xx) > 1 and np.min(dist_xx + np.diag(np.full(len(dist_xx), np.inf))) <= 0:
+            raise InputError(
+                "two secrets share a location (zero road distance); use n_points or spacing_m "
+                "instead of intersections on this network"
+            )
+        pairs = self._chain_pairs(A, x_nodes, dist_xx * 1000.0)
+        return dist_xx, dist_xy, pairs
+
+    def _augmented(self, x_place: tuple, y_place: tuple):
+        """Graph on intersections + X points (+ Y points), each segment split at its points."""
+        n_nodes = len(self.node_ids)
+        places = [x_place] if y_place is x_place else [x_place, y_place]
+        node_of = []
+        seg_parts, along_parts, node_parts = [], [], []
+        next_id = n_nodes
+        for seg, node, along in places:
+            on_seg = seg >= 0
+            ids = np.asarray(node, dtype=np.int64).copy()
+            count = int(on_seg.sum())
+            ids[on_seg] = np.arange(next_id, next_id + count)
+            next_id += count
+            node_of.append(ids)
+            seg_parts.append(seg[on_seg])
+            along_parts.append(along[on_seg])
+            node_parts.append(ids[on_seg])
+        cut_seg = np.concatenate(seg_parts)
+        cut_along = np.concatenate(along_parts)
+        cut_node = np.concatenate(node_parts)
+        order = np.lexsort((cut_along, cut_seg))
+        cut_seg, cut_along, cut_node = cut_seg[order], cut_along[order], cut_node[order]
+        row_parts, col_parts, w_parts = [], [], []
+        has_cut = np.zeros(len(self.seg_len_m), dtype=bool)
+        has_cut[cut_seg] = True
+        plain = ~has_cut
+        row_parts.append(self.seg_u[plain])
+        col_parts.append(self.seg_v[plain])
+        w_parts.append(self.seg_len_m[plain])
+        bounds = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="left")
+        bounds_end = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="right")
+        for s, lo, hi in zip(np.nonzero(has_cut)[0], bounds, bounds_end, strict=True):
+            chain = np.concatenate([[self.seg_u[s]], cut_node[lo:hi], [self.seg_v[s]]])
+            pos = np.concatenate([[0.0], cut_along[lo:hi], [self.seg_len_m[s]]])
+            row_parts.append(chain[:-1])
+            col_parts.append(chain[1:])
+            w_parts.append(np.diff(pos))
+        rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
+        w = np.concatenate(w_parts)
+        # csgraph treats explicit zeros as missing edges: keep coincident points connected.
+        w = np.maximum(w, 1e-9)
+        x_nodes = node_of[0]
+        y_nodes = node_of[0] if len(node_of) == 1 else node_of[1]
+        return x_nodes, y_nodes, (rows, cols, w)
+
+    @staticmethod
+    def _chain_pairs(A, x_nodes: np.ndarray, dist_xx_m: np.ndarray) -> np.ndarray:
+        """Secret pairs joined by a shortest path through no other secret.
+
+        Each secret is split into an 'in' copy (no outgoing edges) and an 'out' copy (no
+        incoming edges); Dijkstra from i's out copy then reaches j's in copy only along paths
+        that avoid every other secret. A pair is kept when such a path is a shortest path.
+        """
+        total = A.shape[0]
+        n = len(x_nodes)
+        coo = A.tocoo()
+        u, v, w = coo.row, coo.col, coo.data
+        u, v, w = np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([w, w])
+        is_x = np.full(total, -1)
+        is_x[x_nodes] = np.arange(n)
+        out_copy = total + np.arange(n)  # edges leave a secret from its out copy
+        src = np.where(is_x[u] >= 0, out_copy[np.maximum(is_x[u], 0)], u)
+        B = sparse.coo_matrix((w, (src, v)), shape=(total + n, total + n)).tocsr()
+        kept = []
+        for start in range(0, n, _SOURCE_CHUNK):
+            idx = np.arange(start, min(start + _SOURCE_CHUNK, n))
+            d = csgraph.dijkstra(B, directed=True, indices=out_copy[idx])[:, x_nodes]
+            ok = np.isfinite(d) & (d <= dist_xx_m[idx] * (1 + CHAIN_RTOL) + 1e-9)
+            ii, jj = np.nonzero(ok)
+            ii = idx[ii]
+            sel = ii < jj
+            kept.append(np.column_stack([ii[sel], jj[sel]]))
+        pairs = np.concatenate(kept).astype(np.int64)
+        return np.unique(pairs, axis=0)
