@@ -1,1 +1,2 @@
-"""Mesa agents of the simulation: mobile users and the honest-but-curious server."""
+"""Agents that play the mdpsim game from outside, through :mod:`sim.env` (uses ``sim``, never
+the reverse): a random agent and greedy baselines that the docs' example runs."""

@@ -99,12 +99,12 @@ def points(model: PrivacyModel) -> dict[str, pd.DataFrame]:
     reporting = last["reported_output"] >= 0
     users, outputs = last["user"][reporting], last["reported_output"][reporting]
     out["reported"] = _layer(users, dom.y_xy[outputs], crs)
-    server = model.server
-    assert server.bayes is not None  # reports exist, so a mechanism and its attack do
-    guesses = server.rows_global[server.bayes.optimal_estimate[outputs]]
+    attacks = model.server.attacks
+    assert attacks.bayes is not None  # reports exist, so a mechanism and its attack do
+    guesses = attacks.rows_global[attacks.bayes.optimal_estimate[outputs]]
     out["estimate"] = _layer(users, dom.x_xy[guesses], crs)
-    if server.tracking is not None:
-        guess = server.tracking.belief.argmax(axis=1)
+    if attacks.tracking is not None:
+        guess = attacks.tracking.belief.argmax(axis=1)
         out["tracking"] = _layer(np.arange(n), dom.x_xy[guess], crs)
     return out
 
@@ -140,7 +140,7 @@ def user_row(model: PrivacyModel, user: int) -> pd.DataFrame:
     if row < 0:
         raise InputError(
             f"user {user}'s secret {secret} is outside the current mechanism's rows; "
-            "it is regenerated when an active user leaves its block"
+            "the user reports again once the refresh schedule regenerates the mechanism"
         )
     probability = mech.matrix_[row]
     return pd.DataFrame(

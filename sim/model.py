@@ -1,10 +1,12 @@
 """The Mesa model: mobile users on a road network, an honest-but-curious server, one tick a story.
 
 Hot state lives in arrays owned by the model (positions in :class:`~sim.mobility.Population`,
-budgets in a :class:`~sim.privacy.filters.PopulationFilter`); the Mesa agents in ``agents/``
-are thin views over one index of those arrays. Every random choice flows from the scenario's
-seed through independent child streams (mobility, reports, queries), so adding a query does not
-change where users walk.
+budgets in a :class:`~sim.privacy.filters.PopulationFilter`); behaviour lives in the players'
+strategies (:mod:`sim.strategies`). A tick starts with the players' decisions
+(:meth:`PrivacyModel.decide`, or actions given from outside by :mod:`sim.env`), made from
+what each knows at that moment. Every random choice flows from the scenario's seed through
+independent child streams (mobility, reports, queries), so adding a query does not change
+where users walk.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from mesa.discrete_space import Network
 from sim.domain import Domain
 from sim.mobility import MobilityModel, Population
 from sim.network import load_network
-from sim.privacy.accounting import CGP, PureGP
-from sim.privacy.filters import PopulationFilter, cost_in
+from sim.players import CuriousServer, UserAgent
 from sim.scenario import Scenario
+from sim.strategies import Strategies, from_scenario
+from sim.strategies.report import ReportContext
 
 _STREAMS = ("mobility", "reports", "queries", "mechanism", "places")
 
@@ -34,6 +37,15 @@ class TickLog:
     ticks: list[dict] = field(default_factory=list)
     users: list[dict[str, np.ndarray]] = field(default_factory=list)
     timings: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What the players decided at the start of a tick."""
+
+    report: np.ndarray  # bool per user: willing to report
+    refresh: bool  # the server regenerates the mechanism
+    query: bool  # the server asks this tick's queries
 
 
 class PrivacyModel(mesa.Model):
@@ -50,6 +62,11 @@ class PrivacyModel(mesa.Model):
     mechanism_cache
         Optionally a mapping shared between models that keeps fitted mechanisms which do not
         depend on the users (everything but DistA-LP), keyed by name, eps, parameters and domain.
+    strategies
+        Optionally the players' strategies (default: :func:`sim.strategies.from_scenario`).
+
+    The first mechanism is generated when the model is built (tick 0), so the players' first
+    decisions see it.
     """
 
     def __init__(
@@ -60,8 +77,9 @@ class PrivacyModel(mesa.Model):
         graph=None,
         domain=None,
         mechanism_cache: MutableMapping | None = None,
+        strategies: Strategies | None = None,
     ):
-        seed = scenario.scenario.seed if rng is None else int(rng)
+        seed = scenario["scenario"]["seed"] if rng is None else int(rng)
         super().__init__(rng=seed)
         self.config = scenario
         self.seed = seed
@@ -69,57 +87,93 @@ class PrivacyModel(mesa.Model):
         self.streams = {
             name: np.random.default_rng(s) for name, s in zip(_STREAMS, streams, strict=True)
         }
-        net, dom, users = scenario.network, scenario.domain, scenario.users
+        net, dom, users = scenario["network"], scenario["domain"], scenario["users"]
         self.graph = graph if graph is not None else load_network(
-            net.source, network_type=net.network_type
+            net["source"], network_type=net["network_type"]
         )  # fmt: skip
         self.domain = domain if domain is not None else Domain.from_network(
             self.graph,
-            n_points=dom.n_points,
-            n_outputs=dom.n_outputs or None,
-            metric=dom.metric,
+            n_points=dom["n_points"],
+            n_outputs=dom["n_outputs"] or None,
+            metric=dom["metric"],
             seed=seed,
         )  # fmt: skip
         self.space = _secret_network(self.domain, self.random)
         self.mobility = MobilityModel.build(
             self.domain,
-            n_places=users.n_places,
-            speed_mps=users.speed_mps,
-            tick_seconds=scenario.scenario.tick_seconds,
-            dwell_ticks=tuple(users.dwell_ticks),
+            n_places=users["n_places"],
+            speed_mps=users["speed_mps"],
+            tick_seconds=scenario["scenario"]["tick_seconds"],
+            dwell_ticks=tuple(users["dwell_ticks"]),
             rng=self.streams["places"],
         )
         self.population = Population(
-            self.mobility, self.domain, users.count, self.streams["mobility"]
+            self.mobility, self.domain, users["count"], self.streams["mobility"]
         )
-        self.budget = CGP(users.budget_rho_per_km2)
-        self.filters = PopulationFilter(self.budget, users.count)
+        self.strategies = from_scenario(scenario) if strategies is None else strategies
+        self.horizon_ticks = scenario["scenario"]["ticks"]
+        self.budget = self.strategies.budget
+        self.filters = self.budget.new_filter(users["count"])
+        self.report_policy = self.strategies.report
+        self.strategies.query_planner.bind(scenario["queries"], horizon_ticks=self.horizon_ticks)
         self.tick = 0
         self.log = TickLog()
-
-        from agents.server import ServerAgent
-        from agents.user import UserAgent
-
-        for index in range(users.count):
+        for index in range(users["count"]):
             UserAgent(self, index)
-        self.server = ServerAgent(self, mechanism_cache=mechanism_cache)
+        self.server = CuriousServer(
+            self,
+            refresh=self.strategies.refresh,
+            planner=self.strategies.query_planner,
+            mechanism_cache=mechanism_cache,
+        )
+        self.server.generate()  # tick 0: the mechanism the first decisions see
+        self.log.timings.append(
+            {"tick": 0, "regenerated": True, "mechanism_s": self.server.generation_seconds}
+        )
 
     # ------------------------------------------------------------------ one tick
-    def step(self) -> None:
-        """One tick, as SPEC §6 tells it."""
+    def report_context(self) -> ReportContext:
+        """What users know when they decide about the coming tick."""
+        return ReportContext(
+            tick=self.tick + 1,
+            horizon_ticks=self.horizon_ticks,
+            remaining=self.filters.remaining,
+            capacity=self.filters.capacity,
+            halted=self.filters.halted.copy(),
+            report_cost=self.server.report_charge.cost,
+            expected_loss_km=self.server.expected_loss_km,
+        )
+
+    def decide(self) -> Decisions:
+        """The players' decisions for the coming tick, by their strategies."""
+        tick = self.tick + 1
+        return Decisions(
+            report=np.asarray(self.report_policy.decide(self.report_context()), dtype=bool),
+            refresh=bool(self.server.wants_refresh(tick)),
+            query=bool(self.server.wants_queries(tick)),
+        )
+
+    def step(self, decisions: Decisions | None = None) -> None:
+        """One tick, as SPEC §6 tells it; ``decisions`` default to :meth:`decide`."""
+        if decisions is None:
+            decisions = self.decide()
         self.tick += 1
         timing: dict[str, float] = {}
+        self.last_decisions = decisions
         with _timed(timing, "move_s"):
             self.population.step(self.streams["mobility"])  # 1. users move
         with _timed(timing, "mechanism_s"):
-            regenerated = self.server.refresh_mechanism_if_due()  # 2. uploads, DistA-LP
+            if decisions.refresh:
+                self.server.generate()  # 2. a new mechanism on a public schedule (uploads)
         with _timed(timing, "report_s"):
-            reports = self.server.collect_reports()  # 3. users report, paying their budgets
+            reports = self.server.collect_reports(decisions.report)  # 3. users report and pay
         with _timed(timing, "query_s"):
-            queries = self.server.ask_queries()  # 4. adaptive queries with elimination
+            queries = self.server.ask_queries() if decisions.query else {}  # 4. queries
         with _timed(timing, "attack_s"):
             attacks = self.server.attack(reports)  # 5. Bayesian and tracking attacks
-        self._collect(reports, queries, attacks, timing, regenerated)  # 6. the data collector
+        self.last_reports, self.last_attacks, self.last_queries = reports, attacks, queries
+        self._collect(reports, queries, attacks, timing, decisions.refresh)  # 6. data collector
+        self.budget.end_of_tick(self.tick, self.filters)  # a renewing budget renews here
 
     def run(self, ticks: int, *, progress=None) -> TickLog:
         """Run ``ticks`` ticks; ``progress`` is called with the tick number after each."""
@@ -130,10 +184,6 @@ class PrivacyModel(mesa.Model):
         return self.log
 
     # ------------------------------------------------------------------ data collection
-    def report_cost(self, epsilon_per_km: float) -> float:
-        """What an eps-mDP report costs in the users' budget currency (rho = eps^2 / 2)."""
-        return cost_in(self.budget, PureGP(epsilon_per_km))
-
     def _collect(self, reports, queries, attacks, timing, regenerated) -> None:
         remaining = self.filters.remaining
         n = self.population.n_users
@@ -144,6 +194,7 @@ class PrivacyModel(mesa.Model):
             "n_halted": int(self.filters.halted.sum()),
             "remaining_budget_mean": float(remaining.mean()),
             "remaining_budget_min": float(remaining.min()),
+            "delta_spent_max": float(self.filters.delta_spent.max()),
             "utility_loss_km": _mean(reports.loss_km),
             "mechanism_regenerated": bool(regenerated),
             **self.server.mechanism_row(),
@@ -153,7 +204,7 @@ class PrivacyModel(mesa.Model):
         self.log.ticks.append(row)
         # wall-clock times differ between identical runs: kept apart from the data
         self.log.timings.append({"tick": self.tick, "regenerated": bool(regenerated), **timing})
-        if self.config.output.per_user:
+        if self.config["output"]["per_user"]:
             cols = {
                 "tick": np.full(n, self.tick, dtype=np.int64),
                 "user": np.arange(n, dtype=np.int64),

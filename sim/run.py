@@ -90,7 +90,8 @@ def summarize(ticks_df: pd.DataFrame, timings_df: pd.DataFrame) -> dict:
     generated = timings_df["regenerated"]
     out["mechanism_generation_s_mean"] = float(timings_df.loc[generated, "mechanism_s"].mean())
     phases = ["move_s", "report_s", "query_s", "attack_s"]
-    out["seconds_per_tick_excl_generation"] = float(timings_df[phases].sum(axis=1).mean())
+    ticked = timings_df[timings_df["tick"] > 0]  # tick 0: the first generation only
+    out["seconds_per_tick_excl_generation"] = float(ticked[phases].sum(axis=1).mean())
     return out
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -136,6 +138,60 @@ def cost_in(budget: Notion, cost: Notion) -> float:
     return cost.rho_per_km2
 
 
+class StatedGuarantee(Protocol):
+    """What a mechanism states (:class:`sim.mechanisms.base.Guarantee`): kind, eps, delta."""
+
+    kind: str
+    epsilon_per_km: float
+    delta: float
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one use of a mechanism costs a user: ``cost`` in the budget's currency, and the
+    ``delta`` of a probabilistic guarantee (0 for a pure one), summed apart per user."""
+
+    cost: float
+    delta: float = 0.0
+
+
+def charge_of(budget: Notion, guarantee: StatedGuarantee) -> Charge:
+    """THE conversion of a stated guarantee into a filter charge (every charge passes here).
+
+    * ``pure`` eps-mDP: ``cost_in(budget, PureGP(eps))`` (eps, or ``eps^2 / 2`` in rho);
+    * ``pmdp`` (eps, delta)-PmDP: with probability ``1 - delta`` over the mechanism's own
+      randomness the release is eps-mDP, so a CGP budget pays ``eps^2 / 2`` and the delta is
+      summed apart (:attr:`PopulationFilter.delta_spent`); a pure GP budget cannot pay it.
+
+    Any other kind raises :class:`InputError`: a guarantee the budget cannot charge is refused.
+    """
+    kind = guarantee.kind
+    if kind == "pure":
+        return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)))
+    if kind == "pmdp":
+        if isinstance(budget, PureGP):
+            raise InputError(
+                "a pure GP budget cannot charge an (eps, delta)-PmDP guarantee (its delta "
+                "does not compose as pure GP); use the cgp or renewing budget policy"
+            )
+        delta = _checked_cost(guarantee.delta)
+        return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)), delta)
+    raise InputError(f"a guarantee of kind {kind!r} cannot be charged by a privacy filter")
+
+
+def query_costs_in(budget: Notion, rho_per_km2) -> np.ndarray:
+    """Per-user CGP query spends ``rho`` (1/km^2) in the budget's currency.
+
+    Only CGP-currency budgets can pay them (pure GP cannot compose a Gaussian release).
+    """
+    if isinstance(budget, PureGP):
+        raise InputError(
+            "a pure GP budget cannot pay the Gaussian (CGP) queries; set queries.every_ticks = 0 "
+            "or use the cgp or renewing budget policy"
+        )
+    return _checked_costs(rho_per_km2)
+
+
 # --------------------------------------------------------------------------- filters
 class PrivacyFilter:
     """One user's filter.
@@ -222,6 +278,7 @@ class PopulationFilter:
         self.capacity = cap
         self.spent = np.zeros(int(n_users))
         self.halted = np.zeros(int(n_users), dtype=bool)
+        self.delta_spent = np.zeros(int(n_users))
         self._by_component: dict = {}
 
     @property
@@ -233,18 +290,30 @@ class PopulationFilter:
         """Per-user budget left, rounded down (0 for halted users)."""
         return np.where(self.halted, 0.0, sub_down(self.capacity, self.spent))
 
-    def request(self, costs, *, component=None) -> np.ndarray:
+    def request(self, costs, *, component=None, delta: float = 0.0) -> np.ndarray:
         """Ask every user with ``cost > 0`` to pay; return who pays and may answer.
 
         Users whose cost would pass their budget halt permanently; halted users never pay.
         A cost of 0 means the user is not asked. Invalid costs raise before any change.
+        ``delta`` (of a PmDP charge, see :func:`charge_of`) is added to each payer's
+        :attr:`delta_spent`.
         """
         c = _checked_costs(costs, self.n_users)
+        d = _checked_cost(delta)
         asked = c > 0
         ok = asked & ~self.halted & fits(self.spent, c, self.capacity)
         self.halted |= asked & ~ok
         self._pay(np.where(ok, c, 0.0), ok, component)
+        if d > 0:
+            self.delta_spent = np.where(ok, add_up(self.delta_spent, d), self.delta_spent)
         return ok
+
+    def renew(self) -> None:
+        """Start a new budget window: nothing spent, nobody halted (the ledger starts over)."""
+        self.spent = np.zeros(self.n_users)
+        self.halted = np.zeros(self.n_users, dtype=bool)
+        self.delta_spent = np.zeros(self.n_users)
+        self._by_component = {}
 
     def affordable(self, costs) -> np.ndarray:
         """Which users could pay ``costs`` now (no state change; 0 cost is always affordable).
@@ -285,12 +354,15 @@ class PopulationFilter:
 
 
 __all__ = [
+    "Charge",
     "PopulationFilter",
     "PrivacyFilter",
     "add_up",
     "capacity_of",
+    "charge_of",
     "cost_in",
     "currency_of",
     "fits",
+    "query_costs_in",
     "sub_down",
 ]

@@ -191,6 +191,22 @@ class DistALP(Mechanism):
             ),
         )
 
+    @property
+    def report_guarantee(self) -> Guarantee:
+        """One report: pure ``eps_pt``-mDP on the users' neighbourhoods (exact verifier)."""
+        return Guarantee(kind="pure", epsilon_per_km=self._config().eps_pt)
+
+    @property
+    def upload_guarantee(self) -> Guarantee:
+        """Each user's upload: ``(eps_dx + eps_dy + eps_cy, delta)``-PmDP (audited)."""
+        config = self._config()
+        return Guarantee(
+            kind="pmdp",
+            epsilon_per_km=config.eps_dx + config.eps_dy + config.eps_cy,
+            delta=config.delta,
+            confidence=getattr(self, "upload_confidence_", None),
+        )
+
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         rng = np.random.default_rng(self.seed)
         users = self._users(domain, rng)

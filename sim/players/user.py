@@ -1,9 +1,10 @@
 """A mobile user: a view over one index of the model's arrays (position, budget, filter).
 
-Users are honest: they follow the protocol, sample their report locally from their own row
-of the downloaded mechanism, and stop answering once their privacy filter halts. The batch
-work (moving, sampling, paying) is done by the model on arrays; this class is what a reader,
-the dashboard or a test inspects.
+Users are honest: they follow the protocol, sample their report locally from their own row of
+the downloaded mechanism, and stop answering once their privacy filter halts. Whether a user
+reports at a tick is decided by the run's report policy (vectorised over all users, see
+:mod:`sim.strategies.report`) or, in :mod:`sim.env`, by an outside agent; this class is what a
+reader, the dashboard or a test inspects.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class UserAgent(mesa.Agent):
 
     @property
     def remaining_budget(self) -> float:
-        """Budget left in the filter's currency (rho per km^2)."""
+        """Budget left in the filter's currency."""
         return float(self.model.filters.remaining[self.index])
 
     @property

@@ -1,0 +1,244 @@
+"""The honest-but-curious server: generates the mechanism, collects reports, queries, attacks.
+
+Its behaviour is in the strategies it holds: a refresh schedule (when to regenerate, public),
+a query planner (which queries, with which per-user budgets) and the report attacks. Every
+charge it makes goes through the run's budget policy, from the guarantee the mechanism states:
+``report_guarantee`` per report, ``upload_guarantee`` per fit for each user who uploads.
+
+For mechanisms defined only on the users' neighbourhoods (DistA-LP), a user reports only from
+the block it downloaded; a user who has left it stays silent until the next generation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+
+import mesa
+import numpy as np
+
+from sim.mechanisms import make
+from sim.players.report_attacks import ReportAttacks
+from sim.privacy.filters import Charge
+from sim.scenario import mechanism_params
+from sim.strategies.query_planner import QueryRound
+from sim.strategies.refresh import RefreshContext
+
+
+@dataclass
+class Reports:
+    """One tick's reports: who reported, from where, what."""
+
+    users: np.ndarray
+    secrets: np.ndarray
+    outputs: np.ndarray
+    loss_km: np.ndarray
+
+    def user_columns(self, n: int) -> dict[str, np.ndarray]:
+        """Per-user columns; -1 / NaN for users who did not report."""
+        output = np.full(n, -1, dtype=np.int64)
+        loss = np.full(n, np.nan)
+        output[self.users], loss[self.users] = self.outputs, self.loss_km
+        return {"reported_output": output, "report_loss_km": loss}
+
+
+class CuriousServer(mesa.Agent):
+    """The server player: mechanism, reports, queries and attacks through its strategies."""
+
+    def __init__(
+        self, model, *, refresh, planner, mechanism_cache: MutableMapping | None = None
+    ) -> None:
+        super().__init__(model)
+        self.refresh, self.planner = refresh, planner
+        self.mechanism_cache = mechanism_cache
+        self.settings = model.config["mechanism"]
+        self.mechanism = None
+        self.generated_at = -1
+        self.generation_seconds = float("nan")
+        self.n_generations = 0
+        self.report_charge = Charge(float("nan"))
+        self.row_of = np.full(model.domain.n_x, -1, dtype=np.int64)
+        self.rows_global = np.arange(model.domain.n_x)
+        self.allowed: np.ndarray | None = None  # (n_users, N) bool for per-user blocks
+        self.upload_errors_km = np.array([])
+        self.silent_active_last = 0
+        self.active_last = 0
+        self.attacks = ReportAttacks(
+            model.domain,
+            reach_km=model.mobility.reach_km,
+            n_users=model.population.n_users,
+            tracking=model.config["attacks"]["tracking"],
+        )
+        self._refuse_uncharged()
+
+    def _refuse_uncharged(self) -> None:
+        """Refuse at start a mechanism or query the budget policy cannot charge."""
+        mech = self._new_mechanism(dict(mechanism_params(self.settings)))
+        self.model.budget.check(
+            report=mech.report_guarantee,
+            upload=mech.upload_guarantee,
+            queries=bool(self.model.config["queries"]["every_ticks"])
+            and bool(self.model.config["queries"]["kinds"]),
+        )
+
+    def _new_mechanism(self, params: dict):
+        return make(self.settings["name"], epsilon=self.settings["epsilon_per_km"], **params)
+
+    # ------------------------------------------------------------------ 2. mechanism
+    def wants_refresh(self, tick: int) -> bool:
+        """The refresh schedule's decision for ``tick`` (public facts only)."""
+        if self.mechanism is None:
+            return True
+        return self.refresh.due(
+            RefreshContext(
+                tick=tick,
+                generated_at=self.generated_at,
+                active_users=self.active_last,
+                silent_active_users=self.silent_active_last,
+            )
+        )
+
+    def generate(self) -> None:
+        """Fit a new mechanism, charge the uploads it needed, tabulate the attacks."""
+        model = self.model
+        params = mechanism_params(self.settings)
+        per_user = self.settings["name"] == "dista_lp"
+        active = np.nonzero(~model.filters.halted)[0]
+        if per_user:
+            # users at the same secret upload the same blocks: one DistA-LP user per secret
+            params.setdefault("user_indices", np.unique(model.population.position[active]).tolist())
+            params.setdefault("seed", int(model.streams["mechanism"].integers(2**31)))
+        start = time.perf_counter()
+        key = (
+            self.settings["name"],
+            self.settings["epsilon_per_km"],
+            repr(sorted(params.items())),
+            id(model.domain),
+        )
+        cached = None if per_user or self.mechanism_cache is None else self.mechanism_cache.get(key)
+        if cached is not None:
+            mech = cached
+        else:
+            mech = self._new_mechanism(params)
+            mech.fit(model.domain)
+            if not per_user and self.mechanism_cache is not None:
+                self.mechanism_cache[key] = mech
+        self.generation_seconds = time.perf_counter() - start
+        self.mechanism, self.generated_at = mech, model.tick
+        self.n_generations += 1
+        self.report_charge = model.budget.charge(mech.report_guarantee)  # after fit: certified
+        sub = mech.domain_
+        rows = sub.rows_in_parent if sub.rows_in_parent is not None else np.arange(sub.n_x)
+        self.rows_global = rows
+        self.row_of = np.full(model.domain.n_x, -1, dtype=np.int64)
+        self.row_of[rows] = np.arange(len(rows))
+        self.attacks.on_mechanism(mech, rows)
+        self.allowed = None
+        self.uploaded = np.ones(model.population.n_users, dtype=bool)
+        if mech.upload_guarantee is not None:
+            self._charge_uploads(mech, active)
+        if per_user:
+            self._per_user_blocks(mech, active)
+
+    def _charge_uploads(self, mech, active: np.ndarray) -> None:
+        """Every active user uploaded: each pays the mechanism's upload guarantee."""
+        model = self.model
+        charge = model.budget.charge(mech.upload_guarantee)
+        cost = np.zeros(model.population.n_users)
+        cost[active] = charge.cost
+        paid = model.filters.request(cost, component="upload", delta=charge.delta)
+        self.uploaded = paid
+
+    def _per_user_blocks(self, mech, active: np.ndarray) -> None:
+        """Which secrets each user's downloaded block covers; the upload-stage attack."""
+        from sim.attacks import upload_location_estimate
+        from sim.mechanisms.dista_lp.user import local_blocks
+
+        model = self.model
+        n = model.population.n_users
+        info = mech.info_
+        slot_of = {int(x): m for m, x in enumerate(info["users"])}
+        self.allowed = np.zeros((n, model.domain.n_x), dtype=bool)
+        guesses = np.empty(len(active), dtype=np.int64)
+        for a, user in enumerate(active):
+            x = int(model.population.position[user])
+            hood = local_blocks(model.domain, x, n_neighbours=mech.n_neighbours).neighbourhood
+            self.allowed[user, hood] = True
+            guesses[a] = upload_location_estimate(info["server_blocks"][slot_of[x]]["dy"])
+        self.allowed[~self.uploaded] = False
+        if model.config["attacks"]["upload"]:
+            truth = model.population.position[active]
+            self.upload_errors_km = model.domain.dist_xy[truth, guesses]
+
+    def mechanism_row(self) -> dict:
+        """Tick-level facts about the current mechanism."""
+        info = self.mechanism.info_ if self.mechanism is not None else {}
+        return {
+            "mechanism": self.settings["name"],
+            "epsilon_per_km": self.settings["epsilon_per_km"],
+            "report_epsilon_per_km": self.mechanism.report_guarantee.epsilon_per_km
+            if self.mechanism is not None
+            else float("nan"),
+            "report_cost": self.report_charge.cost,
+            "mechanism_generations": self.n_generations,
+            "solver_status": str(info.get("solver_status", info.get("status", "n/a"))),
+            "upload_attack_error_km": _mean(self.upload_errors_km),
+        }
+
+    @property
+    def expected_loss_km(self) -> float:
+        """The current mechanism's prior-averaged utility loss (public)."""
+        return float(self.mechanism.expected_loss()) if self.mechanism is not None else np.nan
+
+    # ------------------------------------------------------------------ 3. reports
+    def collect_reports(self, willing: np.ndarray) -> Reports:
+        """Willing users whose block covers their secret and who can pay report one output."""
+        model = self.model
+        pos = model.population.position
+        rows = self.row_of[pos]
+        eligible = willing & (rows >= 0)
+        if self.allowed is not None:
+            eligible &= self.allowed[np.arange(len(pos)), pos]
+        costs = np.where(eligible, self.report_charge.cost, 0.0)
+        paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
+        users = np.nonzero(paid)[0]
+        outputs = self.mechanism.sample_many(rows[users], model.streams["reports"])
+        secrets = pos[users]
+        active = ~model.filters.halted
+        self.active_last = int(active.sum())
+        self.silent_active_last = self.active_last - len(users)
+        return Reports(
+            users=users,
+            secrets=secrets,
+            outputs=outputs,
+            loss_km=model.domain.dist_xy[secrets, outputs],
+        )
+
+    # ------------------------------------------------------------------ 4. queries
+    def wants_queries(self, tick: int) -> bool:
+        """The query planner's public schedule."""
+        return self.planner.due(tick)
+
+    def ask_queries(self) -> dict[str, float]:
+        """This tick's queries over the users' true locations (see sim.strategies)."""
+        model = self.model
+        return self.planner.ask(
+            QueryRound(
+                settings=model.config["queries"],
+                locations_m=model.domain.x_xy[model.population.position],
+                domain=model.domain,
+                filters=model.filters,
+                budget=model.budget,
+                rng=model.streams["queries"],
+            )
+        )
+
+    # ------------------------------------------------------------------ 5. attacks
+    def attack(self, reports: Reports):
+        """Single-report Bayesian attack on every report, and the tracking filter."""
+        return self.attacks.run(reports.users, reports.secrets, reports.outputs)
+
+
+def _mean(values) -> float:
+    return float(np.mean(values)) if values is not None and len(values) else float("nan")

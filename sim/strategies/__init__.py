@@ -1,0 +1,99 @@
+"""Pluggable behaviour of the players, one small interface and registry per kind.
+
+=================  ======================  ==============================================
+kind               registry                registered
+=================  ======================  ==============================================
+report policy      ``REPORT_POLICIES``     ``always``, ``budget_aware``, ``threshold``
+budget policy      ``BUDGET_POLICIES``     ``cgp``, ``pure_gp``, ``renewing``
+query planner      ``QUERY_PLANNERS``      ``per_query``, ``budgeter``
+refresh schedule   ``REFRESH_SCHEDULES``   ``every``, ``on_release``
+=================  ======================  ==============================================
+
+A scenario names each with its parameters (``[strategies]``); :func:`from_scenario` builds
+them. Strategies hold no random state: every random draw of a run comes from the model's
+seeded streams, so the order in which strategies are built changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import InputError
+from sim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
+from sim.strategies.query_planner import QUERY_PLANNERS, QueryPlanner
+from sim.strategies.refresh import REFRESH_SCHEDULES, RefreshSchedule
+from sim.strategies.registry import Registry
+from sim.strategies.report import REPORT_POLICIES, ReportContext, ReportPolicy
+
+REGISTRIES: dict[str, Registry] = {
+    "report": REPORT_POLICIES,
+    "budget": BUDGET_POLICIES,
+    "query_planner": QUERY_PLANNERS,
+    "refresh": REFRESH_SCHEDULES,
+}
+
+
+@dataclass(frozen=True)
+class Strategies:
+    """The strategies of one run."""
+
+    report: ReportPolicy
+    budget: BudgetPolicy
+    query_planner: QueryPlanner
+    refresh: RefreshSchedule
+
+
+def specs_of(scenario) -> dict[str, Any]:
+    """The strategy specs (name or ``{name, **params}``) a scenario asks for.
+
+    A scenario without a ``[strategies]`` table gets what older files meant: a CGP budget of
+    ``users.budget_rho_per_km2``, ``mechanism.refresh_every_ticks``, every user reporting and
+    the per-query planner.
+    """
+    given = dict(_strategies_table(scenario))
+    legacy = {
+        "report": "always",
+        "budget": {"name": "cgp", "rho_per_km2": scenario["users"]["budget_rho_per_km2"]},
+        "query_planner": "per_query",
+        "refresh": {"name": "every", "ticks": scenario["mechanism"]["refresh_every_ticks"]},
+    }
+    return {kind: given.get(kind) or legacy[kind] for kind in REGISTRIES}
+
+
+def from_scenario(scenario, **overrides: Any) -> Strategies:
+    """Build the scenario's strategies; ``overrides`` (by kind) may be specs or instances."""
+    specs = specs_of(scenario)
+    unknown = [k for k in overrides if k not in REGISTRIES]
+    if unknown:
+        raise InputError(f"unknown strategy kind {unknown[0]!r}; kinds: {', '.join(REGISTRIES)}")
+    specs.update(overrides)
+    built = {kind: REGISTRIES[kind].from_spec(specs[kind]) for kind in REGISTRIES}
+    return Strategies(**built)
+
+
+def _strategies_table(scenario) -> dict[str, Any]:
+    values = getattr(scenario, "values", None)
+    if isinstance(values, dict):
+        return values.get("strategies") or {}
+    try:
+        return scenario["strategies"] or {}
+    except (KeyError, TypeError):
+        return {}
+
+
+__all__ = [
+    "BUDGET_POLICIES",
+    "QUERY_PLANNERS",
+    "REFRESH_SCHEDULES",
+    "REGISTRIES",
+    "REPORT_POLICIES",
+    "BudgetPolicy",
+    "QueryPlanner",
+    "RefreshSchedule",
+    "ReportContext",
+    "ReportPolicy",
+    "Strategies",
+    "from_scenario",
+    "specs_of",
+]

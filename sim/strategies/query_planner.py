@@ -1,0 +1,212 @@
+"""Query planners: which queries the server asks at a tick, and each user's budget for them.
+
+The ``[queries]`` table says what a query is (kinds, radius, bandwidth, k, beta, PM or BM);
+the planner says when they are asked and with what per-user budget. Answers come from the
+users' true locations (users compute them locally); what the server sees is the answer and
+each user's spend, and every spend is charged through the budget policy's conversion.
+
+* ``per_query``: every ``queries.every_ticks`` ticks, each kind with budget
+  ``queries.rho_per_km2``; users who cannot afford it are asked and halt (today's planner);
+* ``budgeter``: the same schedule, but each user's budget for query ``l`` of the ``m``
+  planned over the run comes from :class:`~sim.queries.budgeting.QueryBudgeter`
+  (Algorithm 3 of the budgeting paper), which hands what PM queries saved to later queries.
+  Queries may use ``share`` of each user's capacity; users never halt on a query.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.errors import InputError
+from sim.privacy.filters import PopulationFilter, add_up, fits, sub_down
+from sim.queries.budgeting import STRATEGIES, QueryBudgeter
+from sim.queries.elimination import QueryAnswer
+from sim.queries.kde import kde, l1_err, true_kde
+from sim.queries.knn import dist_err, knn
+from sim.queries.range_count import Disk, count_err, range_count, true_count
+from sim.strategies.registry import Registry
+
+QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
+
+
+@dataclass
+class QueryRound:
+    """Everything one tick's queries need: settings, users' answers' inputs, filters, rng."""
+
+    settings: dict[str, Any]
+    locations_m: np.ndarray
+    domain: Any
+    filters: PopulationFilter
+    budget: Any  # the run's BudgetPolicy (its query_costs is the one conversion)
+    rng: np.random.Generator
+
+
+class QueryPlanner(ABC):
+    """When queries are asked and with which budgets."""
+
+    name = "?"
+
+    def bind(self, settings: dict[str, Any], *, horizon_ticks: int) -> None:
+        """Called once before the run with the ``[queries]`` table and the run's length."""
+        self.settings = settings
+        self.horizon_ticks = horizon_ticks
+
+    def due(self, tick: int) -> bool:
+        """Whether queries are asked at ``tick`` (a public schedule)."""
+        every = self.settings["every_ticks"]
+        return bool(every and self.settings["kinds"] and tick % every == 0)
+
+    @abstractmethod
+    def ask(self, round_: QueryRound) -> dict[str, float]:
+        """Ask this tick's queries; return their errors and savings for the tick's row."""
+
+
+@QUERY_PLANNERS.register("per_query")
+class PerQuery(QueryPlanner):
+    """Each query gets ``queries.rho_per_km2`` from every user who can afford it."""
+
+    def ask(self, round_: QueryRound) -> dict[str, float]:
+        settings, filters = round_.settings, round_.filters
+        rho = settings["rho_per_km2"]
+        row: dict[str, float] = {}
+        asked_total = spent_total = 0.0
+        for kind in settings["kinds"]:
+            cost = float(round_.budget.query_costs(np.array([rho]))[0])
+            # users who cannot afford the query are asked (and halt); the others may answer
+            cannot = ~filters.halted & (filters.remaining < cost)
+            filters.request(np.where(cannot, cost, 0.0), component=f"query_{kind}")
+            budgets = np.where(filters.halted, 0.0, rho)
+            if not np.any(budgets > 0):
+                row[f"{kind}_error"] = float("nan")
+                continue
+            answer, error = ask_one(kind, round_, budgets)
+            filters.spend(round_.budget.query_costs(answer.spent), component=f"query_{kind}")
+            row[f"{kind}_error"] = error
+            row[f"{kind}_privacy_saving"] = _saving(budgets, answer.spent)
+            asked_total += float(budgets.sum())
+            spent_total += float(answer.spent.sum())
+        if asked_total > 0:
+            row["query_privacy_saving"] = 1.0 - spent_total / asked_total
+        return row
+
+
+@QUERY_PLANNERS.register("budgeter")
+class Budgeter(QueryPlanner):
+    """Algorithm 3: per-user allocations that reuse the savings of earlier queries."""
+
+    def __init__(self, strategy: str = "linear", proportion: float = 0.75, share: float = 0.5):
+        if strategy not in STRATEGIES:
+            raise InputError(f"budgeter: strategy={strategy!r} must be one of {STRATEGIES}")
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise InputError(f"budgeter: share={share!r} must lie in (0, 1]")
+        if isinstance(proportion, bool) or not isinstance(proportion, (int, float)):
+            raise InputError(f"budgeter: proportion={proportion!r} must be a number in [0, 1]")
+        self.strategy, self.proportion, self.share = strategy, float(proportion), float(share)
+        self._budgeter: QueryBudgeter | None = None
+
+    def bind(self, settings: dict[str, Any], *, horizon_ticks: int) -> None:
+        super().bind(settings, horizon_ticks=horizon_ticks)
+        every = settings["every_ticks"]
+        self.m = len(settings["kinds"]) * (horizon_ticks // every) if every else 0
+        self._budgeter = None
+
+    def ask(self, round_: QueryRound) -> dict[str, float]:
+        if self._budgeter is None:  # the users' filters exist once the run has started
+            account = QueryShare(round_.filters, self.share, round_.budget)
+            self._budgeter = QueryBudgeter(
+                account, max(self.m, 1), strategy=self.strategy, proportion=self.proportion
+            )
+        budgeter = self._budgeter
+        row: dict[str, float] = {}
+        asked_total = spent_total = 0.0
+        for kind in round_.settings["kinds"]:
+            if budgeter.asked >= budgeter.m:  # the run outlived its plan: no budget left
+                row[f"{kind}_error"] = float("nan")
+                continue
+            result: dict[str, Any] = {}
+
+            def query(allocation: np.ndarray, kind=kind, result=result) -> QueryAnswer:
+                if not np.any(allocation > 0):
+                    result["error"] = float("nan")
+                    return QueryAnswer(
+                        value=float("nan"),
+                        spent=np.zeros_like(allocation),
+                        participants=np.array([], dtype=np.int64),
+                        method="none",
+                    )
+                answer, result["error"] = ask_one(kind, round_, allocation)
+                result["allocation"] = allocation
+                return answer
+
+            answer = budgeter.run(query, component=f"query_{kind}")
+            row[f"{kind}_error"] = result["error"]
+            if "allocation" in result:
+                row[f"{kind}_privacy_saving"] = _saving(result["allocation"], answer.spent)
+                asked_total += float(result["allocation"].sum())
+                spent_total += float(np.sum(answer.spent))
+        if asked_total > 0:
+            row["query_privacy_saving"] = 1.0 - spent_total / asked_total
+        return row
+
+
+class QueryShare:
+    """The part of each user's filter queries may use: ``share`` of its capacity.
+
+    Has the interface :class:`~sim.queries.budgeting.QueryBudgeter` drives (``capacity``,
+    ``remaining``, ``affordable``, ``spend``); every spend is charged to the user's filter
+    through the budget policy's conversion.
+    """
+
+    def __init__(self, filters: PopulationFilter, share: float, budget) -> None:
+        self.filters, self.budget = filters, budget
+        self.capacity = filters.capacity * share
+        self.spent = np.zeros(filters.n_users)
+
+    @property
+    def remaining(self) -> np.ndarray:
+        return np.minimum(self.filters.remaining, sub_down(self.capacity, self.spent))
+
+    def affordable(self, costs) -> np.ndarray:
+        c = np.asarray(costs, dtype=float)
+        own = (c == 0) | fits(self.spent, c, self.capacity)
+        return own & self.filters.affordable(self.budget.query_costs(c))
+
+    def spend(self, costs, *, component=None) -> None:
+        c = np.asarray(costs, dtype=float)
+        self.filters.spend(self.budget.query_costs(c), component=component)
+        self.spent = add_up(self.spent, c)
+
+
+def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAnswer, float]:
+    """One query of ``kind`` at a point drawn from the prior; its answer and error."""
+    settings, rng, locations_m = round_.settings, round_.rng, round_.locations_m
+    domain = round_.domain
+    point = domain.x_xy[rng.choice(domain.n_x, p=domain.prior)]
+    saving, beta = settings["saving"], settings["beta"]
+    if kind == "range":
+        region = Disk(float(point[0]), float(point[1]), settings["range_radius_m"])
+        answer = range_count(
+            locations_m, region, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
+        )
+        return answer, count_err(float(answer.value), true_count(locations_m[budgets > 0], region))
+    if kind == "kde":
+        b = settings["kde_bandwidth_m"]
+        answer = kde(
+            locations_m, point, b, budgets, method="PM0" if saving else "BM0", rng=rng, beta=beta
+        )
+        return answer, l1_err(float(answer.value), true_kde(locations_m[budgets > 0], point, b))
+    k = settings["knn_k"]
+    answer = knn(
+        locations_m, point, k, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
+    )
+    return answer, dist_err(answer.value, locations_m, point)
+
+
+def _saving(budgets: np.ndarray, spent: np.ndarray) -> float:
+    """PrivSav: the fraction of the asked budget that users did not spend."""
+    asked = budgets.sum()
+    return float(1.0 - np.sum(spent) / asked) if asked > 0 else float("nan")
