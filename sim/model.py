@@ -153,10 +153,12 @@ class PrivacyModel(mesa.Model):
             query=bool(self.server.wants_queries(tick)),
         )
 
-    def step(self, decisions: Decisions | None = None) -> None:
-        """One tick, as SPEC §6 tells it; ``decisions`` default to :meth:`decide`."""
-        if decisions is None:
-            decisions = self.decide()
+    def step(self) -> None:
+        """One tick with every player following its strategy."""
+        self.advance(self.decide())
+
+    def advance(self, decisions: Decisions) -> None:
+        """One tick, as SPEC §6 tells it, with the players' ``decisions`` for it."""
         self.tick += 1
         timing: dict[str, float] = {}
         self.last_decisions = decisions

@@ -55,17 +55,22 @@ def simulate(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run the model; return the per-tick, per-user and timing tables."""
     model = PrivacyModel(scenario, rng=seed, graph=graph, domain=domain)
-    n_ticks = scenario.scenario.ticks if ticks is None else ticks
+    n_ticks = scenario["scenario"]["ticks"] if ticks is None else ticks
     if n_ticks < 1:
         raise InputError(f"ticks={n_ticks} must be >= 1")
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=n_ticks, unit="tick", desc=scenario.scenario.name)
+        bar = tqdm(total=n_ticks, unit="tick", desc=scenario["scenario"]["name"])
     model.run(n_ticks, progress=(lambda _t: bar.update(1)) if bar is not None else None)
     if bar is not None:
         bar.close()
+    return tables(model)
+
+
+def tables(model: PrivacyModel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The per-tick, per-user and timing tables of a model's run so far."""
     ticks_df = pd.DataFrame(model.log.ticks)
     users_df = pd.DataFrame(
         {k: np.concatenate([c[k] for c in model.log.users]) for k in model.log.users[0]}
@@ -108,10 +113,17 @@ def run_scenario(
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
-    ticks_df, users_df, timings_df = simulate(scenario, seed=seed, ticks=ticks, progress=progress)
+    run_tables = simulate(scenario, seed=seed, ticks=ticks, progress=progress)
+    used_seed = scenario["scenario"]["seed"] if seed is None else seed
+    return write_outputs(out, scenario, used_seed, run_tables)
+
+
+def write_outputs(out_dir: str | Path, scenario: Scenario, seed: int, run_tables) -> dict:
+    """Write a run's tables (:func:`tables`) and ``summary.json`` atomically; the summary."""
+    out = Path(out_dir)
+    ticks_df, users_df, timings_df = run_tables
     summary = summarize(ticks_df, timings_df)
-    used_seed = scenario.scenario.seed if seed is None else seed
-    doc = {"scenario": scenario.to_dict(), "seed": used_seed, "summary": summary}
+    doc = {"scenario": scenario.to_dict(), "seed": seed, "summary": summary}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:

@@ -1,0 +1,42 @@
+"""The environment API: the simulation as a PettingZoo / Gymnasium game (docs/env.md).
+
+* :func:`parallel_env` - a PettingZoo ``ParallelEnv`` with agents ``server`` and
+  ``user_0 .. user_{n-1}``;
+* :func:`single_agent_env` - a Gymnasium ``Env`` where one agent acts and the others follow
+  the scenario's strategies.
+
+``overrides`` are dotted scenario fields with ``__`` for the dot (``users__count=10``), plus
+``strategies={"report": ...}`` (specs or instances) and ``weights=RewardWeights(...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.env.game import SERVER_ACTIONS, SERVER_OBS, USER_ACTIONS, USER_OBS, Game, RewardWeights
+from sim.env.parallel import PrivacyParallelEnv
+from sim.env.single import SingleAgentEnv
+
+
+def parallel_env(scenario, **overrides: Any) -> PrivacyParallelEnv:
+    """The PettingZoo ParallelEnv of ``scenario`` (a :class:`~sim.scenario.Scenario`)."""
+    return PrivacyParallelEnv(scenario, **overrides)
+
+
+def single_agent_env(scenario, agent: str = "server", **overrides: Any) -> SingleAgentEnv:
+    """The Gymnasium Env in which ``agent`` acts and the others follow their strategies."""
+    return SingleAgentEnv(scenario, agent=agent, **overrides)
+
+
+__all__ = [
+    "SERVER_ACTIONS",
+    "SERVER_OBS",
+    "USER_ACTIONS",
+    "USER_OBS",
+    "Game",
+    "PrivacyParallelEnv",
+    "RewardWeights",
+    "SingleAgentEnv",
+    "parallel_env",
+    "single_agent_env",
+]
