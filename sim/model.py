@@ -79,7 +79,7 @@ class PrivacyModel(mesa.Model):
         mechanism_cache: MutableMapping | None = None,
         strategies: Strategies | None = None,
     ):
-        seed = scenario["scenario"]["seed"] if rng is None else int(rng)
+        seed = scenario.scenario.seed if rng is None else int(rng)
         super().__init__(rng=seed)
         self.config = scenario
         self.seed = seed
@@ -87,38 +87,38 @@ class PrivacyModel(mesa.Model):
         self.streams = {
             name: np.random.default_rng(s) for name, s in zip(_STREAMS, streams, strict=True)
         }
-        net, dom, users = scenario["network"], scenario["domain"], scenario["users"]
+        net, dom, users = scenario.network, scenario.domain, scenario.users
         self.graph = graph if graph is not None else load_network(
-            net["source"], network_type=net["network_type"]
+            net.source, network_type=net.network_type
         )  # fmt: skip
         self.domain = domain if domain is not None else Domain.from_network(
             self.graph,
-            n_points=dom["n_points"],
-            n_outputs=dom["n_outputs"] or None,
-            metric=dom["metric"],
+            n_points=dom.n_points,
+            n_outputs=dom.n_outputs or None,
+            metric=dom.metric,
             seed=seed,
         )  # fmt: skip
         self.space = _secret_network(self.domain, self.random)
         self.mobility = MobilityModel.build(
             self.domain,
-            n_places=users["n_places"],
-            speed_mps=users["speed_mps"],
-            tick_seconds=scenario["scenario"]["tick_seconds"],
-            dwell_ticks=tuple(users["dwell_ticks"]),
+            n_places=users.n_places,
+            speed_mps=users.speed_mps,
+            tick_seconds=scenario.scenario.tick_seconds,
+            dwell_ticks=tuple(users.dwell_ticks),
             rng=self.streams["places"],
         )
         self.population = Population(
-            self.mobility, self.domain, users["count"], self.streams["mobility"]
+            self.mobility, self.domain, users.count, self.streams["mobility"]
         )
         self.strategies = from_scenario(scenario) if strategies is None else strategies
-        self.horizon_ticks = scenario["scenario"]["ticks"]
+        self.horizon_ticks = scenario.scenario.ticks
         self.budget = self.strategies.budget
-        self.filters = self.budget.new_filter(users["count"])
+        self.filters = self.budget.new_filter(users.count)
         self.report_policy = self.strategies.report
-        self.strategies.query_planner.bind(scenario["queries"], horizon_ticks=self.horizon_ticks)
+        self.strategies.query_planner.bind(scenario.queries, horizon_ticks=self.horizon_ticks)
         self.tick = 0
         self.log = TickLog()
-        for index in range(users["count"]):
+        for index in range(users.count):
             UserAgent(self, index)
         self.server = CuriousServer(
             self,
@@ -206,7 +206,7 @@ class PrivacyModel(mesa.Model):
         self.log.ticks.append(row)
         # wall-clock times differ between identical runs: kept apart from the data
         self.log.timings.append({"tick": self.tick, "regenerated": bool(regenerated), **timing})
-        if self.config["output"]["per_user"]:
+        if self.config.output.per_user:
             cols = {
                 "tick": np.full(n, self.tick, dtype=np.int64),
                 "user": np.arange(n, dtype=np.int64),

@@ -55,14 +55,14 @@ def simulate(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run the model; return the per-tick, per-user and timing tables."""
     model = PrivacyModel(scenario, rng=seed, graph=graph, domain=domain)
-    n_ticks = scenario["scenario"]["ticks"] if ticks is None else ticks
+    n_ticks = scenario.scenario.ticks if ticks is None else ticks
     if n_ticks < 1:
         raise InputError(f"ticks={n_ticks} must be >= 1")
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=n_ticks, unit="tick", desc=scenario["scenario"]["name"])
+        bar = tqdm(total=n_ticks, unit="tick", desc=scenario.scenario.name)
     model.run(n_ticks, progress=(lambda _t: bar.update(1)) if bar is not None else None)
     if bar is not None:
         bar.close()
@@ -114,7 +114,7 @@ def run_scenario(
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
     run_tables = simulate(scenario, seed=seed, ticks=ticks, progress=progress)
-    used_seed = scenario["scenario"]["seed"] if seed is None else seed
+    used_seed = scenario.scenario.seed if seed is None else seed
     return write_outputs(out, scenario, used_seed, run_tables)
 
 

@@ -103,7 +103,8 @@ class UsersTable(Table):
     budget_rho_per_km2: Positive = Field(
         default=200.0,
         description="each user's total budget B in CGP rho (1/km^2); "
-        "an eps-mDP report costs eps^2/2",
+        "an eps-mDP report costs eps^2/2; shorthand of "
+        'strategies.budget = {name = "cgp", rho_per_km2 = B}',
     )
 
     @field_validator("dwell_ticks")
@@ -122,7 +123,8 @@ class MechanismTable(Table):
     refresh_every_ticks: int = Field(
         default=0,
         ge=0,
-        description="regenerate the mechanism every this many ticks (0: only when needed)",
+        description="regenerate the mechanism every this many ticks (0: never after tick 0); "
+        'shorthand of strategies.refresh = {name = "every", ticks = n}',
     )
     params: dict[str, Any] = Field(
         default={}, description="extra parameters passed to the mechanism's constructor"
@@ -202,6 +204,46 @@ class AttacksTable(Table):
     )
 
 
+StrategySpec = str | dict[str, Any]
+
+
+class StrategiesTable(Table):
+    """``[strategies]``: the players' behaviour, each a name or ``{name = ..., parameters}``
+    (registries in ``sim.strategies``; ``docs/env.md``)."""
+
+    report: StrategySpec = Field(
+        default="always", description="report policy: always, budget_aware, threshold"
+    )
+    budget: StrategySpec | None = Field(
+        default=None,
+        description="budget policy: cgp, pure_gp, renewing (unset: cgp with "
+        "users.budget_rho_per_km2)",
+    )
+    query_planner: StrategySpec = Field(
+        default="per_query", description="query planner: per_query, budgeter (Algorithm 3)"
+    )
+    refresh: StrategySpec | None = Field(
+        default=None,
+        description="mechanism refresh schedule (public): every, on_release (unset: every "
+        "mechanism.refresh_every_ticks)",
+    )
+
+    @model_validator(mode="after")
+    def _buildable(self) -> StrategiesTable:
+        """Each spec names a registered strategy with parameters it accepts."""
+        from sim.strategies import REGISTRIES
+
+        for kind, registry in REGISTRIES.items():
+            spec = getattr(self, kind)
+            if spec is None:
+                continue
+            try:
+                registry.from_spec(dict(spec) if isinstance(spec, dict) else spec)
+            except InputError as exc:
+                raise _refuse(f": {exc}", field=kind) from None
+        return self
+
+
 class OutputTable(Table):
     """``[output]``: which tables a run writes."""
 
@@ -226,12 +268,29 @@ class Scenario(BaseModel):
     queries: QueriesTable = Field(default_factory=QueriesTable)
     attacks: AttacksTable = Field(default_factory=AttacksTable)
     output: OutputTable = Field(default_factory=OutputTable)
+    strategies: StrategiesTable = Field(default_factory=StrategiesTable)
     sweep: dict[str, Any] = Field(
         default={},
         description='batch runs only: "table.field" = [values] (each validated like the field), '
         "and repetitions = n (>= 1)",
     )
     _path: str | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _one_way_to_say_it(self) -> Scenario:
+        """A shorthand and its ``[strategies]`` entry may not both be given."""
+        pairs = (
+            ("users", "budget_rho_per_km2", "budget"),
+            ("mechanism", "refresh_every_ticks", "refresh"),
+        )
+        for table, name, kind in pairs:
+            if name in getattr(self, table).model_fields_set and getattr(self.strategies, kind):
+                raise _refuse(
+                    f"and {table}.{name} are both set; keep strategies.{kind} and drop "
+                    f"{table}.{name}",
+                    field=f"strategies.{kind}",
+                )
+        return self
 
     @property
     def path(self) -> str | None:

@@ -120,7 +120,7 @@ def test_applying_edits_rebuilds_the_model(helsinki_walk):
     _no_failures(at)
     model = at.session_state["live_model"]
     assert model.population.n_users == 12 and model.server.attacks.tracking is None
-    assert model.config["mechanism"]["epsilon_per_km"] == 3.0
+    assert model.config.mechanism.epsilon_per_km == 3.0
     at.button(key="live_step").click().run()
     _no_failures(at)
     assert "tracking" not in {layer["id"] for layer in _deck(at)["layers"]}

@@ -55,7 +55,7 @@ def _apply_edits() -> None:
 
 def _build(scenario) -> None:
     scenario = scenario.replace(**{"output.per_user": True})  # the map needs per-user rows
-    with st.spinner(f"Building {scenario['scenario']['name']!r} ..."):
+    with st.spinner(f"Building {scenario.scenario.name!r} ..."):
         try:
             model = resources.build_model(scenario)
         except RUN_ERRORS as exc:
@@ -137,8 +137,8 @@ def map_view(model) -> None:
         show.append("tracking")
     if show_true:
         show.append("true")
-    net = model.config["network"]
-    roads = resources.roads(net["source"], net["network_type"])
+    net = model.config.network
+    roads = resources.roads(net.source, net.network_type)
     st.pydeck_chart(deck(roads, layers, show=tuple(show)), key="live_map", height=480)
     legend = " · ".join(
         f"<span style='color:rgb({r},{g},{b})'>●</span> {STYLE[name][0]}"
@@ -175,7 +175,7 @@ def inspector(model) -> None:
         return
     n_rows, n_cols = mech.matrix_.shape
     st.caption(
-        f"{model.config['mechanism']['name']}: {n_rows} x {n_cols} matrix; "
+        f"{model.config.mechanism.name}: {n_rows} x {n_cols} matrix; "
         f"guarantee {mech.guarantee}; one report ({mech.report_guarantee}) costs "
         f"{model.server.report_charge.cost:.4g} {model.budget.currency}"
     )
@@ -221,8 +221,8 @@ def main() -> None:
         st.info("Fix the scenario in the sidebar to build a model.")
         return
     st.caption(
-        f"scenario {model.config['scenario']['name']!r} · network "
-        f"{model.config['network']['source']} ({model.config['network']['network_type']}) · "
+        f"scenario {model.config.scenario.name!r} · network "
+        f"{model.config.network.source} ({model.config.network.network_type}) · "
         f"|X| = {model.domain.n_x}, |Y| = {model.domain.n_y} · seed {model.seed}"
     )
     controls(model)

@@ -76,11 +76,11 @@ class Game:
         self.scenario = scenario
         self.strategy_overrides = strategy_overrides
         self.weights = weights or RewardWeights()
-        self.n_users = scenario["users"]["count"]
-        self.horizon = scenario["scenario"]["ticks"]
+        self.n_users = scenario.users.count
+        self.horizon = scenario.scenario.ticks
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
-        net = scenario["network"]
-        self.graph = load_network(net["source"], network_type=net["network_type"])
+        net = scenario.network
+        self.graph = load_network(net.source, network_type=net.network_type)
         self._domains: dict[int, Any] = {}
         self.model: PrivacyModel | None = None
 
@@ -107,13 +107,13 @@ class Game:
         from sim.domain import Domain
         from sim.strategies import from_scenario
 
-        dom = self.scenario["domain"]
+        dom = self.scenario.domain
         if seed not in self._domains:
             self._domains[seed] = Domain.from_network(
                 self.graph,
-                n_points=dom["n_points"],
-                n_outputs=dom["n_outputs"] or None,
-                metric=dom["metric"],
+                n_points=dom.n_points,
+                n_outputs=dom.n_outputs or None,
+                metric=dom.metric,
                 seed=seed,
             )
         domain = self._domains[seed]

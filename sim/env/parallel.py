@@ -21,7 +21,7 @@ class PrivacyParallelEnv(ParallelEnv):
         self.game = Game(scenario, weights=weights, **overrides)
         self.possible_agents = list(self.game.agents)
         self.agents: list[str] = []
-        self._seed = scenario["scenario"]["seed"]
+        self._seed = scenario.scenario.seed
         self._seeds = np.random.default_rng(self._seed)
 
     @property

@@ -23,7 +23,7 @@ class SingleAgentEnv(gym.Env):
         self.agent = agent
         self.observation_space = self.game.observation_space(agent)
         self.action_space = self.game.action_space(agent)
-        self._scenario_seed = scenario["scenario"]["seed"]
+        self._scenario_seed = scenario.scenario.seed
 
     @property
     def model(self):

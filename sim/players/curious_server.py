@@ -21,7 +21,6 @@ import numpy as np
 from sim.mechanisms import make
 from sim.players.report_attacks import ReportAttacks
 from sim.privacy.filters import Charge
-from sim.scenario import mechanism_params
 from sim.strategies.query_planner import QueryRound
 from sim.strategies.refresh import RefreshContext
 
@@ -52,7 +51,7 @@ class CuriousServer(mesa.Agent):
         super().__init__(model)
         self.refresh, self.planner = refresh, planner
         self.mechanism_cache = mechanism_cache
-        self.settings = model.config["mechanism"]
+        self.settings = model.config.mechanism
         self.mechanism = None
         self.generated_at = -1
         self.generation_seconds = float("nan")
@@ -68,22 +67,22 @@ class CuriousServer(mesa.Agent):
             model.domain,
             reach_km=model.mobility.reach_km,
             n_users=model.population.n_users,
-            tracking=model.config["attacks"]["tracking"],
+            tracking=model.config.attacks.tracking,
         )
         self._refuse_uncharged()
 
     def _refuse_uncharged(self) -> None:
         """Refuse at start a mechanism or query the budget policy cannot charge."""
-        mech = self._new_mechanism(dict(mechanism_params(self.settings)))
+        mech = self._new_mechanism(self.settings.constructor_params())
         self.model.budget.check(
             report=mech.report_guarantee,
             upload=mech.upload_guarantee,
-            queries=bool(self.model.config["queries"]["every_ticks"])
-            and bool(self.model.config["queries"]["kinds"]),
+            queries=bool(self.model.config.queries.every_ticks)
+            and bool(self.model.config.queries.kinds),
         )
 
     def _new_mechanism(self, params: dict):
-        return make(self.settings["name"], epsilon=self.settings["epsilon_per_km"], **params)
+        return make(self.settings.name, epsilon=self.settings.epsilon_per_km, **params)
 
     # ------------------------------------------------------------------ 2. mechanism
     def wants_refresh(self, tick: int) -> bool:
@@ -102,8 +101,8 @@ class CuriousServer(mesa.Agent):
     def generate(self) -> None:
         """Fit a new mechanism, charge the uploads it needed, tabulate the attacks."""
         model = self.model
-        params = mechanism_params(self.settings)
-        per_user = self.settings["name"] == "dista_lp"
+        params = self.settings.constructor_params()
+        per_user = self.settings.name == "dista_lp"
         active = np.nonzero(~model.filters.halted)[0]
         if per_user:
             # users at the same secret upload the same blocks: one DistA-LP user per secret
@@ -111,8 +110,8 @@ class CuriousServer(mesa.Agent):
             params.setdefault("seed", int(model.streams["mechanism"].integers(2**31)))
         start = time.perf_counter()
         key = (
-            self.settings["name"],
-            self.settings["epsilon_per_km"],
+            self.settings.name,
+            self.settings.epsilon_per_km,
             repr(sorted(params.items())),
             id(model.domain),
         )
@@ -158,7 +157,7 @@ class CuriousServer(mesa.Agent):
         model = self.model
         n = model.population.n_users
         info = mech.info_
-        slot_of = {int(x): m for m, x in enumerate(info["users"])}
+        slot_of = {int(x): m for m, x in enumerate(info.users)}
         self.allowed = np.zeros((n, model.domain.n_x), dtype=bool)
         guesses = np.empty(len(active), dtype=np.int64)
         for a, user in enumerate(active):
@@ -167,7 +166,7 @@ class CuriousServer(mesa.Agent):
             self.allowed[user, hood] = True
             guesses[a] = upload_location_estimate(info["server_blocks"][slot_of[x]]["dy"])
         self.allowed[~self.uploaded] = False
-        if model.config["attacks"]["upload"]:
+        if model.config.attacks.upload:
             truth = model.population.position[active]
             self.upload_errors_km = model.domain.dist_xy[truth, guesses]
 
@@ -175,8 +174,8 @@ class CuriousServer(mesa.Agent):
         """Tick-level facts about the current mechanism."""
         info = self.mechanism.info_ if self.mechanism is not None else {}
         return {
-            "mechanism": self.settings["name"],
-            "epsilon_per_km": self.settings["epsilon_per_km"],
+            "mechanism": self.settings.name,
+            "epsilon_per_km": self.settings.epsilon_per_km,
             "report_epsilon_per_km": self.mechanism.report_guarantee.epsilon_per_km
             if self.mechanism is not None
             else float("nan"),
@@ -225,7 +224,7 @@ class CuriousServer(mesa.Agent):
         model = self.model
         return self.planner.ask(
             QueryRound(
-                settings=model.config["queries"],
+                settings=model.config.queries,
                 locations_m=model.domain.x_xy[model.population.position],
                 domain=model.domain,
                 filters=model.filters,

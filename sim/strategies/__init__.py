@@ -54,11 +54,14 @@ def specs_of(scenario) -> dict[str, Any]:
     given = dict(_strategies_table(scenario))
     legacy = {
         "report": "always",
-        "budget": {"name": "cgp", "rho_per_km2": scenario["users"]["budget_rho_per_km2"]},
+        "budget": {"name": "cgp", "rho_per_km2": scenario.users.budget_rho_per_km2},
         "query_planner": "per_query",
-        "refresh": {"name": "every", "ticks": scenario["mechanism"]["refresh_every_ticks"]},
+        "refresh": {"name": "every", "ticks": scenario.mechanism.refresh_every_ticks},
     }
-    return {kind: given.get(kind) or legacy[kind] for kind in REGISTRIES}
+    return {
+        kind: legacy[kind] if given.get(kind) is None else _plain(given[kind])
+        for kind in REGISTRIES
+    }
 
 
 def from_scenario(scenario, **overrides: Any) -> Strategies:
@@ -72,14 +75,13 @@ def from_scenario(scenario, **overrides: Any) -> Strategies:
     return Strategies(**built)
 
 
+def _plain(spec: Any) -> Any:
+    return dict(spec) if isinstance(spec, dict) else spec
+
+
 def _strategies_table(scenario) -> dict[str, Any]:
-    values = getattr(scenario, "values", None)
-    if isinstance(values, dict):
-        return values.get("strategies") or {}
-    try:
-        return scenario["strategies"] or {}
-    except (KeyError, TypeError):
-        return {}
+    table = scenario.strategies
+    return {kind: getattr(table, kind) for kind in REGISTRIES}
 
 
 __all__ = [

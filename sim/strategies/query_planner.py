@@ -57,8 +57,8 @@ class QueryPlanner(ABC):
 
     def due(self, tick: int) -> bool:
         """Whether queries are asked at ``tick`` (a public schedule)."""
-        every = self.settings["every_ticks"]
-        return bool(every and self.settings["kinds"] and tick % every == 0)
+        every = self.settings.every_ticks
+        return bool(every and self.settings.kinds and tick % every == 0)
 
     @abstractmethod
     def ask(self, round_: QueryRound) -> dict[str, float]:
@@ -71,10 +71,10 @@ class PerQuery(QueryPlanner):
 
     def ask(self, round_: QueryRound) -> dict[str, float]:
         settings, filters = round_.settings, round_.filters
-        rho = settings["rho_per_km2"]
+        rho = settings.rho_per_km2
         row: dict[str, float] = {}
         asked_total = spent_total = 0.0
-        for kind in settings["kinds"]:
+        for kind in settings.kinds:
             cost = float(round_.budget.query_costs(np.array([rho]))[0])
             # users who cannot afford the query are asked (and halt); the others may answer
             cannot = ~filters.halted & (filters.remaining < cost)
@@ -110,8 +110,8 @@ class Budgeter(QueryPlanner):
 
     def bind(self, settings: dict[str, Any], *, horizon_ticks: int) -> None:
         super().bind(settings, horizon_ticks=horizon_ticks)
-        every = settings["every_ticks"]
-        self.m = len(settings["kinds"]) * (horizon_ticks // every) if every else 0
+        every = settings.every_ticks
+        self.m = len(settings.kinds) * (horizon_ticks // every) if every else 0
         self._budgeter = None
 
     def ask(self, round_: QueryRound) -> dict[str, float]:
@@ -123,7 +123,7 @@ class Budgeter(QueryPlanner):
         budgeter = self._budgeter
         row: dict[str, float] = {}
         asked_total = spent_total = 0.0
-        for kind in round_.settings["kinds"]:
+        for kind in round_.settings.kinds:
             if budgeter.asked >= budgeter.m:  # the run outlived its plan: no budget left
                 row[f"{kind}_error"] = float("nan")
                 continue
@@ -186,20 +186,20 @@ def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAn
     settings, rng, locations_m = round_.settings, round_.rng, round_.locations_m
     domain = round_.domain
     point = domain.x_xy[rng.choice(domain.n_x, p=domain.prior)]
-    saving, beta = settings["saving"], settings["beta"]
+    saving, beta = settings.saving, settings.beta
     if kind == "range":
-        region = Disk(float(point[0]), float(point[1]), settings["range_radius_m"])
+        region = Disk(float(point[0]), float(point[1]), settings.range_radius_m)
         answer = range_count(
             locations_m, region, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
         )
         return answer, count_err(float(answer.value), true_count(locations_m[budgets > 0], region))
     if kind == "kde":
-        b = settings["kde_bandwidth_m"]
+        b = settings.kde_bandwidth_m
         answer = kde(
             locations_m, point, b, budgets, method="PM0" if saving else "BM0", rng=rng, beta=beta
         )
         return answer, l1_err(float(answer.value), true_kde(locations_m[budgets > 0], point, b))
-    k = settings["knn_k"]
+    k = settings.knn_k
     answer = knn(
         locations_m, point, k, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
     )
