@@ -157,7 +157,7 @@ class CuriousServer(mesa.Agent):
         model = self.model
         n = model.population.n_users
         info = mech.info_
-        slot_of = {int(x): m for m, x in enumerate(info.users)}
+        slot_of = {int(x): m for m, x in enumerate(info["users"])}
         self.allowed = np.zeros((n, model.domain.n_x), dtype=bool)
         guesses = np.empty(len(active), dtype=np.int64)
         for a, user in enumerate(active):

@@ -1,0 +1,127 @@
+"""sim.env: the PettingZoo / Gymnasium API over the simulation, and the docs' example."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from pettingzoo.test import parallel_api_test
+
+from sim import scenario as sc
+from sim.cli import main
+from sim.env import USER_OBS, RewardWeights, parallel_env, single_agent_env
+from sim.errors import InputError
+from sim.run import tables, write_outputs
+
+BASE = {
+    "scenario": {"name": "env", "seed": 3, "ticks": 5},
+    "network": {"source": "helsinki-test"},
+    "domain": {"n_points": 60},
+    "users": {"count": 4, "budget_rho_per_km2": 500.0},
+    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
+    "queries": {"rho_per_km2": 20.0},
+}
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return sc.from_dict(BASE)
+
+
+def test_parallel_env_passes_the_pettingzoo_api_test(scenario):
+    env = parallel_env(scenario)
+    assert env.possible_agents == ["server", "user_0", "user_1", "user_2", "user_3"]
+    parallel_api_test(env, num_cycles=8)
+
+
+@pytest.mark.parametrize("agent", ["server", "user_2"])
+def test_single_agent_env_passes_the_gymnasium_checker(scenario, agent):
+    check_env(single_agent_env(scenario, agent=agent), skip_render_check=True)
+
+
+def test_unknown_agent_is_refused(scenario):
+    with pytest.raises(InputError, match="user_0 .. user_3"):
+        single_agent_env(scenario, agent="user_9")
+
+
+def test_following_the_strategies_writes_the_bytes_of_mdpsim_run(tmp_path, scenario):
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[scenario]\nname = "env"\nseed = 3\nticks = 5\n[network]\nsource = "helsinki-test"\n'
+        "[domain]\nn_points = 60\n[users]\ncount = 4\nbudget_rho_per_km2 = 500.0\n"
+        '[mechanism]\nname = "em"\nepsilon_per_km = 6.0\n[queries]\nrho_per_km2 = 20.0\n'
+        '[strategies]\nreport = "budget_aware"\n'
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "cli"), "--seed", "11"]) == 0
+    env = parallel_env(sc.load(path))
+    env.reset(seed=11)
+    while env.agents:
+        env.step(env.strategy_actions())
+    write_outputs(tmp_path / "env", env.model.config, 11, tables(env.model))
+    for name in ("ticks.parquet", "users.parquet"):
+        assert (tmp_path / "env" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+
+
+def test_a_silent_user_never_reports_and_the_server_refresh_action_regenerates(scenario):
+    env = parallel_env(scenario)
+    env.reset(seed=5)
+    for _ in range(3):
+        actions = env.strategy_actions()
+        actions["user_1"] = 0
+        actions["server"] = np.array([1, 0])
+        env.step(actions)
+    users = env.model.log.users
+    assert all(cols["reported_output"][1] == -1 for cols in users)
+    assert all(cols["reported_output"][0] >= 0 for cols in users)
+    assert [row["mechanism_regenerated"] for row in env.model.log.ticks] == [True] * 3
+    assert "range_error" not in env.model.log.ticks[0]  # the server asked no queries
+
+
+def test_rewards_state_the_game(scenario):
+    weights = RewardWeights(attack_weight=2.0, query_weight=0.5, silent_loss_km=3.0)
+    env = parallel_env(scenario, weights=weights)
+    env.reset(seed=2)
+    actions = env.strategy_actions()
+    actions["user_0"] = 0
+    _, rewards, *_ = env.step(actions)
+    model = env.model
+    reports, attacks = model.last_reports, model.last_attacks
+    success = attacks.success(4)
+    assert rewards["user_0"] == pytest.approx(-3.0 - 2.0 * success[0])
+    for u, loss in zip(reports.users, reports.loss_km, strict=True):
+        assert rewards[f"user_{u}"] == pytest.approx(-loss - 2.0 * success[u])
+    errors = sum(v for k, v in model.log.ticks[-1].items() if k.endswith("_error"))
+    assert rewards["server"] == pytest.approx(success.mean() - 0.5 * errors)
+
+
+def test_user_observation_holds_its_budget_and_the_public_mechanism_facts(scenario):
+    env = single_agent_env(scenario, agent="user_3")
+    obs, _ = env.reset(seed=4)
+    obs, *_ = env.step(1)
+    model = env.model
+    field = dict(zip(USER_OBS, obs, strict=True))
+    remaining = model.filters.remaining[3] / 500.0
+    assert field["remaining_fraction"] == pytest.approx(remaining, rel=1e-6)
+    loss = model.server.mechanism.expected_loss()
+    assert field["expected_loss_km"] == pytest.approx(loss, rel=1e-6)
+    assert field["reported_last"] == 1.0
+
+
+def _python_blocks(markdown: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", markdown, flags=re.S)
+
+
+@pytest.mark.slow
+def test_the_docs_example_runs_and_greedy_beats_the_default():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "env.md").read_text()
+    blocks = _python_blocks(doc)
+    assert blocks, "docs/env.md has no python example"
+    namespace: dict = {}
+    for block in blocks:
+        exec(block, namespace)  # noqa: S102 - the documentation's own example
+    scores = namespace["scores"]
+    assert scores["greedy"] > scores["default"]
+    assert np.isfinite(scores["random"])

@@ -1,0 +1,178 @@
+"""Strategies: registries, report policies, budget policies, query planners, refresh schedules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sim import scenario as sc
+from sim.errors import InputError
+from sim.model import PrivacyModel
+from sim.run import run_scenario, simulate
+from sim.strategies import (
+    BUDGET_POLICIES,
+    QUERY_PLANNERS,
+    REFRESH_SCHEDULES,
+    REPORT_POLICIES,
+    Strategies,
+    from_scenario,
+)
+
+BASE = {
+    "scenario": {"name": "s", "seed": 2, "ticks": 6},
+    "network": {"source": "helsinki-test"},
+    "domain": {"n_points": 60},
+    "users": {"count": 12},
+    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
+    "queries": {"rho_per_km2": 20.0},
+}
+
+
+def _scenario(strategies=None, **tables):
+    raw = {k: dict(v) for k, v in BASE.items()}
+    for table, values in tables.items():
+        raw.setdefault(table, {}).update(values)
+    if strategies:
+        raw["strategies"] = strategies
+    return sc.from_dict(raw)
+
+
+def test_registries_name_what_exists_and_refuse_unknown_names_and_parameters():
+    assert REPORT_POLICIES.available() == ["always", "budget_aware", "threshold"]
+    assert BUDGET_POLICIES.available() == ["cgp", "pure_gp", "renewing"]
+    assert QUERY_PLANNERS.available() == ["per_query", "budgeter"]
+    assert REFRESH_SCHEDULES.available() == ["every", "on_release"]
+    with pytest.raises(InputError, match="available: always, budget_aware, threshold"):
+        REPORT_POLICIES.make("sometimes")
+    with pytest.raises(InputError, match="no parameter 'rho'; parameters: rho_per_km2"):
+        BUDGET_POLICIES.from_spec({"name": "cgp", "rho": 3.0})
+    with pytest.raises(InputError, match="strategies.report"):
+        _scenario({"report": {"name": "threshold", "max_expected_loss_km": -1.0}})
+
+
+def test_old_shorthands_still_load_and_mean_what_they_meant():
+    s = _scenario(users={"budget_rho_per_km2": 123.0}, mechanism={"refresh_every_ticks": 3})
+    built = from_scenario(s)
+    assert built.budget.name == "cgp" and built.budget.rho_per_km2 == 123.0
+    assert built.refresh.name == "every" and built.refresh.ticks == 3
+    with pytest.raises(InputError, match="keep strategies.budget and drop users.budget_rho"):
+        _scenario({"budget": "pure_gp"}, users={"budget_rho_per_km2": 5.0})
+
+
+def test_same_bytes_whatever_the_order_strategies_are_built_in(tmp_path):
+    s = _scenario()
+    specs = {
+        "report": ("budget_aware", REPORT_POLICIES),
+        "budget": ("cgp", BUDGET_POLICIES),
+        "query_planner": ("budgeter", QUERY_PLANNERS),
+        "refresh": ({"name": "every", "ticks": 2}, REFRESH_SCHEDULES),
+    }
+    tables = []
+    for order in (list(specs), list(reversed(specs))):
+        built = {kind: specs[kind][1].from_spec(specs[kind][0]) for kind in order}
+        model = PrivacyModel(s, strategies=Strategies(**built))
+        model.run(6)
+        pd.DataFrame(model.log.ticks).to_parquet(tmp_path / "t.parquet", index=False)
+        tables.append((tmp_path / "t.parquet").read_bytes())
+    assert tables[0] == tables[1]
+
+
+def test_budget_aware_users_never_spend_ahead_of_the_linear_schedule():
+    s = _scenario(
+        {"report": "budget_aware", "budget": {"name": "cgp", "rho_per_km2": 100.0}},
+        queries={"every_ticks": 0},
+    )
+    model = PrivacyModel(s)
+    for t in range(1, 7):
+        model.step()
+        spent = model.filters.capacity - model.filters.remaining
+        assert np.all(spent <= 100.0 * t / 6 * (1 + 1e-12))
+    assert model.filters.halted.sum() == 0
+    always, _, _ = simulate(
+        _scenario({"budget": {"name": "cgp", "rho_per_km2": 100.0}}, queries={"every_ticks": 0})
+    )
+    assert always["n_halted"].iloc[-1] > 0  # 18 per report: always-reporters run dry
+
+
+def test_threshold_users_stay_silent_when_the_mechanism_loses_too_much():
+    silent, _, _ = simulate(
+        _scenario({"report": {"name": "threshold", "max_expected_loss_km": 0.0}})
+    )
+    assert (silent["n_reports"] == 0).all()
+    loud, _, _ = simulate(
+        _scenario(
+            {"report": {"name": "threshold", "max_expected_loss_km": 50.0}},
+            users={"budget_rho_per_km2": 1e5},
+        )
+    )
+    assert (loud["n_reports"] == 12).all()
+
+
+def test_renewing_budget_renews_every_window_and_states_its_guarantee():
+    policy = {"name": "renewing", "rho_per_km2": 40.0, "window_ticks": 3}
+    model = PrivacyModel(_scenario({"budget": policy}, queries={"every_ticks": 0}))
+    reports = []
+    for _ in range(6):
+        model.step()
+        reports.append(len(model.last_reports.users))
+    assert reports == [12, 12, 0, 12, 12, 0]  # 18 per report: two fit in 40, then a new window
+    text = model.budget.statement(6)
+    assert "within each window of 3 ticks" in text and "80/km^2-CGP" in text
+
+
+def test_pure_gp_budget_charges_eps_and_refuses_what_it_cannot_charge():
+    model = PrivacyModel(
+        _scenario(
+            {"budget": {"name": "pure_gp", "epsilon_per_km": 30.0}}, queries={"every_ticks": 0}
+        )
+    )
+    model.step()
+    assert model.filters.spent == pytest.approx(np.full(12, 6.0))
+    with pytest.raises(InputError, match="pure GP budget cannot pay the Gaussian"):
+        PrivacyModel(_scenario({"budget": "pure_gp"}))
+    with pytest.raises(InputError, match="cannot charge the mechanism's upload guarantee"):
+        PrivacyModel(
+            _scenario(
+                {"budget": "pure_gp"},
+                mechanism={"name": "dista_lp", "epsilon_per_km": 4.0},
+                queries={"every_ticks": 0},
+            )
+        )
+
+
+def test_budgeter_planner_never_halts_users_and_keeps_queries_within_their_share():
+    s = _scenario(
+        {
+            "query_planner": {"name": "budgeter", "share": 0.25},
+            "budget": {"name": "cgp", "rho_per_km2": 400.0},
+        },
+        mechanism={"epsilon_per_km": 2.0},
+    )
+    model = PrivacyModel(s)
+    model.run(6)
+    spent = model.filters.spent_by_component()
+    queries = sum(v for k, v in spent.items() if str(k).startswith("query_"))
+    assert np.all(queries <= 100.0 * (1 + 1e-12)) and np.all(queries > 0)
+    assert model.filters.halted.sum() == 0
+    ticks = [row for row in model.log.ticks if "range_error" in row]
+    assert len(ticks) == 6 and all(np.isfinite(r["range_error"]) for r in ticks)
+    assert model.strategies.query_planner._budgeter.asked == 18  # m = 3 kinds x 6 ticks
+
+
+def test_refresh_schedules_are_public_every_and_on_release():
+    every, _, _ = simulate(_scenario({"refresh": {"name": "every", "ticks": 2}}))
+    assert list(every["mechanism_regenerated"]) == [False, True, False, True, False, True]
+    silent = {"name": "threshold", "max_expected_loss_km": 0.0}
+    on_release, _, _ = simulate(
+        _scenario({"report": silent, "refresh": {"name": "on_release", "silent_fraction": 1.0}})
+    )
+    assert list(on_release["mechanism_regenerated"]) == [False, True, False, True, False, True]
+    never, _, _ = simulate(_scenario())
+    assert not never["mechanism_regenerated"].any() and (never["mechanism_generations"] == 1).all()
+
+
+def test_run_outputs_record_the_first_generation_at_tick_zero(tmp_path):
+    summary = run_scenario(_scenario(), tmp_path / "out")
+    assert summary["mechanism_generations"] == 1
+    assert np.isfinite(summary["mechanism_generation_s_mean"])
