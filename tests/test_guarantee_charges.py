@@ -64,6 +64,7 @@ def test_each_report_and_upload_is_charged_what_its_guarantee_implies(
     assert model.log.ticks[-1]["report_epsilon_per_km"] == report.epsilon_per_km
 
 
+@pytest.mark.slow
 def test_naive_interp_is_charged_its_certified_budget_not_the_nominal_eps(
     road_domain_small, helsinki_walk
 ):
