@@ -82,7 +82,19 @@ class Game:
         net = scenario.network
         self.graph = load_network(net.source, network_type=net.network_type)
         self._domains: dict[int, Any] = {}
-        self.model: PrivacyModel | None = None
+        self._model: PrivacyModel | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`reset` has built a model."""
+        return self._model is not None
+
+    @property
+    def model(self) -> PrivacyModel:
+        """The model of the current episode (after :meth:`reset`)."""
+        if self._model is None:
+            raise InputError("the environment has no episode yet: call reset() first")
+        return self._model
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Box:
@@ -118,7 +130,7 @@ class Game:
             )
         domain = self._domains[seed]
         strategies = from_scenario(self.scenario, **self.strategy_overrides)
-        self.model = PrivacyModel(
+        self._model = PrivacyModel(
             self.scenario, rng=seed, graph=self.graph, domain=domain, strategies=strategies
         )
         prior = domain.prior
@@ -134,7 +146,7 @@ class Game:
 
     @property
     def done(self) -> bool:
-        return self.model is not None and self.model.tick >= self.horizon
+        return self.started and self.model.tick >= self.horizon
 
     def strategy_actions(self) -> dict[str, Any]:
         """Every agent's action by the scenario's strategies for the coming tick."""
@@ -160,10 +172,10 @@ class Game:
                     raise InputError(f"server action {action!r} must be two bits [refresh, query]")
                 refresh, query = bool(a[0]), bool(a[1])
             else:
-                a = int(action)
-                if a not in (0, 1):
+                bit = int(action)
+                if bit not in (0, 1):
                     raise InputError(f"{agent} action {action!r} must be 0 (silent) or 1 (report)")
-                report[self.user_index(agent)] = bool(a)
+                report[self.user_index(agent)] = bool(bit)
         model.advance(Decisions(report=report, refresh=refresh, query=query))
         return self._rewards(), self._infos()
 

@@ -35,7 +35,7 @@ class SingleAgentEnv(gym.Env):
         if seed is not None:
             super().reset(seed=seed)
             run_seed = int(seed)
-        elif self.game.model is None:  # the first episode replays the scenario's own seed
+        elif not self.game.started:  # the first episode replays the scenario's own seed
             super().reset(seed=self._scenario_seed)
             run_seed = int(self._scenario_seed)
         else:

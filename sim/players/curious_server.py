@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import mesa
 import numpy as np
 
-from sim.mechanisms import make
+from sim.mechanisms import Mechanism, make
 from sim.players.report_attacks import ReportAttacks
 from sim.privacy.filters import Charge
 from sim.strategies.query_planner import QueryRound
@@ -52,7 +52,7 @@ class CuriousServer(mesa.Agent):
         self.refresh, self.planner = refresh, planner
         self.mechanism_cache = mechanism_cache
         self.settings = model.config.mechanism
-        self.mechanism = None
+        self.mechanism: Mechanism | None = None
         self.generated_at = -1
         self.generation_seconds = float("nan")
         self.n_generations = 0
@@ -172,7 +172,7 @@ class CuriousServer(mesa.Agent):
 
     def mechanism_row(self) -> dict:
         """Tick-level facts about the current mechanism."""
-        info = self.mechanism.info_ if self.mechanism is not None else {}
+        info: dict = self.mechanism.info_ if self.mechanism is not None else {}
         return {
             "mechanism": self.settings.name,
             "epsilon_per_km": self.settings.epsilon_per_km,
@@ -202,6 +202,7 @@ class CuriousServer(mesa.Agent):
         costs = np.where(eligible, self.report_charge.cost, 0.0)
         paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
         users = np.nonzero(paid)[0]
+        assert self.mechanism is not None, "the first mechanism is generated at tick 0"
         outputs = self.mechanism.sample_many(rows[users], model.streams["reports"])
         secrets = pos[users]
         active = ~model.filters.halted

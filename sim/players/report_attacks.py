@@ -97,11 +97,13 @@ class ReportAttacks:
 
     def run(self, users: np.ndarray, secrets: np.ndarray, outputs: np.ndarray) -> AttackResults:
         """Attack the reports ``outputs`` of ``users`` (truths ``secrets`` to score them)."""
+        assert self.bayes is not None, "on_mechanism runs before the first attack"
         dist = self.domain.dist_xx
         optimal = self.rows_global[self.bayes.optimal_estimate[outputs]]
         map_guess = self.rows_global[self.bayes.map_estimate[outputs]]
         tracking_error = tracking_hit = None
         if self.tracking is not None:
+            assert self.likelihood is not None  # set with the mechanism when tracking is on
             guesses = self.tracking.step(self.likelihood, users, outputs)[users]
             tracking_error = dist[secrets, guesses]
             tracking_hit = (guesses == secrets).astype(float)

@@ -20,14 +20,29 @@ filter never fails for an algorithm that respects its allocation.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
 from sim.errors import InputError, PrivacyBudgetError
-from sim.privacy.filters import PopulationFilter
 from sim.queries.elimination import QueryAnswer
 
 STRATEGIES = ("fixed", "even", "proportion", "linear")
+
+
+class BudgetAccount(Protocol):
+    """What :class:`QueryBudgeter` drives: a :class:`~sim.privacy.filters.PopulationFilter`,
+    or a share of one (``sim.strategies.query_planner.QueryShare``)."""
+
+    @property
+    def capacity(self) -> np.ndarray: ...
+
+    @property
+    def remaining(self) -> np.ndarray: ...
+
+    def affordable(self, costs) -> np.ndarray: ...
+
+    def spend(self, costs, *, component=None) -> None: ...
 
 
 def allocate(
@@ -86,7 +101,7 @@ class QueryBudgeter:
 
     def __init__(
         self,
-        population: PopulationFilter,
+        population: BudgetAccount,
         m: int,
         *,
         strategy: str = "linear",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from sim.queries.knn import dist_err, knn
 from sim.queries.range_count import Disk, count_err, range_count, true_count
 from sim.strategies.registry import Registry
 
+if TYPE_CHECKING:
+    from sim.scenario import QueriesTable
+
 QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
 
 
@@ -37,7 +40,7 @@ QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
 class QueryRound:
     """Everything one tick's queries need: settings, users' answers' inputs, filters, rng."""
 
-    settings: dict[str, Any]
+    settings: QueriesTable
     locations_m: np.ndarray
     domain: Any
     filters: PopulationFilter
@@ -50,7 +53,7 @@ class QueryPlanner(ABC):
 
     name = "?"
 
-    def bind(self, settings: dict[str, Any], *, horizon_ticks: int) -> None:
+    def bind(self, settings: QueriesTable, *, horizon_ticks: int) -> None:
         """Called once before the run with the ``[queries]`` table and the run's length."""
         self.settings = settings
         self.horizon_ticks = horizon_ticks
@@ -108,7 +111,7 @@ class Budgeter(QueryPlanner):
         self.strategy, self.proportion, self.share = strategy, float(proportion), float(share)
         self._budgeter: QueryBudgeter | None = None
 
-    def bind(self, settings: dict[str, Any], *, horizon_ticks: int) -> None:
+    def bind(self, settings: QueriesTable, *, horizon_ticks: int) -> None:
         super().bind(settings, horizon_ticks=horizon_ticks)
         every = settings.every_ticks
         self.m = len(settings.kinds) * (horizon_ticks // every) if every else 0
@@ -192,13 +195,15 @@ def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAn
         answer = range_count(
             locations_m, region, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
         )
-        return answer, count_err(float(answer.value), true_count(locations_m[budgets > 0], region))
+        count = float(answer.value)  # type: ignore[arg-type]
+        return answer, count_err(count, true_count(locations_m[budgets > 0], region))
     if kind == "kde":
         b = settings.kde_bandwidth_m
         answer = kde(
             locations_m, point, b, budgets, method="PM0" if saving else "BM0", rng=rng, beta=beta
         )
-        return answer, l1_err(float(answer.value), true_kde(locations_m[budgets > 0], point, b))
+        value = float(answer.value)  # type: ignore[arg-type]
+        return answer, l1_err(value, true_kde(locations_m[budgets > 0], point, b))
     k = settings.knn_k
     answer = knn(
         locations_m, point, k, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
