@@ -142,10 +142,7 @@ def test_matrix_has_one_row_per_secret_of_the_domain_given_to_fit(name, eps, dom
 
 
 @pytest.mark.parametrize("domain_name", DOMAINS)
-@pytest.mark.parametrize(
-    "name",
-    _pending(available(), {"dista_lp": "dista helper: pure report_guarantee, upload_guarantee"}),
-)
+@pytest.mark.parametrize("name", available())
 def test_guarantee_is_the_composition_of_report_and_upload(name, domain_name, request):
     mech = _fitted(name, domain_name, 4.0, request)
     whole, report, upload = mech.guarantee, mech.report_guarantee, mech.upload_guarantee
