@@ -75,7 +75,7 @@ def test_mechanism_releases_a_verified_row_stochastic_matrix(name, eps, domain_n
     result = verify(Z, dom.dist_xx, eps)
     assert result.passed, str(result)
     assert result.smallest_epsilon <= eps * (1 + 1e-9)
-    if mech.guarantee.kind == "pure":
+    if mech.report_guarantee.kind == "pure":
         assert mech.info_["verified_epsilon"] == pytest.approx(result.smallest_epsilon, rel=1e-9)
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import sparse
 
 from sim.errors import InputError
-from sim.mechanisms.base import Mechanism
+from sim.mechanisms.base import Guarantee, Mechanism
 from sim.mechanisms.em import exponential_matrix
 from sim.privacy import PrivacyViolation, verify
 
@@ -283,6 +283,26 @@ def test_fit_fails_closed_on_a_leaky_matrix(l2_domain_small):
     assert _Fixed(4.0, Z).fit(d).info_["verified_epsilon"] <= 4.0
     with pytest.raises(PrivacyViolation, match="not 3/km-mDP"):
         _Fixed(3.0, Z).fit(d)  # EM at 4/km is not 3/km-mDP on this domain
+
+
+class _TwoStage(_Fixed):
+    """Uploads (PmDP) plus reports drawn from the matrix at half the budget."""
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return Guarantee(kind="pmdp", epsilon_per_km=self.epsilon, delta=1e-4)
+
+    @property
+    def report_guarantee(self) -> Guarantee:
+        return Guarantee(kind="pure", epsilon_per_km=self.epsilon / 2)
+
+
+def test_fit_verifies_the_report_guarantee_when_the_whole_is_not_pure(l2_domain_small):
+    d = l2_domain_small
+    ok = _TwoStage(8.0, exponential_matrix(d.dist_xy, 4.0)).fit(d)
+    assert ok.info_["verified_epsilon"] <= 4.0
+    with pytest.raises(PrivacyViolation, match="not 3/km-mDP"):
+        _TwoStage(6.0, exponential_matrix(d.dist_xy, 4.0)).fit(d)
 
 
 def test_fit_verifies_against_the_sub_domain_it_returns(road_domain_small):

@@ -14,11 +14,11 @@ Subclasses implement ``_fit(domain) -> (matrix, info)``; the base class checks t
 A mechanism that fits on a sub-domain (e.g. ``domain.restrict(rows)``) returns that domain
 as ``info["domain"]``; it becomes ``domain_`` and the matrix must match it.
 
-Fail closed: for a pure guarantee, ``fit`` runs the exact verifier (sim/privacy/verify.py) on
-the released matrix against ``domain_.dist_xx`` (road metric: only ``constraint_pairs``,
-exact by chaining; lp norms: the full check) and raises :class:`PrivacyViolation` if the
-smallest epsilon exceeds ``epsilon * (1 + 1e-9)``; ``info_["verified_epsilon"]`` keeps the
-certified value.
+Fail closed: a report is a draw from ``matrix_``, so when ``report_guarantee`` is pure, ``fit``
+runs the exact verifier (sim/privacy/verify.py) on the released matrix against
+``domain_.dist_xx`` (road metric: only ``constraint_pairs``, exact by chaining; lp norms: the
+full check) and raises :class:`PrivacyViolation` if the smallest epsilon exceeds the report's
+``epsilon_per_km * (1 + 1e-9)``; ``info_["verified_epsilon"]`` keeps the certified value.
 
 Conformance tests (tests/test_mechanism_conformance.py) run every registered mechanism on
 40-point domains. A mechanism with required extra parameters or a heavy fit declares the
@@ -170,8 +170,8 @@ class Mechanism(ABC):
         return self
 
     def _self_check(self, matrix: np.ndarray, domain, who: str) -> float | None:
-        """Exact check of a pure guarantee (fail closed); ``None`` for other guarantees."""
-        guarantee = self.guarantee
+        """Exact check of a pure report guarantee (fail closed); ``None`` for other kinds."""
+        guarantee = self.report_guarantee
         if guarantee.kind != "pure":
             return None
         eps = guarantee.epsilon_per_km
