@@ -20,13 +20,15 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 import networkx as nx
 import numpy as np
 
 from sim.errors import InputError
 
-NETWORK_TYPES = ("walk", "drive")
+NetworkType = Literal["walk", "drive"]
+NETWORK_TYPES: tuple[str, ...] = get_args(NetworkType)
 BUNDLED_SOURCES = {"helsinki": "helsinki_pbf", "helsinki-test": "test_pbf"}
 FILE_SUFFIXES = (".osm", ".osm.bz2", ".osm.pbf", ".pbf", ".graphml")
 OFFLINE_HINT = (

@@ -14,7 +14,7 @@ import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -29,6 +29,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from sim.domain import Metric
 from sim.errors import InputError
+from sim.network import NetworkType
 from sim.queries import QueryKind
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,7 +68,7 @@ class NetworkTable(Table):
         default="helsinki",
         description="helsinki, helsinki-test, a .osm/.osm.bz2/.osm.pbf/.graphml path",
     )
-    network_type: Literal["walk", "drive"] = Field(
+    network_type: NetworkType = Field(
         default="walk", description="footpaths (walk) or roads open to cars (drive)"
     )
 

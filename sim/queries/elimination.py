@@ -325,6 +325,59 @@ def release_once(triple: Triple, rho: np.ndarray) -> np.ndarray:
     return np.where(rho > 0, rho, 0.0)
 
 
+@dataclass(frozen=True)
+class Released:
+    """What one query's users released: the triple, who was asked, whose estimate still decides
+    the answer (all asked users for BM, PIE's active users for PM) and what each spent."""
+
+    method: str
+    triple: Triple
+    asked: np.ndarray
+    deciding: np.ndarray
+    spent: np.ndarray
+    elimination: Elimination | None
+
+    def answer(self, value: object) -> QueryAnswer:
+        """The query's answer with this release's costs."""
+        return QueryAnswer(value, self.spent, self.asked, self.method, self.elimination)
+
+
+Eliminate = Callable[[Triple, np.ndarray, float], Elimination]
+
+
+def release(
+    method: str, triple: Triple, rho: np.ndarray, *, beta: float, eliminate: Eliminate
+) -> Released:
+    """The skeleton every query shares once its triple is built: ``BM*`` releases once with
+    the whole budget; ``PM*`` runs ``eliminate(triple, rho, beta0)`` with ``beta0 = beta / 4``
+    (PIE-NI or PIE-k with the query's thresholds)."""
+    asked = rho > 0
+    if method.startswith("BM"):
+        spent = release_once(triple, rho)
+        return Released(method, triple, asked, np.nonzero(asked)[0], spent, None)
+    elim = eliminate(triple, rho, 0.25 * check_beta(beta))
+    return Released(method, triple, asked, np.nonzero(elim.active)[0], elim.spent, elim)
+
+
+def release_locations(
+    method: str,
+    locations_m,
+    rho_per_km2,
+    phi: Callable[[np.ndarray], np.ndarray],
+    *,
+    rng: np.random.Generator,
+    beta: float,
+    eliminate: Eliminate,
+) -> Released:
+    """A query over user locations: check the method and budgets, build the triple for
+    ``phi`` (km -> km), then :func:`release`."""
+    check_method(method)
+    xy = locations_in_km(locations_m)
+    rho = budgets_for(rho_per_km2, len(xy))
+    triple = make_triple(method, xy, phi, rng)
+    return release(method, triple, rho, beta=beta, eliminate=eliminate)
+
+
 def priv_sav(spent, rho_per_km2) -> float:
     """PrivSav: mean over asked users of the unspent fraction ``(rho_i - spent_i) / rho_i``."""
     rho = np.asarray(rho_per_km2, dtype=float)

@@ -15,16 +15,7 @@ import math
 import numpy as np
 
 from sim.errors import InputError
-from sim.queries.elimination import (
-    QueryAnswer,
-    budgets_for,
-    check_beta,
-    check_method,
-    locations_in_km,
-    make_triple,
-    pie_ni,
-    release_once,
-)
+from sim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
 
 CUTOFF_BANDWIDTHS = 6.0
 TAIL = math.exp(-(CUTOFF_BANDWIDTHS**2) / 2.0)  # e^-18: a settled far point's largest term
@@ -56,39 +47,37 @@ def kde(
     the kept users' term (paper §6.3). Other parameters as in
     :func:`sim.queries.range_count.range_count`; ``value`` is the estimate (unitless).
     """
-    check_method(method)
-    xy, p, b = locations_in_km(locations_m), _point_km(point_m), _bandwidth_km(bandwidth_m)
-    rho = budgets_for(rho_per_km2, len(xy))
-    asked = rho > 0
-    n = int(asked.sum())
+    p, b = _point_km(point_m), _bandwidth_km(bandwidth_m)
 
     def len_p(points_km):
         return np.linalg.norm(points_km - p, axis=1)
 
-    def kernel_sum(users) -> float:
-        est = triple.estimate(users) if len(users) else np.zeros(0)
-        return float(np.sum(np.exp(-(est**2) / (2.0 * b * b))))
-
-    triple = make_triple(method, xy, len_p, rng)
-    if method.startswith("BM"):
-        spent = release_once(triple, rho)
-        value = kernel_sum(np.nonzero(asked)[0]) / n if n else 0.0
-        return QueryAnswer(value, spent, asked, method)
-    beta = check_beta(beta)
-    elim = pie_ni(
-        triple,
-        rho,
-        nu_low=-math.inf,
-        nu_high=CUTOFF_BANDWIDTHS * b,
-        c=c,
-        scheme=scheme,
-        beta0=0.25 * beta,
+    released = release_locations(
+        method,
+        locations_m,
+        rho_per_km2,
+        len_p,
+        rng=rng,
+        beta=beta,
+        eliminate=lambda triple, rho, beta0: pie_ni(
+            triple,
+            rho,
+            nu_low=-math.inf,
+            nu_high=CUTOFF_BANDWIDTHS * b,
+            c=c,
+            scheme=scheme,
+            beta0=beta0,
+        ),
     )
-    kept = kernel_sum(np.nonzero(elim.active)[0])
-    bias = float(elim.s0.sum()) * TAIL
-    if tail_bias and bias <= kept:
-        kept += bias
-    return QueryAnswer(kept / n if n else 0.0, elim.spent, asked, method, elim)
+    n = int(released.asked.sum())
+    users = released.deciding
+    est = released.triple.estimate(users) if len(users) else np.zeros(0)
+    kept = float(np.sum(np.exp(-(est**2) / (2.0 * b * b))))
+    if released.elimination is not None:
+        bias = float(released.elimination.s0.sum()) * TAIL
+        if tail_bias and bias <= kept:
+            kept += bias
+    return released.answer(kept / n if n else 0.0)
 
 
 def l1_err(estimate: float, truth: float) -> float:

@@ -16,12 +16,10 @@ from sim.errors import InputError
 from sim.queries.elimination import (
     QueryAnswer,
     budgets_for,
-    check_beta,
     check_method,
     locations_in_km,
-    make_triple,
     pie_k,
-    release_once,
+    release_locations,
 )
 from sim.queries.kde import _point_km
 
@@ -61,15 +59,21 @@ def knn(
     def len_p(points_km):
         return np.linalg.norm(points_km - p, axis=1)
 
-    triple = make_triple(method, xy, len_p, rng)
-    if method.startswith("BM"):
-        spent = release_once(triple, rho)
-        return QueryAnswer(_k_smallest(triple, np.nonzero(asked)[0], k), spent, asked, method)
-    beta = check_beta(beta)
-    elim = pie_k(triple, rho, k=k, c=c, scheme=scheme, beta0=0.25 * beta)
-    survivors = np.nonzero(elim.active)[0]
-    chosen = survivors if len(survivors) == k else _k_smallest(triple, survivors, k)
-    return QueryAnswer(chosen, elim.spent, asked, method, elim)
+    released = release_locations(
+        method,
+        locations_m,
+        rho,
+        len_p,
+        rng=rng,
+        beta=beta,
+        eliminate=lambda triple, rho, beta0: pie_k(
+            triple, rho, k=k, c=c, scheme=scheme, beta0=beta0
+        ),
+    )
+    survivors = released.deciding
+    if released.elimination is not None and len(survivors) == k:
+        return released.answer(survivors)
+    return released.answer(_k_smallest(released.triple, survivors, k))
 
 
 def dist_err(chosen, locations_m, point_m) -> float:

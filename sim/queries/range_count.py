@@ -16,16 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
-from sim.queries.elimination import (
-    QueryAnswer,
-    budgets_for,
-    check_beta,
-    check_method,
-    locations_in_km,
-    make_triple,
-    pie_ni,
-    release_once,
-)
+from sim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
 
 
 @dataclass(frozen=True)
@@ -112,21 +103,21 @@ def range_count(
     QueryAnswer
         ``value``: the private count (float); ``spent``: rho per user.
     """
-    check_method(method)
-    xy = locations_in_km(locations_m)
-    rho = budgets_for(rho_per_km2, len(xy))
-    triple = make_triple(method, xy, region.signed_distance_km, rng)
-    asked = rho > 0
-    if method.startswith("BM"):
-        spent = release_once(triple, rho)
-        users = np.nonzero(asked)[0]
-        count = float(np.sum(triple.estimate(users) < 0)) if len(users) else 0.0
-        return QueryAnswer(count, spent, asked, method)
-    beta = check_beta(beta)
-    elim = pie_ni(triple, rho, nu_low=0.0, nu_high=0.0, c=c, scheme=scheme, beta0=0.25 * beta)
-    users = np.nonzero(elim.active)[0]
-    rest = float(np.sum(triple.estimate(users) < 0)) if len(users) else 0.0
-    return QueryAnswer(float(elim.s1.sum()) + rest, elim.spent, asked, method, elim)
+    released = release_locations(
+        method,
+        locations_m,
+        rho_per_km2,
+        region.signed_distance_km,
+        rng=rng,
+        beta=beta,
+        eliminate=lambda triple, rho, beta0: pie_ni(
+            triple, rho, nu_low=0.0, nu_high=0.0, c=c, scheme=scheme, beta0=beta0
+        ),
+    )
+    users = released.deciding
+    inside = float(np.sum(released.triple.estimate(users) < 0)) if len(users) else 0.0
+    settled_inside = float(released.elimination.s1.sum()) if released.elimination else 0.0
+    return released.answer(settled_inside + inside)
 
 
 def count_err(estimate: float, truth: int) -> float:

@@ -16,13 +16,7 @@ import math
 import numpy as np
 
 from sim.errors import InputError
-from sim.queries.elimination import (
-    DistancePrivatization,
-    QueryAnswer,
-    check_beta,
-    pie_ni,
-    release_once,
-)
+from sim.queries.elimination import DistancePrivatization, QueryAnswer, pie_ni, release
 
 THRESHOLD_METHODS = ("BM1", "PM1")
 
@@ -49,20 +43,17 @@ def threshold_query(
             raise InputError(f"{name}={v!r} must be a finite number")
     if rho <= 0:
         raise InputError(f"rho={rho!r} must be > 0")
-    triple = DistancePrivatization(np.array([float(value)]), rng=rng)
-    budget = np.array([float(rho)])
-    asked = np.array([True])
-    if method == "BM1":
-        spent = release_once(triple, budget)
-        return QueryAnswer(
-            bool(triple.estimate(np.array([0]))[0] < threshold), spent, asked, method
-        )
     t = float(threshold)
-    elim = pie_ni(
-        triple, budget, nu_low=t, nu_high=t, c=c, scheme=scheme, beta0=0.25 * check_beta(beta)
+    released = release(
+        method,
+        DistancePrivatization(np.array([float(value)]), rng=rng),
+        np.array([float(rho)]),
+        beta=beta,
+        eliminate=lambda triple, budget, beta0: pie_ni(
+            triple, budget, nu_low=t, nu_high=t, c=c, scheme=scheme, beta0=beta0
+        ),
     )
-    if elim.s1[0] or elim.s0[0]:
-        answer = bool(elim.s1[0])
-    else:
-        answer = bool(triple.estimate(np.array([0]))[0] < t)
-    return QueryAnswer(answer, elim.spent, asked, method, elim)
+    elim = released.elimination
+    if elim is None or len(released.deciding):  # BM, or PM unsettled after c rounds: average
+        return released.answer(bool(released.triple.estimate(released.deciding)[0] < t))
+    return released.answer(bool(elim.s1[0]))
