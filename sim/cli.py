@@ -82,6 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    p = sub.add_parser(
+        "attack", help="run mechanisms x attacks on a scenario; table and heatmap of success"
+    )
+    p.add_argument("scenario", help="a TOML scenario file; its [attacks] lists the attacks")
+    p.add_argument("--out", help="output folder (default runs/<scenario name>-attacks)")
+    p.add_argument("--mechanisms", help="comma-separated mechanism names (default: scenario)")
+    p.add_argument("--epsilons", help="comma-separated eps per km (default: scenario)")
+    p.add_argument("--repetitions", type=int, help="seeds per setting (default: scenario)")
+    p.add_argument("--ticks", type=int, help="override scenario.ticks")
+    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
     p = sub.add_parser("report", help="tables and plots of a batch results store")
     p.add_argument("store", help="a folder written by `mdpsim batch`")
     p.add_argument("--out", help="report folder (default STORE/report)")
@@ -251,6 +263,47 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
         "--resume (same scenario: retries failed tasks) or --overwrite (after changing it)",
         file=sys.stderr,
     )
+
+
+@command("attack")
+def _attack(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sim import scenario as scenario_mod
+    from sim.attacks import harness
+
+    scenario = scenario_mod.load(args.scenario)
+    if args.ticks is not None and args.ticks < 1:
+        raise InputError(f"--ticks={args.ticks} must be >= 1")
+    plan = harness.plan_of(
+        scenario,
+        mechanisms=_csv(args.mechanisms, str, "--mechanisms"),
+        epsilons=_csv(args.epsilons, float, "--epsilons"),
+        repetitions=args.repetitions,
+    )
+    out = Path(args.out or f"runs/{scenario.scenario.name}-attacks")
+    if out.exists() and not args.force:
+        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    summary, per_tick = harness.evaluate(
+        scenario, plan, ticks=args.ticks, progress=not args.no_progress
+    )
+    paths = harness.write_outputs(summary, per_tick, out, overwrite=args.force)
+    print(harness.success_markdown(summary))
+    print(f"outputs          {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def _csv(text: str | None, kind: type, flag: str) -> list | None:
+    """A comma-separated flag value as a list of ``kind`` (``None`` if not given)."""
+    if text is None:
+        return None
+    try:
+        values = [kind(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"{flag}={text!r} must be a comma-separated list") from None
+    if not values:
+        raise InputError(f"{flag}={text!r} lists nothing")
+    return values
 
 
 @command("report")

@@ -89,12 +89,34 @@ class MobilityModel:
 
 
 class Population:
-    """Positions and trip state of all users, as arrays."""
+    """Positions and trip state of all users, as arrays.
 
-    def __init__(self, model: MobilityModel, domain, n_users: int, rng: np.random.Generator):
+    With ``personal_places = k > 0`` every user has its own k of the model's places (drawn
+    once, distinct), starts at the first (its home) and picks the r-th as a destination with
+    weight ``1 / r``: home most often. With 0 every user picks among all places uniformly.
+    """
+
+    def __init__(
+        self,
+        model: MobilityModel,
+        domain,
+        n_users: int,
+        rng: np.random.Generator,
+        *,
+        personal_places: int = 0,
+    ):
         self.model = model
         self.dist_xx = domain.dist_xx
         self.position = rng.choice(domain.n_x, size=n_users, p=domain.prior).astype(np.int64)
+        self.own_places: np.ndarray | None = None  # (U, k) slots into model.places
+        if personal_places:
+            k = min(int(personal_places), len(model.places))
+            self.own_places = np.stack(
+                [rng.choice(len(model.places), size=k, replace=False) for _ in range(n_users)]
+            )
+            weights = 1.0 / np.arange(1, k + 1)
+            self._place_weights = weights / weights.sum()
+            self.position = model.places[self.own_places[:, 0]].astype(np.int64)
         self.dwell_left = rng.integers(0, model.dwell_ticks[1] + 1, size=n_users)
         self.carry_m = np.zeros(n_users)
         self._route: list[np.ndarray | None] = [None] * n_users
@@ -115,7 +137,10 @@ class Population:
             self._advance(u, rng)
 
     def _start_trip(self, u: int, rng: np.random.Generator) -> None:
-        slot = int(rng.integers(len(self.model.places)))
+        if self.own_places is None:
+            slot = int(rng.integers(len(self.model.places)))
+        else:
+            slot = int(rng.choice(self.own_places[u], p=self._place_weights))
         route = self.model.route(int(self.position[u]), slot)
         self._route[u], self._hop[u], self.carry_m[u] = route, 0, 0.0
 

@@ -108,7 +108,11 @@ class PrivacyModel(mesa.Model):
             rng=self.streams["places"],
         )
         self.population = Population(
-            self.mobility, self.domain, users.count, self.streams["mobility"]
+            self.mobility,
+            self.domain,
+            users.count,
+            self.streams["mobility"],
+            personal_places=users.personal_places,
         )
         self.strategies = from_scenario(scenario) if strategies is None else strategies
         self.horizon_ticks = scenario.scenario.ticks

@@ -101,6 +101,12 @@ class UsersTable(Table):
         default=[1, 5], description="[min, max] ticks spent at each destination"
     )
     n_places: int = Field(default=40, ge=2, description="destinations users travel between")
+    personal_places: int = Field(
+        default=0,
+        ge=0,
+        description="each user's own destinations among n_places, home first and most visited "
+        "(0: every user picks among all places)",
+    )
     budget_rho_per_km2: Positive = Field(
         default=200.0,
         description="each user's total budget B in CGP rho (1/km^2); "
@@ -197,12 +203,70 @@ class QueriesTable(Table):
 
 
 class AttacksTable(Table):
-    """``[attacks]``: what the server tries to learn."""
+    """``[attacks]``: what the server tries to learn (``docs/attacks.md``).
 
-    tracking: bool = Field(default=True, description="run the forward-filter tracking attack")
-    upload: bool = Field(
-        default=True, description="run the upload-stage attack on surrogate uploads"
+    ``run`` lists attack labels; a label is a registered attack (``sim.attacks.available()``)
+    or any name given ``attack = ...`` in ``params.<label>``, e.g.
+    ``params.viterbi = {attack = "tracking", method = "viterbi"}``. The old on/off keys keep
+    working: ``tracking = false`` / ``upload = false`` drop every tracking / upload attack."""
+
+    run: list[str] = Field(
+        default=["bayes", "tracking", "upload"], description="labels of the attacks to run"
     )
+    params: dict[str, dict[str, Any]] = Field(
+        default={},
+        description="per label: attack = a registered attack (default: the label) and its "
+        "parameters",
+    )
+    tracking: bool = Field(default=True, description="false: drop every tracking attack (old key)")
+    upload: bool = Field(default=True, description="false: drop every upload attack (old key)")
+    grant_true_mobility: bool = Field(
+        default=False,
+        description="hand the users' true transitions to the adversary (tracking mobility = "
+        '"true"); never otherwise',
+    )
+    report_probability: float = Field(
+        default=1.0, gt=0, le=1, description="mdpsim attack: chance that a user reports a tick"
+    )
+    pseudonym_change_tick: int = Field(
+        default=0,
+        ge=0,
+        description="mdpsim attack: every user gets a new pseudonym at this tick (0: never); "
+        "linkage splits the run there",
+    )
+
+    @model_validator(mode="after")
+    def _attacks_build(self) -> AttacksTable:
+        """Every label names a registered attack whose constructor accepts its parameters."""
+        from sim.attacks import make
+
+        if len(set(self.run)) != len(self.run):
+            raise _refuse("lists a label twice; give each attack its own label", field="run")
+        stray = [label for label in self.params if label not in self.run]
+        if stray:
+            raise _refuse(f"has {stray[0]!r}, which attacks.run does not list", field="params")
+        for spec in self.specs(active_only=False):
+            params = {k: v for k, v in spec.items() if k != "label"}
+            try:
+                make(params.pop("name"), **params)
+            except InputError as exc:
+                where = f"params.{spec['label']}" if spec["label"] in self.params else "run"
+                raise _refuse(f": {exc}", field=where) from None
+        return self
+
+    def specs(self, *, active_only: bool = True) -> list[dict[str, Any]]:
+        """``[{"name": attack, "label": label, **params}]`` for :class:`sim.attacks.AttackSuite`,
+        without the attacks an old on/off key switches off."""
+        out = []
+        for label in self.run:
+            params = dict(self.params.get(label, {}))
+            name = params.pop("attack", label)
+            if active_only and (
+                (name == "tracking" and not self.tracking) or (name == "upload" and not self.upload)
+            ):
+                continue
+            out.append({"name": name, "label": label, **params})
+        return out
 
 
 StrategySpec = str | dict[str, Any]

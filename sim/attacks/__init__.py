@@ -5,7 +5,7 @@ scoring are in :mod:`sim.attacks.base`, running several together in :mod:`sim.at
 Each attack module registers itself with ``@register(name)`` when imported below.
 """
 
-from sim.attacks import bayes, tracking  # noqa: F401
+from sim.attacks import bayes, linkage, places, tracking, upload_stage  # noqa: F401
 from sim.attacks.base import (
     METRICS,
     Attack,

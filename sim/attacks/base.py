@@ -167,13 +167,17 @@ class PlacesEstimate:
     """Each pseudonym's inferred significant places, ranked (home first); -1 pads a row.
 
     ``places`` is ``(R, k)`` secret indices, ``mass`` the attack's weight of each place and
-    ``entropy_bits`` the entropy of each pseudonym's visit distribution.
+    ``entropy_bits`` the entropy of each pseudonym's visit distribution. The scorer matches an
+    inferred place to a true one within ``match_km``; true places are where the user stayed
+    ``min_stay_ticks`` ticks in a row, ranked by total time there (the first is home).
     """
 
     pseudonyms: np.ndarray
     places: np.ndarray
     mass: np.ndarray
     entropy_bits: np.ndarray
+    match_km: float
+    min_stay_ticks: int
 
 
 @dataclass(frozen=True, eq=False)

@@ -42,9 +42,7 @@ class BayesAttack:
     @classmethod
     def fit(cls, matrix: np.ndarray, prior: np.ndarray, dist_xx: np.ndarray, *, pairs=None):
         """Tabulate the attack for a mechanism over secrets with distances ``dist_xx`` (km)."""
-        joint = prior[:, None] * matrix  # (N, K)
-        mass = joint.sum(axis=0)
-        post = np.divide(joint, mass, out=np.zeros_like(joint), where=mass > 0)
+        post = posterior_table(matrix, prior)
         k = matrix.shape[1]
         optimal = np.empty(k, dtype=np.int64)
         exp_err = np.empty(k)
@@ -103,6 +101,13 @@ class Bayes(Attack):
                 entropy_bits=self.entropy_[out],
             )
         ]
+
+
+def posterior_table(matrix: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """``Pr[x_i | y_k]`` for every output, ``(N, K)``; 0 columns for impossible outputs."""
+    joint = prior[:, None] * matrix
+    mass = joint.sum(axis=0)
+    return np.divide(joint, mass, out=np.zeros_like(joint), where=mass > 0)
 
 
 def posterior_leakage_per_output(matrix: np.ndarray, dist_xx: np.ndarray, *, pairs=None):

@@ -21,13 +21,11 @@ import pandas as pd
 from sim.attacks.base import Context, Observation, Release
 from sim.attacks.mobility_models import counted_kernel, reach_kernel
 from sim.attacks.suite import AttackSuite
+from sim.errors import InputError
 from sim.mobility import MobilityModel, Population
 
 if TYPE_CHECKING:
     from sim.domain import Domain
-
-#: Per attack, the metric that says how well it did (higher = the attack succeeds more).
-SUCCESS = {"linkage": "hit", "places": "precision_at_k"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,10 +65,12 @@ def draw_world(
     speed_mps: float,
     tick_seconds: float,
     dwell_ticks: tuple[int, int],
+    personal_places: int = 0,
     n_public: int | None = None,
 ) -> World:
-    """Walk the users and a public population of ``n_public`` (default ``n_users``) people."""
-    places_ss, walk_ss, public_ss, reports_ss = np.random.SeedSequence(seed).spawn(4)
+    """Walk the users and a public population of ``n_public`` (default ``n_users``) people
+    (their own places, drawn apart; see :class:`~sim.mobility.Population`)."""
+    users_ss, public_ss, reports_ss = np.random.SeedSequence(seed).spawn(3)
 
     def walks(count: int, ss: np.random.SeedSequence) -> tuple[MobilityModel, np.ndarray]:
         places_rng, walk_rng = (np.random.default_rng(s) for s in ss.spawn(2))
@@ -82,16 +82,15 @@ def draw_world(
             dwell_ticks=dwell_ticks,
             rng=places_rng,
         )
-        pop = Population(model, domain, count, walk_rng)
+        pop = Population(model, domain, count, walk_rng, personal_places=personal_places)
         out = np.empty((ticks, count), dtype=np.int64)
         for t in range(ticks):
             pop.step(walk_rng)
             out[t] = pop.position
         return model, out
 
-    mobility, traces = walks(n_users, places_ss)
+    mobility, traces = walks(n_users, users_ss)
     _, public = walks(n_public or n_users, public_ss)
-    del walk_ss
     return World(
         domain=domain,
         traces=traces,
@@ -107,6 +106,7 @@ def run(
     mechanism,
     specs: Sequence[dict],
     *,
+    uploads: np.ndarray | None = None,
     report_probability: float = 1.0,
     pseudonym_change_tick: int = 0,
     grant_true_mobility: bool = False,
@@ -115,11 +115,12 @@ def run(
     """Feed one fitted mechanism's reports to the attacks of ``specs``; the scored suite."""
     suite = AttackSuite.from_specs(specs)
     suite.start(world.context(grant_true_mobility=grant_true_mobility))
-    suite.release(Release(tick=1, mechanism=mechanism))
+    release = Release(tick=1, mechanism=mechanism, uploads=uploads)
+    suite.release(release)
     rng = np.random.default_rng(world.reports_seed)
     n_ticks, n_users = world.traces.shape
     rows_of = np.full(world.domain.n_x, -1, dtype=np.int64)
-    rows = Release(tick=1, mechanism=mechanism).rows
+    rows = release.rows
     rows_of[rows] = np.arange(len(rows))
     pseudonyms = np.arange(n_users, dtype=np.int64)
     for t in range(n_ticks):
@@ -140,6 +141,191 @@ def run(
     return suite
 
 
-def success_table(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Stack per-run summaries (columns mechanism, epsilon_per_km, attack, metrics...)."""
-    return pd.concat(frames, ignore_index=True)
+# ---------------------------------------------------------------------- mdpsim attack
+@dataclass(frozen=True)
+class Plan:
+    """What ``mdpsim attack`` runs: mechanisms x epsilons x repetitions, with these attacks."""
+
+    mechanisms: list[str]
+    epsilons: list[float]
+    repetitions: int
+    specs: list[dict]
+
+    @property
+    def n_runs(self) -> int:
+        """Mechanism fits times repetitions."""
+        return len(self.mechanisms) * len(self.epsilons) * self.repetitions
+
+
+def plan_of(scenario, *, mechanisms=None, epsilons=None, repetitions=None) -> Plan:
+    """Mechanisms and eps from the flags, else the scenario's sweep, else its [mechanism]."""
+    from sim.mechanisms import available
+
+    sweep = scenario.sweep
+    names = mechanisms or sweep.get("mechanism.name") or [scenario.mechanism.name]
+    bad = [n for n in names if n not in available()]
+    if bad:
+        raise InputError(
+            f"--mechanisms: {bad[0]!r} is not a mechanism; available: {', '.join(available())}"
+        )
+    eps = epsilons or sweep.get("mechanism.epsilon_per_km") or [scenario.mechanism.epsilon_per_km]
+    eps = [float(e) for e in eps]
+    if any(not (np.isfinite(e) and e > 0) for e in eps):
+        raise InputError(f"--epsilons: {eps} must all be finite and > 0 (per km)")
+    reps = repetitions or sweep.get("repetitions", 1)
+    if reps < 1:
+        raise InputError(f"--repetitions={reps} must be >= 1")
+    specs = scenario.attacks.specs()
+    if not specs:
+        raise InputError("attacks.run lists no attack that is switched on")
+    return Plan(mechanisms=list(names), epsilons=eps, repetitions=int(reps), specs=specs)
+
+
+def fit_mechanism(scenario, name: str, eps: float, world: World):
+    """Fit ``name`` at ``eps`` on the world's domain; DistA-LP on the users' tick-1 secrets.
+
+    Returns the fitted mechanism and, for DistA-LP, which upload each slot sent.
+    """
+    from sim.mechanisms import make
+
+    params = {**scenario.mechanism.params, **scenario.mechanism.params_by_name.get(name, {})}
+    uploads = None
+    if name == "dista_lp":
+        users = np.unique(world.traces[0])
+        params.setdefault("user_indices", users.tolist())
+        params.setdefault("seed", world.seed)
+    mech = make(name, epsilon=eps, **params).fit(world.domain)
+    if name == "dista_lp":
+        slot = {int(x): i for i, x in enumerate(mech.info_["users"])}
+        uploads = np.array([slot.get(int(x), -1) for x in world.traces[0]], dtype=np.int64)
+    return mech, uploads
+
+
+def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool = False):
+    """Run the plan; ``(summary, per_tick)`` frames, one summary row per run and attack."""
+    from sim.domain import Domain
+    from sim.network import load_network
+
+    s, users, attacks = scenario.scenario, scenario.users, scenario.attacks
+    n_ticks = ticks or s.ticks
+    graph = load_network(scenario.network.source, network_type=scenario.network.network_type)
+    summaries, per_tick = [], []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=plan.n_runs * n_ticks, unit="tick", desc=f"{s.name} attacks")
+    try:
+        for rep in range(plan.repetitions):
+            seed = s.seed + rep
+            domain = Domain.from_network(
+                graph,
+                n_points=scenario.domain.n_points,
+                n_outputs=scenario.domain.n_outputs or None,
+                metric=scenario.domain.metric,
+                seed=seed,
+            )
+            world = draw_world(
+                domain,
+                n_users=users.count,
+                ticks=n_ticks,
+                seed=seed,
+                n_places=users.n_places,
+                speed_mps=users.speed_mps,
+                tick_seconds=s.tick_seconds,
+                dwell_ticks=tuple(users.dwell_ticks),
+                personal_places=users.personal_places,
+            )
+            for name in plan.mechanisms:
+                for eps in plan.epsilons:
+                    mech, uploads = fit_mechanism(scenario, name, eps, world)
+                    suite = run(
+                        world,
+                        mech,
+                        plan.specs,
+                        uploads=uploads,
+                        report_probability=attacks.report_probability,
+                        pseudonym_change_tick=attacks.pseudonym_change_tick,
+                        grant_true_mobility=attacks.grant_true_mobility,
+                        progress=None if bar is None else bar.update,
+                    )
+                    keys = {"mechanism": name, "epsilon_per_km": eps, "repetition": rep}
+                    summaries.append(suite.summary().assign(**keys))
+                    per_tick.append(suite.table().assign(**keys))
+    finally:
+        if bar is not None:
+            bar.close()
+    order = ["mechanism", "epsilon_per_km", "repetition", "attack"]
+    summary = pd.concat(summaries, ignore_index=True)
+    summary = summary[order + [c for c in summary.columns if c not in order]]
+    return summary, pd.concat(per_tick, ignore_index=True)
+
+
+def success_markdown(summary: pd.DataFrame) -> str:
+    """Mean over repetitions of each attack's hit rate, error and entropy: a Markdown table."""
+    from sim.report import markdown_table
+
+    metrics = [m for m in ("hit", "error_km", "entropy_bits", "leakage_per_km",
+                           "precision_at_k", "recall_at_k", "chance") if m in summary]  # fmt: skip
+    means = summary.groupby(["mechanism", "epsilon_per_km", "attack"], sort=False)[metrics].mean()
+    frame = means.reset_index()
+    for m in metrics:
+        frame[m] = [("—" if not np.isfinite(v) else f"{v:.3g}") for v in frame[m]]
+    frame["epsilon_per_km"] = [f"{v:g}" for v in frame["epsilon_per_km"]]
+    return markdown_table(frame)
+
+
+def heatmap(summary: pd.DataFrame, path, *, metric: str = "hit") -> None:
+    """Attack (rows) x mechanism@eps (columns), coloured by the mean ``metric``; a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = summary.assign(
+        column=[
+            f"{m}@{e:g}"
+            for m, e in zip(summary["mechanism"], summary["epsilon_per_km"], strict=True)
+        ]
+    )
+    grid = frame.pivot_table(index="attack", columns="column", values=metric, sort=False)
+    fig, ax = plt.subplots(figsize=(1.1 * grid.shape[1] + 2.5, 0.5 * grid.shape[0] + 1.8))
+    im = ax.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=45, ha="right")
+    ax.set_yticks(range(grid.shape[0]), grid.index)
+    for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="w" if v < 0.6 else "k")
+    fig.colorbar(im, ax=ax, label=f"attack success ({metric}: top-1 hit / home hit / link hit)")
+    ax.set_title("attack success by mechanism and eps (per km)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_outputs(summary: pd.DataFrame, per_tick: pd.DataFrame, out, *, overwrite: bool):
+    """``attacks.parquet``, ``attacks_ticks.parquet``, ``attacks.md``, ``attack_success.png``,
+    written into a hidden sibling folder and renamed at the end; returns the paths."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    names = ["attacks.parquet", "attacks_ticks.parquet", "attacks.md", "attack_success.png"]
+    try:
+        summary.to_parquet(tmp / names[0], index=False)
+        per_tick.to_parquet(tmp / names[1], index=False)
+        (tmp / names[2]).write_text(success_markdown(summary) + "\n", encoding="utf-8")
+        heatmap(summary, tmp / names[3])
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return [out / n for n in names]
