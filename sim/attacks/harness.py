@@ -172,7 +172,7 @@ def plan_of(scenario, *, mechanisms=None, epsilons=None, repetitions=None) -> Pl
     eps = [float(e) for e in eps]
     if any(not (np.isfinite(e) and e > 0) for e in eps):
         raise InputError(f"--epsilons: {eps} must all be finite and > 0 (per km)")
-    reps = repetitions or sweep.get("repetitions", 1)
+    reps = repetitions if repetitions is not None else sweep.get("repetitions", 1)
     if reps < 1:
         raise InputError(f"--repetitions={reps} must be >= 1")
     specs = scenario.attacks.specs()

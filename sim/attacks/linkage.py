@@ -106,6 +106,9 @@ class Linkage(Attack):
                 shown = r
             density.add(o)
         labels_a, dens = density.matrix()
+        # candidates in a random order: the order slots arrive in must not break ties
+        order = np.random.default_rng(self.context.seed).permutation(len(labels_a))
+        labels_a, dens = labels_a[order], dens[order]
         if self.bandwidth_km > 0:  # visits blur over nearby secrets (a Gaussian kernel)
             blur = np.exp(-0.5 * (domain.dist_xx / self.bandwidth_km) ** 2)
             dens = dens @ (blur / blur.sum(axis=1, keepdims=True))
