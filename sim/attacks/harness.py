@@ -249,9 +249,12 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
                         grant_true_mobility=attacks.grant_true_mobility,
                         progress=None if bar is None else bar.update,
                     )
-                    keys = {"mechanism": name, "epsilon_per_km": eps, "repetition": rep}
-                    summaries.append(suite.summary().assign(**keys))
-                    per_tick.append(suite.table().assign(**keys))
+                    summaries.append(
+                        suite.summary().assign(mechanism=name, epsilon_per_km=eps, repetition=rep)
+                    )
+                    per_tick.append(
+                        suite.table().assign(mechanism=name, epsilon_per_km=eps, repetition=rep)
+                    )
     finally:
         if bar is not None:
             bar.close()

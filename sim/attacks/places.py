@@ -101,9 +101,9 @@ class Places(Attack):
         for name, value in (("k", k), ("min_stay_ticks", min_stay_ticks)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"places: {name}={value!r} must be an integer >= 1")
-        for name, value in (("separation_km", separation_km), ("match_km", match_km)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise InputError(f"places: {name}={value!r} must be a distance > 0 (km)")
+        for name, km in (("separation_km", separation_km), ("match_km", match_km)):
+            if isinstance(km, bool) or not isinstance(km, (int, float)) or not km > 0:
+                raise InputError(f"places: {name}={km!r} must be a distance > 0 (km)")
         self.k = k
         self.separation_km = float(separation_km)
         self.match_km = float(match_km)
