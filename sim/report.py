@@ -1,8 +1,8 @@
 """``mdpsim report``: paper-style tables and plots from a batch results store.
 
 Every number is a mean over repetitions with a 95% half-width of 1.96 standard errors
-(``1.96 * s / sqrt(n)``, ``s`` the sample standard deviation of the per-task values, ``n``
-the number of repetitions with a value). A task's value of a metric is its mean over ticks,
+(pandas' ``sem``: ``s / sqrt(n)``, ``s`` the sample standard deviation of the per-task values,
+``n`` the number of repetitions with a value). A task's value of a metric is its mean over ticks,
 except budgets and halted users (their value at the last tick) and the solve time (the mean
 wall-clock seconds of the ticks that generated the mechanism).
 
@@ -96,12 +96,12 @@ def summarize(tasks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     metrics = [m for m in LABELS if m in tasks and tasks[m].notna().any()]
     frame, keys = (tasks, list(by)) if by else (tasks.assign(_all=0), ["_all"])
     groups = frame.groupby(keys, sort=False, dropna=False)[metrics]
-    mean, std, count = groups.mean(), groups.std(ddof=1), groups.count()
+    mean, sem = groups.mean(), groups.sem()  # sem: s / sqrt(n), ddof=1, NaN values skipped
     out = pd.DataFrame(index=mean.index)
     out["n"] = groups.size()
     for m in metrics:
         out[f"{m}_mean"] = mean[m]
-        out[f"{m}_ci95"] = Z95 * std[m] / np.sqrt(count[m])
+        out[f"{m}_ci95"] = Z95 * sem[m]
     out = out.reset_index()
     return out.drop(columns="_all") if not by else out
 

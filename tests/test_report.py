@@ -15,7 +15,7 @@ from sim import scenario as sc
 from sim.batch import expand
 from sim.cli import main
 from sim.errors import InputError
-from sim.report import write_report
+from sim.report import summarize, write_report
 from sim.store import new_manifest, write_task
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -191,3 +191,17 @@ epsilon_per_km = 4.0
     assert loss.notna().all() and loss[0] > loss[1]  # more privacy, more loss
     md = (store / "report" / "summary.md").read_text()
     assert "## Utility and attacks" in md and "| 9.0 | 1 |" in md
+
+
+def test_standard_errors_skip_missing_values_and_need_two_repetitions():
+    tasks = pd.DataFrame(
+        {
+            "mechanism.name": ["em", "em", "em", "lp"],
+            "utility_loss_km": [1.0, 3.0, float("nan"), 5.0],
+        }
+    )
+    out = summarize(tasks, ["mechanism.name"]).set_index("mechanism.name")
+    assert list(out["n"]) == [3, 1]
+    assert out.loc["em", "utility_loss_km_mean"] == 2.0
+    assert math.isclose(out.loc["em", "utility_loss_km_ci95"], 1.96)  # s = sqrt 2 over n = 2
+    assert math.isnan(out.loc["lp", "utility_loss_km_ci95"])  # one value: no interval
