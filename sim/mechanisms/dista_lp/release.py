@@ -156,7 +156,7 @@ class RecordRelease:
 
     release: ParameterRelease
     m: np.ndarray
-    atoms: tuple[np.ndarray, np.ndarray]
+    atoms: tuple[np.ndarray, ...]  # (at lo, at hi)
 
     def log_ratios(self, i: np.ndarray, j: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
         """For ``z`` released by record ``i`` from ``uniforms``: ``logpdf(z | i) - logpdf(z | j)``.

@@ -54,7 +54,7 @@ class Surrogate:
     n_rows: int
     n_cols: int
     rank: int = 5
-    _basis: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _basis: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -139,6 +139,7 @@ class Surrogate:
             gy, gx = np.exp(-((y - cy) ** 2) / (2 * sy**2)), np.exp(-((x - cx) ** 2) / (2 * sx**2))
             return a * np.outer(gy, gx) + b
         if self.family == "polynomial":
+            assert self._basis is not None  # set in __post_init__ for the linear families
             ly, lx = self._basis
             coef = np.zeros((4, 4))  # coef[q, p] multiplies L_q(y) L_p(x)
             for (p, q), beta in zip(_POLY_TERMS, theta, strict=True):
@@ -147,6 +148,7 @@ class Surrogate:
         if self.family == "rbf":
             k = _RBF_GRID**2
             alpha, sigma, b = theta[:k], theta[k], theta[k + 1]
+            assert self._basis is not None
             dy2, dx2 = self._basis
             ey, ex = np.exp(-dy2 / (2 * sigma**2)), np.exp(-dx2 / (2 * sigma**2))
             # centre (cy_a, cx_b) has weight alpha[a * G + b]: kernel = ey[:, a] * ex[:, b]
@@ -215,9 +217,9 @@ class Surrogate:
         """A data-driven start: least squares for the linear families, moments for Gaussian."""
         if self.family == "gaussian":
             lo_v, hi_v = float(block.min()), float(block.max())
-            i, k = np.unravel_index(np.argmax(block), block.shape)
+            row, col = np.unravel_index(np.argmax(block), block.shape)
             x, y = _grid(self.n_rows, self.n_cols)
-            return np.array([x[i, k], y[i, k], 0.4, 0.4, hi_v - lo_v, lo_v])
+            return np.array([x[row, col], y[row, col], 0.4, 0.4, hi_v - lo_v, lo_v])
         design = self.design()
         if self.family == "polynomial":
             return _ridge_lstsq(design, block.ravel(), self._ridge_mask())
@@ -297,8 +299,12 @@ def fit_blocks(
     n_swaps = 0
     for _ in range(n_swap_iter):
         cand = sum(
-            weights[t] * _swap_losses(a, surrogates[t].evaluate(thetas[t]), perm, square[t], pairs)
-            for t, a in blocks.items()
+            (
+                weights[t]
+                * _swap_losses(a, surrogates[t].evaluate(thetas[t]), perm, square[t], pairs)
+                for t, a in blocks.items()
+            ),
+            start=np.zeros(len(pairs)),
         )
         best = int(np.argmin(cand))
         if not cand[best] < losses[-1] * (1 - _SWAP_TOL):
