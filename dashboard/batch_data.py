@@ -1,4 +1,8 @@
-"""A batch results store as the batch explorer's tables: filters, error bars, the summary.
+"""A batch as the batch explorer's tables: filters, error bars, the summary.
+
+A batch is a results store written by ``mdpsim batch`` (per-tick tables too) or a report folder
+written by ``mdpsim report``, such as the bundled results in ``docs/results/`` (per-task table
+only, so no plots over ticks).
 
 Statistics are those of ``mdpsim report`` (:mod:`sim.report`): a task's value of a metric is its
 mean over ticks (budgets and halted users: the last tick), and every point is a mean over tasks
@@ -15,7 +19,7 @@ import pandas as pd
 
 from sim import report
 from sim.errors import InputError
-from sim.store import MANIFEST, load_manifest, load_ticks, load_timings
+from sim.store import ID_COLUMNS, MANIFEST, load_manifest, load_ticks, load_timings
 
 #: Filters every batch has (tick-table column -> label), whatever it sweeps.
 FIXED_FILTERS = {"mechanism": "mechanism", "epsilon_per_km": "epsilon (1/km)"}
@@ -23,19 +27,26 @@ COVERED = {"mechanism.name", "mechanism.epsilon_per_km"}  # swept fields the fix
 TICK_METRICS = (*report.TICK_MEANS, "remaining_budget_mean", "n_halted")
 
 
+REPORT_TASKS = "tasks.csv"  # the per-task table of a report folder
+
+
 @dataclass(frozen=True)
 class Batch:
-    """A loaded store: its manifest, stacked per-tick rows and one row per finished task."""
+    """A loaded batch: what it swept, its per-tick rows (empty for a report folder) and one
+    row per finished task."""
 
-    store: Path
-    manifest: dict
+    folder: Path
+    name: str
+    swept: list[str]
+    repetitions: int
+    n_tasks: int
     ticks: pd.DataFrame
     tasks: pd.DataFrame
 
     @property
-    def swept(self) -> list[str]:
-        """Dotted names of the swept fields."""
-        return list(self.manifest["swept_fields"])
+    def has_ticks(self) -> bool:
+        """Whether per-tick rows are there (a store; not a report folder)."""
+        return not self.ticks.empty
 
     @property
     def filters(self) -> dict[str, list]:
@@ -46,26 +57,62 @@ class Batch:
 
 def find_stores(root: str | Path, *, depth: int = 2) -> list[Path]:
     """Batch stores (folders with a manifest) under ``root``, newest first."""
+    return _find(root, MANIFEST, depth)
+
+
+def find_reports(root: str | Path, *, depth: int = 2) -> list[Path]:
+    """Report folders (with a ``tasks.csv``) under ``root``, e.g. ``docs/results``, by name."""
+    return sorted(_find(root, REPORT_TASKS, depth))
+
+
+def _find(root: str | Path, marker: str, depth: int) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
     found = [
-        p.parent
-        for d in range(depth)
-        for p in root.glob("/".join(["*"] * (d + 1)) + "/" + MANIFEST)
+        p.parent for d in range(depth) for p in root.glob("/".join(["*"] * (d + 1)) + "/" + marker)
     ]
-    return sorted(found, key=lambda p: (p / MANIFEST).stat().st_mtime, reverse=True)
+    return sorted(found, key=lambda p: (p / marker).stat().st_mtime, reverse=True)
 
 
-def load(store: str | Path) -> Batch:
-    """Read a store; raises InputError if it is not one or has no finished task yet."""
-    store = Path(store)
-    manifest = load_manifest(store)
-    ticks = load_ticks(store)
+def load(folder: str | Path) -> Batch:
+    """Read a store or a report folder; InputError if it is neither or has no finished task."""
+    folder = Path(folder)
+    if not (folder / MANIFEST).is_file() and (folder / REPORT_TASKS).is_file():
+        return _load_report(folder)
+    manifest = load_manifest(folder)
+    ticks = load_ticks(folder)
     if ticks.empty:
-        raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
-    tasks = report.per_task(ticks, load_timings(store), manifest)
-    return Batch(store=store, manifest=manifest, ticks=ticks, tasks=tasks)
+        raise InputError(f"{folder} has no finished task yet; run or resume `mdpsim batch` first")
+    return Batch(
+        folder=folder,
+        name=manifest["scenario"]["scenario"]["name"],
+        swept=list(manifest["swept_fields"]),
+        repetitions=int(manifest["repetitions"]),
+        n_tasks=len(manifest["tasks"]),
+        ticks=ticks,
+        tasks=report.per_task(ticks, load_timings(folder), manifest),
+    )
+
+
+def _load_report(folder: Path) -> Batch:
+    """A report's ``tasks.csv``: the columns :func:`sim.report.per_task` writes, the swept
+    fields between the id columns and ``mechanism``."""
+    tasks = pd.read_csv(folder / REPORT_TASKS, dtype={"task_id": str})
+    columns = list(tasks.columns)
+    if columns[: len(ID_COLUMNS)] != list(ID_COLUMNS) or "mechanism" not in columns:
+        raise InputError(
+            f"{folder / REPORT_TASKS} is not a report's task table (written by `mdpsim report`)"
+        )
+    return Batch(
+        folder=folder,
+        name=folder.name,
+        swept=columns[len(ID_COLUMNS) : columns.index("mechanism")],
+        repetitions=int(tasks["repetition"].max()) + 1 if len(tasks) else 0,
+        n_tasks=len(tasks),
+        ticks=pd.DataFrame(),
+        tasks=tasks,
+    )
 
 
 def select(frame: pd.DataFrame, chosen: dict[str, list]) -> pd.DataFrame:

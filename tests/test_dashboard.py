@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import batch_data, model_view
 from dashboard.geo import road_paths
 from dashboard.launch import APP, streamlit_command, streamlit_env
+from dashboard.resources import REPO
 from sim import scenario as sc
 from sim.batch import run_batch
 from sim.cli import main
@@ -264,6 +265,44 @@ def test_batch_explorer_says_what_is_wrong_with_a_folder(explorer, tmp_path):
     explorer.text_input(key="batch_dir").set_value(str(tmp_path)).run()
     assert not explorer.exception
     assert any("not a batch store" in e.value for e in explorer.error)
+
+
+def test_batch_explorer_opens_on_a_batch_without_typing_anything(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no runs/ here: the bundled results are still listed
+    at = _app()
+    at.switch_page("pages/batch.py")
+    at.run()
+    _no_failures(at)
+    options = at.selectbox(key="batch_pick").options
+    assert "docs/results/paper_dista_lp (bundled results)" in options
+    assert "docs/results/paper_budgeting (bundled results)" in options
+    assert at.text_input(key="batch_dir").value == ""
+    assert len(_charts(at)) == 1 and len(at.dataframe[0].value) > 0
+    assert not at.info  # no "give a folder" prompt
+
+
+def test_a_bundled_result_shows_its_sweep_points_but_no_tick_axis(explorer):
+    explorer.text_input(key="batch_dir").set_value("").run()
+    explorer.selectbox(key="batch_pick").set_value(
+        "docs/results/paper_dista_lp (bundled results)"
+    ).run()
+    _no_failures(explorer)
+    bundled = pd.read_csv(REPO / "docs/results/paper_dista_lp/summary.csv")
+    summary = explorer.dataframe[0].value
+    assert len(summary) == len(bundled)
+    assert list(summary["n"]) == list(bundled["n"])
+    assert "tick" not in explorer.selectbox(key="batch_x").options
+    assert any("no plots over ticks" in c.value for c in explorer.caption)
+
+
+def test_a_report_folder_loads_its_task_table_and_swept_fields():
+    batch = batch_data.load(REPO / "docs/results/paper_budgeting")
+    assert batch.swept == ["queries.saving", "users.budget_rho_per_km2", "queries.rho_per_km2"]
+    assert batch.tasks["task_id"].iloc[0] == "0000" and not batch.has_ticks
+    assert batch_data.find_reports(REPO / "docs/results") == [
+        REPO / "docs/results/paper_budgeting",
+        REPO / "docs/results/paper_dista_lp",
+    ]
 
 
 def test_errorbars_are_means_with_196_standard_errors(store):

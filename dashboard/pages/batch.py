@@ -1,4 +1,5 @@
-"""Batch explorer: open a batch results store, filter it, plot with error bars, download."""
+"""Batch explorer: pick a batch (a store under runs/, or the bundled results in docs/results/),
+filter it, plot with error bars, download."""
 
 from __future__ import annotations
 
@@ -16,36 +17,55 @@ from sim.store import MANIFEST, TASKS
 X_TICK = "tick"
 
 
+RESULTS = REPO / "docs" / "results"
+
+
 @st.cache_data(show_spinner="Reading the batch ...", max_entries=8)
-def _load(store: str, stamp: tuple) -> bd.Batch:
-    """The store's tables; ``stamp`` changes when tasks finish, which reloads them."""
-    return bd.load(store)
+def _load(folder: str, stamp: tuple) -> bd.Batch:
+    """The batch's tables; ``stamp`` changes when tasks finish, which reloads them."""
+    return bd.load(folder)
 
 
-def _stamp(store: Path) -> tuple:
-    manifest = store / MANIFEST
-    n_done = len(list((store / TASKS).glob("*.parquet"))) if (store / TASKS).is_dir() else 0
-    return (manifest.stat().st_mtime if manifest.is_file() else 0.0, n_done)
+def _stamp(folder: Path) -> tuple:
+    marks = [folder / MANIFEST, folder / bd.REPORT_TASKS]
+    n_done = len(list((folder / TASKS).glob("*.parquet"))) if (folder / TASKS).is_dir() else 0
+    return (*(m.stat().st_mtime if m.is_file() else 0.0 for m in marks), n_done)
 
 
-def open_store() -> bd.Batch | None:
-    """The folder picker; the loaded batch, or None with the reason shown."""
-    found = [*bd.find_stores(REPO / "runs"), *bd.find_stores(Path.cwd() / "runs")]
-    found = list(dict.fromkeys(p.resolve() for p in found))
-    if "batch_dir" not in st.session_state:
-        st.session_state["batch_dir"] = str(found[0]) if found else ""
-    store = st.text_input(
-        "batch folder (written by `mdpsim batch`)",
+def available() -> dict[str, str]:
+    """Label -> folder of every batch found: stores under ``runs/`` (newest first), then the
+    bundled results in ``docs/results/``."""
+    stores = [*bd.find_stores(REPO / "runs"), *bd.find_stores(Path.cwd() / "runs")]
+    found = {str(p.resolve()): "store" for p in stores}
+    for p in bd.find_reports(RESULTS):
+        found.setdefault(str(p.resolve()), "bundled results")
+    return {f"{_short(Path(f))} ({kind})": f for f, kind in found.items()}
+
+
+def _short(path: Path) -> str:
+    for root in (REPO, Path.cwd()):
+        if path.is_relative_to(root):
+            return str(path.relative_to(root))
+    return str(path)
+
+
+def open_batch() -> bd.Batch | None:
+    """The batch picker (found batches, or any folder); the loaded batch, or None with why."""
+    found = available()
+    c1, c2 = st.columns([2, 3])
+    label = c1.selectbox("batch", list(found), key="batch_pick", placeholder="none found")
+    typed = c2.text_input(
+        "or a folder",
         key="batch_dir",
-        help="the folder holding manifest.json and tasks/",
-    )
-    if found:
-        st.caption("found: " + ", ".join(f"`{p}`" for p in found[:6]))
-    if not store.strip():
-        st.info("Run `mdpsim batch scenarios/mechanism_compare.toml` and give its folder here.")
+        help="a store written by `mdpsim batch` (manifest.json, tasks/) or a report folder "
+        "written by `mdpsim report` (tasks.csv)",
+    ).strip()
+    folder = typed or (found[label] if label else "")
+    if not folder:
+        st.info("Run `mdpsim batch scenarios/mechanism_compare.toml` and pick its folder here.")
         return None
     try:
-        return _load(store.strip(), _stamp(Path(store.strip())))
+        return _load(folder, _stamp(Path(folder)))
     except InputError as exc:
         st.error(str(exc))
         return None
@@ -66,7 +86,8 @@ def filters(batch: bd.Batch) -> dict[str, list]:
 
 def plot(batch: bd.Batch, chosen: dict[str, list]) -> None:
     """A metric against eps, a swept field or the tick, with 95% error bars."""
-    axes = ["epsilon_per_km", *[f for f in batch.swept if f not in bd.COVERED], X_TICK]
+    axes = ["epsilon_per_km", *[f for f in batch.swept if f not in bd.COVERED]]
+    axes += [X_TICK] if batch.has_ticks else []
     c1, c2, c3 = st.columns(3)
     x = c1.selectbox("x axis", axes, key="batch_x")
     over_ticks = x == X_TICK
@@ -100,7 +121,7 @@ def table(batch: bd.Batch, chosen: dict[str, list]) -> None:
     summary = bd.summary(tasks, by)
     st.subheader("Summary")
     st.dataframe(summary, key="batch_summary", hide_index=True)
-    name = batch.manifest["scenario"]["scenario"]["name"]
+    name = batch.name
     c1, c2 = st.columns(2)
     c1.download_button(
         "summary CSV",
@@ -121,14 +142,13 @@ def table(batch: bd.Batch, chosen: dict[str, list]) -> None:
 def main() -> None:
     """The page, top to bottom."""
     st.title("Batch explorer")
-    batch = open_store()
+    batch = open_batch()
     if batch is None:
         return
-    m = batch.manifest
     st.caption(
-        f"scenario {m['scenario']['scenario']['name']!r} · {len(batch.tasks)} of "
-        f"{len(m['tasks'])} tasks finished · swept: {', '.join(batch.swept) or '(nothing)'} · "
-        f"repetitions: {m['repetitions']}"
+        f"scenario {batch.name!r} · {len(batch.tasks)} of {batch.n_tasks} tasks finished · "
+        f"swept: {', '.join(batch.swept) or '(nothing)'} · repetitions: {batch.repetitions}"
+        + ("" if batch.has_ticks else " · a report's task table: no plots over ticks")
     )
     chosen = filters(batch)
     plot(batch, chosen)
