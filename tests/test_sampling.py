@@ -98,3 +98,16 @@ def test_same_seed_same_draws_and_order_of_rows_is_kept():
 def test_row_summing_to_zero_raises():
     with pytest.raises(ValueError, match="sum to zero"):
         sample_rows(np.zeros((1, 3)), np.array([0]), np.random.default_rng(0))
+
+
+def test_many_draws_of_one_row_match_the_general_path_byte_for_byte():
+    # the single-row fast path (the auditor's access pattern) must not change any draw
+    p = np.array([1e-300, 0.25, 0.0, 1e-17, 0.25, 0.0, 0.5 - 1e-17, 5e-324])
+    matrix = np.vstack([np.full(8, 1 / 8), p])
+    rows = np.ones(50_000, dtype=np.int64)
+    fast = sample_rows(matrix, rows, np.random.default_rng(3))
+    rng = np.random.default_rng(3)
+    ticks = rng.integers(0, 2**_BITS, size=len(rows), dtype=np.int64)
+    from sim.sampling import _sample_block
+
+    assert np.array_equal(fast, _sample_block(matrix, rows, ticks, rng))
