@@ -1,21 +1,26 @@
-"""Black-box statistical auditor of mDP claims (``mdpsim audit``).
+"""Black-box statistical auditor of mDP claims (``mdpsim audit``), in two stages.
 
 The auditor sees only a sampler ``sample(i, n, rng) -> n outputs`` (integer output indices;
 an exception raised by the mechanism is itself an output, ``ERROR``), the true distances between
-inputs, and the claimed eps. For each chosen input pair (x, x') at ``eps * d`` roughly 1 to 3,
-and each direction:
+inputs, and the claimed eps. It looks for an input pair (x, x') and an output set S with
+``Pr[M(x) ∈ S] > exp(eps d(x, x')) Pr[M(x') ∈ S]``:
 
-1. *Selection*: on one set of samples from both inputs, pick a likelihood-ratio event ``S``
-   (outputs sorted by their smoothed empirical ratio; the prefix with the largest ratio among
-   those with enough mass).
-2. *Test*: on fresh samples, a one-sided Clopper-Pearson lower bound ``L`` of ``Pr[M(x) ∈ S]``
-   and upper bound ``U`` of ``Pr[M(x') ∈ S]``. A violation is reported when
-   ``L > exp(eps d) U``; ``ln(L / U) / d`` is a lower bound on the true epsilon that holds with
-   the stated confidence.
+1. *Screen* (a share of the budget, spread over every input): for every ordered pair, the
+   candidate events are the single outputs and the DP-Sniper-style sets "the outputs whose
+   empirical likelihood ratio is at least t" (prefixes of the outputs sorted by that ratio).
+   Each candidate is scored by the lower bound the test stage is expected to reach on it,
+   minus a penalty for the screen's own noise; the best ones go to the test, and so do the
+   closest pairs (where a leak's margin ``(eps' - eps) d`` is smallest) with their best events.
+2. *Test* (the rest of the budget, spread over the few inputs the chosen candidates use):
+   on fresh samples, a one-sided Clopper-Pearson lower bound ``L`` of ``Pr[M(x) ∈ S]`` and an
+   upper bound ``U`` of ``Pr[M(x') ∈ S]``. A violation is reported when ``L > exp(eps d) U``;
+   ``ln(L / U) / d`` is a lower bound on the true epsilon.
 
-Each bound is taken at ``alpha / (2 * tests)`` (Bonferroni over pairs, directions and the two
-bounds), so the chance of any false alarm on an eps-mDP mechanism is at most ``alpha``
-(default 1e-6): the event is chosen on independent samples, so it is fixed for the test.
+Every bound is taken at ``alpha / (2 * candidates)`` (Bonferroni over the tested candidates
+and their two bounds). The candidates are fixed by the screen, which the test's samples are
+independent of, so the chance of any false alarm on an eps-mDP mechanism whose draws are
+independent is at most ``alpha`` (default 1e-6), whatever the screen chose. The screen spends
+no error probability: it only decides where to look.
 """
 
 from __future__ import annotations
@@ -25,17 +30,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import beta as beta_dist
+from scipy.stats import binomtest, norm
 
 from sim.errors import InputError
 
 ERROR = np.iinfo(np.int64).min  # the output "the mechanism raised"
-MIN_EVENT_COUNT = 20
+MIN_EVENT_COUNT = 20  # screen draws an event needs under x before it is considered
+SCREEN_NOISE_Z = 2.0  # screen noise penalty, in standard errors of the screened estimate
+_BINCOUNT_LIMIT = 1 << 22  # outputs in [0, limit) are counted with bincount, others sorted
+
+Sampler = Callable[[int, int, np.random.Generator], np.ndarray | Sequence[int]]
 
 
 @dataclass(frozen=True)
 class PairResult:
-    """The test of one ordered pair (x -> x')."""
+    """The test of one ordered pair (x -> x') on one event."""
 
     i: int
     j: int
@@ -45,6 +54,7 @@ class PairResult:
     upper_x_prime: float
     epsilon_lower_bound: float
     violated: bool
+    chosen_as: str  # "screen" (best score) or "closest" (a closest pair)
 
 
 @dataclass
@@ -53,12 +63,14 @@ class AuditResult:
 
     claimed_epsilon: float
     alpha: float
-    samples_per_side: int
+    screen_samples_per_input: int
+    test_samples_per_input: int
+    total_samples: int
     pairs: list[PairResult] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        """No pair showed a violation."""
+        """No tested candidate showed a violation."""
         return not any(p.violated for p in self.pairs)
 
     @property
@@ -68,7 +80,7 @@ class AuditResult:
 
     @property
     def worst(self) -> PairResult | None:
-        """The pair with the largest epsilon lower bound."""
+        """The candidate with the largest epsilon lower bound."""
         return max(self.pairs, key=lambda p: p.epsilon_lower_bound, default=None)
 
     def lines(self) -> list[str]:
@@ -79,27 +91,38 @@ class AuditResult:
             f"verdict          {verdict} (overall false-alarm rate <= {self.alpha:g})",
             f"claimed eps      {self.claimed_epsilon:g} /km",
             f"eps lower bound  {self.epsilon_lower_bound:.4g} /km (holds with that confidence)",
-            f"pairs tested     {len(self.pairs)} ordered pairs, "
-            f"{self.samples_per_side:,} samples per side and stage",
+            f"samples          {self.total_samples:,}: screen {self.screen_samples_per_input:,} "
+            f"per input, test {self.test_samples_per_input:,} per input",
+            f"candidates       {len(self.pairs)} (ordered pair, event) tested",
         ]
         if w is not None:
             out.append(
-                f"worst pair       x={w.i} -> x'={w.j} at {w.distance_km * 1000:.1f} m, "
-                f"event of {len(w.event)} outputs: Pr >= {w.lower_x:.4g} vs <= "
-                f"{w.upper_x_prime:.4g}"
+                f"worst pair       x={w.i} -> x'={w.j} at {w.distance_km * 1000:.1f} m "
+                f"({w.chosen_as}), event of {len(w.event)} outputs: Pr >= {w.lower_x:.4g} "
+                f"vs <= {w.upper_x_prime:.4g}"
             )
         return out
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    i: int
+    j: int
+    event: np.ndarray  # column indices into the screen's output vocabulary
+    score: float
+    chosen_as: str
+
+
 def audit(
-    sample: Callable[[int, int, np.random.Generator], np.ndarray | Sequence[int]],
+    sample: Sampler,
     dist_km: np.ndarray,
     epsilon: float,
     *,
-    n_samples: int = 100_000,
-    n_pairs: int = 6,
+    total_samples: int = 20_000_000,
+    screen_share: float = 0.3,
+    n_candidates: int = 8,
+    n_closest: int = 2,
     alpha: float = 1e-6,
-    eps_d_range: tuple[float, float] = (1.0, 3.0),
     rng: np.random.Generator | None = None,
 ) -> AuditResult:
     """Audit a sampler's eps-mDP claim; see the module docstring.
@@ -113,93 +136,151 @@ def audit(
         True distances between inputs (km).
     epsilon
         Claimed eps per km.
-    n_samples
-        Samples per input for the selection stage and again for the test stage.
-    n_pairs
-        Unordered input pairs tested (both directions each).
+    total_samples
+        Draws from the sampler over the whole audit (screen and test together).
+    screen_share
+        Share of ``total_samples`` spent on the screen, spread evenly over all inputs.
+    n_candidates
+        (ordered pair, event) candidates with the best screen scores sent to the test.
+    n_closest
+        Closest unordered pairs also sent to the test (both directions, best event each).
+    alpha
+        Family-wise false-alarm rate.
     """
+    dist_km = np.asarray(dist_km, dtype=float)
+    n = len(dist_km)
+    if dist_km.ndim != 2 or dist_km.shape != (n, n) or n < 2:
+        raise InputError(f"dist_km must be an (N, N) matrix with N >= 2, got {dist_km.shape}")
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise InputError(f"epsilon={epsilon!r} must be finite and > 0")
     if not (0 < alpha < 1):
         raise InputError(f"alpha={alpha!r} must lie in (0, 1)")
-    if n_samples < 100 or n_pairs < 1:
-        raise InputError("n_samples must be >= 100 and n_pairs >= 1")
+    if not (0 < screen_share < 1):
+        raise InputError(f"screen_share={screen_share!r} must lie in (0, 1)")
+    if n_candidates < 1 or n_closest < 0:
+        raise InputError("n_candidates must be >= 1 and n_closest >= 0")
+    n_screen = int(total_samples * screen_share) // n
+    n_tested_max = 2 * (n_candidates + 2 * n_closest)
+    if n_screen < 1000 or int(total_samples * (1 - screen_share)) // min(n, n_tested_max) < 1000:
+        raise InputError(
+            f"total_samples={total_samples:,} is too few for {n} inputs: the screen and the "
+            "test need >= 1,000 draws per input each"
+        )
     rng = np.random.default_rng(0) if rng is None else rng
-    pairs = choose_pairs(dist_km, epsilon, n_pairs=n_pairs, eps_d_range=eps_d_range, rng=rng)
-    level = alpha / (2 * 2 * len(pairs))
-    result = AuditResult(claimed_epsilon=epsilon, alpha=alpha, samples_per_side=n_samples)
-    for i, j in pairs:
-        select = (_draw(sample, i, n_samples, rng), _draw(sample, j, n_samples, rng))
-        test = (_draw(sample, i, n_samples, rng), _draw(sample, j, n_samples, rng))
-        d = float(dist_km[i, j])
-        for a, b, sel, tst in ((i, j, select, test), (j, i, select[::-1], test[::-1])):
-            event = likelihood_ratio_event(sel[0], sel[1])
-            lo = clopper_pearson_lower(_count(tst[0], event), n_samples, level)
-            hi = clopper_pearson_upper(_count(tst[1], event), n_samples, level)
-            bound = _log_ratio(lo, hi) / d
-            result.pairs.append(
-                PairResult(
-                    i=a, j=b, distance_km=d, event=event, lower_x=lo, upper_x_prime=hi,
-                    epsilon_lower_bound=max(bound, 0.0),
-                    violated=lo > math.exp(epsilon * d) * hi,
-                )
-            )  # fmt: skip
+
+    vocab, counts = _count_outputs([_draw(sample, i, n_screen, rng) for i in range(n)])
+    n_test_guess = int(total_samples * (1 - screen_share)) // min(n, n_tested_max)
+    cands = _choose(counts, n_screen, dist_km, epsilon, n_test_guess, alpha,
+                    n_candidates=n_candidates, n_closest=n_closest)  # fmt: skip
+    inputs = sorted({c.i for c in cands} | {c.j for c in cands})
+    n_test = int(total_samples * (1 - screen_share)) // len(inputs)
+    test = dict(zip(inputs, _count_outputs([_draw(sample, i, n_test, rng) for i in inputs],
+                                           vocab=vocab)[1]))  # fmt: skip
+    level = alpha / (2 * len(cands))
+    result = AuditResult(
+        claimed_epsilon=epsilon,
+        alpha=alpha,
+        screen_samples_per_input=n_screen,
+        test_samples_per_input=n_test,
+        total_samples=n * n_screen + len(inputs) * n_test,
+    )
+    for c in cands:
+        d = float(dist_km[c.i, c.j])
+        lo = clopper_pearson_lower(int(test[c.i][c.event].sum()), n_test, level)
+        hi = clopper_pearson_upper(int(test[c.j][c.event].sum()), n_test, level)
+        log_ratio = math.log(lo) - math.log(hi) if lo > 0 else -math.inf
+        result.pairs.append(
+            PairResult(
+                i=c.i, j=c.j, distance_km=d, event=tuple(vocab[c.event].tolist()),
+                lower_x=lo, upper_x_prime=hi, epsilon_lower_bound=max(log_ratio / d, 0.0),
+                violated=log_ratio > epsilon * d, chosen_as=c.chosen_as,
+            )
+        )  # fmt: skip
     return result
 
 
-def choose_pairs(
-    dist_km: np.ndarray,
-    epsilon: float,
-    *,
-    n_pairs: int,
-    eps_d_range: tuple[float, float],
-    rng: np.random.Generator,
-) -> list[tuple[int, int]]:
-    """Distinct input pairs with ``eps * d`` spread over ``eps_d_range`` (closest if none)."""
+def _choose(counts, n_screen, dist_km, epsilon, n_test, alpha, *, n_candidates, n_closest):
+    """The candidates to test: the best-scoring ordered pairs and the closest pairs."""
     n = len(dist_km)
+    z = float(norm.isf(alpha / (2 * (n_candidates + 2 * n_closest))))
+    best = [_best_events(counts, i, n_screen, dist_km[i] * epsilon, n_test, z) for i in range(n)]
+    score = np.array([s for s, _ in best])  # (n, n): score of pair i -> j
+    events = [e for _, e in best]
+    np.fill_diagonal(score, -np.inf)
+    score[dist_km <= 0] = -np.inf
+    chosen: dict[tuple[int, int], str] = {}
     ii, jj = np.triu_indices(n, k=1)
-    eps_d = epsilon * dist_km[ii, jj]
-    targets = np.linspace(*eps_d_range, n_pairs)
-    chosen: list[tuple[int, int]] = []
-    used = np.zeros(len(ii), dtype=bool)
-    for t in targets:
-        # among pairs not used yet, one of the few closest to the target eps*d, at random
-        gap = np.where(used, np.inf, np.abs(eps_d - t))
-        near = np.argsort(gap)[: max(1, min(8, int(np.sum(~used))))]
-        pick = int(rng.choice(near))
-        used[pick] = True
-        chosen.append((int(ii[pick]), int(jj[pick])))
-    return chosen
+    positive = dist_km[ii, jj] > 0
+    for k in np.argsort(dist_km[ii, jj][positive], kind="stable")[:n_closest]:
+        i, j = int(ii[positive][k]), int(jj[positive][k])
+        chosen[(i, j)] = chosen[(j, i)] = "closest"
+    order = np.argsort(-score, axis=None, kind="stable")
+    picked = 0
+    for flat in order:
+        i, j = divmod(int(flat), n)
+        if picked == n_candidates or not np.isfinite(score[i, j]):
+            break
+        if (i, j) not in chosen:
+            chosen[(i, j)] = "screen"
+            picked += 1
+    return [
+        _Candidate(i, j, events[i][j], float(score[i, j]), why) for (i, j), why in chosen.items()
+    ]
 
 
-def likelihood_ratio_event(from_x: np.ndarray, from_x_prime: np.ndarray) -> tuple:
-    """Outputs more frequent under x than x', chosen to maximise the estimated ratio.
+def _best_events(counts, i, n_screen, eps_d, n_test, z) -> tuple[np.ndarray, list[np.ndarray]]:
+    """For x = input ``i`` and every x': the best event's score and the event itself.
 
-    Outputs are sorted by their smoothed count ratio; the event is the prefix with the largest
-    ratio ``(c_x + 1) / (c_x' + 1)`` among prefixes holding at least MIN_EVENT_COUNT draws.
+    Candidates are single outputs and prefixes of the outputs sorted by smoothed ratio
+    ``(c_x + 0.5) / (c_x' + 0.5)``. The score (log units) is the estimated margin
+    ``ln(p / q) - eps d`` minus the test's expected Clopper-Pearson width at ``n_test`` draws
+    per side (normal approximation on the log scale) and SCREEN_NOISE_Z standard errors of the
+    screen's estimate, so that rare outputs whose ratio looks large by chance rank low.
     """
-    values, inverse = np.unique(np.concatenate([from_x, from_x_prime]), return_inverse=True)
-    cx = np.bincount(inverse[: len(from_x)], minlength=len(values))
-    cy = np.bincount(inverse[len(from_x) :], minlength=len(values))
-    order = np.argsort(-(cx + 0.5) / (cy + 0.5), kind="stable")
-    sx, sy = np.cumsum(cx[order]), np.cumsum(cy[order])
-    score = np.where(sx >= MIN_EVENT_COUNT, np.log(sx + 1.0) - np.log(sy + 1.0), -np.inf)
-    best = int(np.argmax(score)) if np.isfinite(score).any() else len(values) - 1
-    return tuple(values[order[: best + 1]].tolist())
+    cx = counts[i].astype(float)[None, :]
+    cy = counts.astype(float)
+    order = np.argsort(-(np.log(cx + 0.5) - np.log(cy + 0.5)), axis=1, kind="stable")
+    sx = np.cumsum(np.take_along_axis(np.broadcast_to(cx, cy.shape), order, axis=1), axis=1)
+    sy = np.cumsum(np.take_along_axis(cy, order, axis=1), axis=1)
+    prefix = _score(sx, sy, n_screen, eps_d[:, None], n_test, z)
+    single = _score(np.broadcast_to(cx, cy.shape), cy, n_screen, eps_d[:, None], n_test, z)
+    k_prefix, k_single = prefix.argmax(axis=1), single.argmax(axis=1)
+    rows = np.arange(len(cy))
+    s_prefix, s_single = prefix[rows, k_prefix], single[rows, k_single]
+    use_prefix = s_prefix >= s_single
+    events = [
+        order[j, : k_prefix[j] + 1] if use_prefix[j] else np.array([k_single[j]])
+        for j in range(len(cy))
+    ]
+    return np.where(use_prefix, s_prefix, s_single), events
+
+
+def _score(sx, sy, n_screen, eps_d, n_test, z) -> np.ndarray:
+    p = sx / n_screen
+    q = (sy + 0.5) / (n_screen + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = (1.0 - p) / p, (1.0 - q) / q
+        width = z * (np.sqrt(a / n_test) + np.sqrt(b / n_test))
+        noise = SCREEN_NOISE_Z * np.sqrt((a + b) / n_screen)
+        s = np.log(p) - np.log(q) - eps_d - width - noise
+    return np.where(sx >= MIN_EVENT_COUNT, s, -np.inf)
 
 
 def clopper_pearson_lower(k: int, n: int, level: float) -> float:
-    """One-sided lower confidence bound of a binomial proportion (exact)."""
-    return 0.0 if k == 0 else float(beta_dist.ppf(level, k, n - k + 1))
+    """One-sided exact (Clopper-Pearson) lower bound at error ``level`` of a proportion."""
+    ci = binomtest(k, n, alternative="greater").proportion_ci(1.0 - level, method="exact")
+    return float(ci.low)
 
 
 def clopper_pearson_upper(k: int, n: int, level: float) -> float:
-    """One-sided upper confidence bound of a binomial proportion (exact)."""
-    return 1.0 if k == n else float(beta_dist.ppf(1 - level, k + 1, n - k))
+    """One-sided exact (Clopper-Pearson) upper bound at error ``level`` of a proportion."""
+    ci = binomtest(k, n, alternative="less").proportion_ci(1.0 - level, method="exact")
+    return float(ci.high)
 
 
 def mechanism_sampler(mechanism) -> Callable[[int, int, np.random.Generator], np.ndarray]:
-    """The sampler of a fitted registered mechanism, as the auditor sees it."""
+    """The sampler of a fitted mechanism (anything with ``sample_many``), as the auditor sees
+    it."""
 
     def sample(i: int, n: int, rng: np.random.Generator) -> np.ndarray:
         return mechanism.sample_many(np.full(n, i), rng)
@@ -207,7 +288,7 @@ def mechanism_sampler(mechanism) -> Callable[[int, int, np.random.Generator], np
     return sample
 
 
-def _draw(sample, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(sample: Sampler, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
     try:
         out = np.asarray(sample(i, n, rng))
     except Exception:  # a refusal is an output, and a distinguishable one
@@ -217,11 +298,25 @@ def _draw(sample, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return out.astype(np.int64)
 
 
-def _count(samples: np.ndarray, event: tuple) -> int:
-    return int(np.isin(samples, np.array(event, dtype=np.int64)).sum())
+def _count_outputs(draws: list[np.ndarray], vocab: np.ndarray | None = None):
+    """``(vocab, counts)``: the sorted distinct outputs and an (inputs, outputs) count table.
+
+    With ``vocab`` given, outputs outside it are dropped (no event of the test contains them).
+    """
+    per_input = [_value_counts(d) for d in draws]
+    if vocab is None:
+        vocab = np.unique(np.concatenate([v for v, _ in per_input]))
+    counts = np.zeros((len(draws), len(vocab)), dtype=np.int64)
+    for row, (values, c) in zip(counts, per_input):
+        pos = np.minimum(np.searchsorted(vocab, values), len(vocab) - 1)
+        known = vocab[pos] == values
+        row[pos[known]] = c[known]
+    return vocab, counts
 
 
-def _log_ratio(lo: float, hi: float) -> float:
-    if lo <= 0:
-        return 0.0
-    return math.inf if hi <= 0 else math.log(lo / hi)
+def _value_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if len(x) and x.min() >= 0 and x.max() < _BINCOUNT_LIMIT:
+        c = np.bincount(x)
+        values = np.flatnonzero(c)
+        return values.astype(np.int64), c[values]
+    return np.unique(x, return_counts=True)
