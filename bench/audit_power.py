@@ -5,7 +5,7 @@ Each row audits one sampler ``--runs`` times with independent seeds at the audit
 The domains are road-metric domains of both bundled networks. A "1.2x" mechanism truly
 satisfies ``1.2 eps`` (its smallest epsilon under the exact verifier) and claims ``eps``; a
 "tight" one satisfies exactly ``eps``. Usage: ``python bench/audit_power.py [--runs 10]
-[--false-alarm-runs 100] [--only TEXT]``; prints a Markdown table.
+[--false-alarm-runs 100] [--registered-runs 10] [--only TEXT]``; prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -123,7 +123,12 @@ def cases() -> Iterator[tuple[str, bool, np.ndarray | None, object, np.ndarray]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="audits per bug row")
-    parser.add_argument("--false-alarm-runs", type=int, default=100, help="audits per correct row")
+    parser.add_argument(
+        "--false-alarm-runs", type=int, default=100, help="audits per tight correct row"
+    )
+    parser.add_argument(
+        "--registered-runs", type=int, default=10, help="audits per registered mechanism row"
+    )
     parser.add_argument("--only", default="", help="rows whose label contains this text")
     args = parser.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1-min average) on {os.cpu_count()} cores\n")
@@ -134,6 +139,7 @@ def main() -> None:
         if args.only not in label:
             continue
         runs = args.runs if is_bug else args.false_alarm_runs
+        runs = args.registered_runs if "registered" in label else runs
         true_eps = "-" if matrix is None else f"{smallest_epsilon(matrix, dist):.3f}"
         found, bounds, samples, start = 0, [], 0, time.perf_counter()
         for run in range(runs):

@@ -174,8 +174,8 @@ def audit(
                     n_candidates=n_candidates, n_closest=n_closest)  # fmt: skip
     inputs = sorted({c.i for c in cands} | {c.j for c in cands})
     n_test = int(total_samples * (1 - screen_share)) // len(inputs)
-    test = dict(zip(inputs, _count_outputs([_draw(sample, i, n_test, rng) for i in inputs],
-                                           vocab=vocab)[1]))  # fmt: skip
+    _, test_counts = _count_outputs([_draw(sample, i, n_test, rng) for i in inputs], vocab=vocab)
+    test = dict(zip(inputs, test_counts, strict=True))
     level = alpha / (2 * len(cands))
     result = AuditResult(
         claimed_epsilon=epsilon,
@@ -307,7 +307,7 @@ def _count_outputs(draws: list[np.ndarray], vocab: np.ndarray | None = None):
     if vocab is None:
         vocab = np.unique(np.concatenate([v for v, _ in per_input]))
     counts = np.zeros((len(draws), len(vocab)), dtype=np.int64)
-    for row, (values, c) in zip(counts, per_input):
+    for row, (values, c) in zip(counts, per_input, strict=True):
         pos = np.minimum(np.searchsorted(vocab, values), len(vocab) - 1)
         known = vocab[pos] == values
         row[pos[known]] = c[known]

@@ -99,13 +99,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="report folder (default STORE/report)")
 
     p = sub.add_parser("audit", help="statistically audit a mechanism's mDP claim (black box)")
-    p.add_argument("mechanism", help="a registered mechanism name, e.g. em, lp, dista_lp")
-    p.add_argument("--epsilon", type=float, default=4.0, help="claimed eps per km (default 4)")
+    p.add_argument(
+        "mechanism",
+        help="a registered mechanism name (em, lp, ...) or MODULE:FACTORY, an importable "
+        "callable returning a mechanism, fitted or not (see docs/reliability.md)",
+    )
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        help="claimed eps per km (default: a factory mechanism's own epsilon; 4 for a name)",
+    )
     _add_network_args(p)
     p.add_argument("--n-points", type=int, default=60, help="secrets of the audited domain")
     p.add_argument("--metric", default="road", help="road (default), l1, l2 or linf")
-    p.add_argument("--samples", type=int, default=100_000, help="samples per side and stage")
-    p.add_argument("--pairs", type=int, default=6, help="input pairs tested (both directions)")
+    p.add_argument(
+        "--samples", type=int, default=20_000_000, help="draws in the whole audit (default 2e7)"
+    )
+    p.add_argument("--candidates", type=int, default=8, help="screened candidates tested")
     p.add_argument("--alpha", type=float, default=1e-6, help="overall false-alarm rate")
     p.add_argument("--seed", type=int, default=0)
 
@@ -336,26 +346,74 @@ def _audit(args: argparse.Namespace) -> int:
     import numpy as np
 
     from sim.audit import audit, mechanism_sampler
+
+    mech, label = _audited_mechanism(args)
+    eps = args.epsilon if args.epsilon is not None else float(mech.epsilon)
+    result = audit(
+        mechanism_sampler(mech),
+        mech.domain_.dist_xx,
+        eps,
+        total_samples=args.samples,
+        n_candidates=args.candidates,
+        alpha=args.alpha,
+        rng=np.random.default_rng(args.seed),
+    )
+    print(f"mechanism        {label} on {len(mech.domain_.dist_xx)} secrets")
+    for line in result.lines():
+        print(line)
+    return 0 if result.passed else 1
+
+
+def _audited_mechanism(args: argparse.Namespace):
+    """The fitted mechanism named by ``args.mechanism`` and a label for it."""
     from sim.domain import Domain
     from sim.mechanisms import make
     from sim.network import load_network
 
+    if ":" not in args.mechanism:
+        mech = make(args.mechanism, epsilon=4.0 if args.epsilon is None else args.epsilon)
+    else:
+        mech = _from_factory(args.mechanism)
+        if hasattr(mech, "domain_"):  # fitted: audited on the domain it was fitted to
+            return mech, f"{args.mechanism} (fitted by the factory)"
+        if args.epsilon is None and not hasattr(mech, "epsilon"):
+            raise InputError(f"mechanism={args.mechanism!r} has no .epsilon: pass --epsilon")
     G = load_network(args.source, network_type=args.network_type)
     domain = Domain.from_network(G, n_points=args.n_points, metric=args.metric, seed=args.seed)
-    mech = make(args.mechanism, epsilon=args.epsilon).fit(domain)
-    result = audit(
-        mechanism_sampler(mech),
-        mech.domain_.dist_xx,
-        args.epsilon,
-        n_samples=args.samples,
-        n_pairs=args.pairs,
-        alpha=args.alpha,
-        rng=np.random.default_rng(args.seed),
-    )
-    print(f"mechanism        {args.mechanism} on {domain.n_x} secrets ({args.metric})")
-    for line in result.lines():
-        print(line)
-    return 0 if result.passed else 1
+    return mech.fit(domain), f"{args.mechanism} ({args.metric})"
+
+
+def _from_factory(spec: str):
+    """Call ``MODULE:FACTORY`` (imported from the current folder or the installed packages)
+    and check that it returned something the auditor can sample."""
+    import importlib
+    import os
+
+    module_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except Exception as exc:  # the user's module: any failure is a bad argument
+        raise InputError(
+            f"mechanism={spec!r}: cannot import it ({_one_line(exc)}); use MODULE:FACTORY"
+        ) from exc
+    if not callable(factory):
+        raise InputError(f"mechanism={spec!r}: {attr} is not callable; use MODULE:FACTORY")
+    try:
+        mech = factory()
+    except Exception as exc:
+        raise InputError(f"mechanism={spec!r}: the factory raised {_one_line(exc)}") from exc
+    if not hasattr(mech, "sample_many") or not (hasattr(mech, "fit") or hasattr(mech, "domain_")):
+        raise InputError(
+            f"mechanism={spec!r}: the factory returned {type(mech).__name__}, not a mechanism "
+            "(needs sample_many and fit, or a fitted domain_)"
+        )
+    return mech
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 if __name__ == "__main__":

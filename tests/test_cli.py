@@ -45,3 +45,76 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
 def test_missing_file_exits_2(capsys, tmp_path):
     assert main(["network", "--source", str(tmp_path / "x.osm.pbf")]) == 2
     assert "file not found" in capsys.readouterr().err
+
+
+_FACTORIES = '''
+import numpy as np
+from sim.domain import Domain
+from sim.mechanisms import make
+from sim.network import load_network
+
+
+def unfitted():
+    return make("em", epsilon=3.0)
+
+
+def fitted():
+    domain = Domain.from_network(load_network("helsinki-test"), n_points=20, seed=2)
+    return make("em", epsilon=3.0).fit(domain)
+
+
+class Identity:
+    """Claims eps = 3 but reports the secret itself."""
+
+    epsilon = 3.0
+
+    def fit(self, domain):
+        self.domain_ = domain
+        return self
+
+    def sample_many(self, indices, rng):
+        return np.asarray(indices)
+
+
+def leaky():
+    return Identity()
+
+
+def not_a_mechanism():
+    return 42
+
+
+def broken():
+    raise RuntimeError("no GPU found")
+'''
+
+
+def _write_factories(tmp_path, monkeypatch, name):
+    (tmp_path / f"{name}.py").write_text(_FACTORIES)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_audit_takes_module_factory_fitted_or_not(tmp_path, monkeypatch, capsys):
+    _write_factories(tmp_path, monkeypatch, "user_mechs_ok")
+    small = ["--source", "helsinki-test", "--n-points", "25", "--samples", "1000000"]
+    assert main(["audit", "user_mechs_ok:unfitted", *small]) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out and "claimed eps      3 /km" in out and "on 25 secrets" in out
+    assert main(["audit", "user_mechs_ok:fitted", "--samples", "1000000"]) == 0
+    assert "on 20 secrets" in capsys.readouterr().out  # the factory's own domain
+    assert main(["audit", "user_mechs_ok:leaky", *small]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_audit_bad_factory_exits_2_with_one_line_naming_the_argument(tmp_path, monkeypatch, capsys):
+    _write_factories(tmp_path, monkeypatch, "user_mechs_bad")
+    small = ["--source", "helsinki-test", "--n-points", "25", "--samples", "1000000"]
+    for spec, why in [
+        ("no_such_module_xyz:build", "cannot import"),
+        ("user_mechs_bad:missing", "cannot import"),
+        ("user_mechs_bad:not_a_mechanism", "not a mechanism"),
+        ("user_mechs_bad:broken", "RuntimeError: no GPU found"),
+    ]:
+        assert main(["audit", spec, *small]) == 2, spec
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"mechanism='{spec}'" in err and why in err, err

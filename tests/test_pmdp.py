@@ -13,6 +13,7 @@ from sim.privacy.pmdp import (
     audit_pmdp,
     calibrate_scale,
     clopper_pearson_confidence,
+    clopper_pearson_upper,
     hoeffding_confidence,
     samples_needed,
 )
@@ -36,6 +37,25 @@ def test_samples_needed_matches_the_binomial_zero_violation_rule():
     assert s == math.ceil(math.log(0.01) / math.log1p(-1e-4))
     assert clopper_pearson_confidence(0, s, 1e-4) >= 0.99
     assert clopper_pearson_confidence(0, s - 1, 1e-4) < 0.99
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 7])
+def test_clopper_pearson_upper_bound_is_exact_and_agrees_with_the_confidence(k):
+    from scipy.stats import beta
+
+    n, conf = 60_000, 0.99
+    upper = clopper_pearson_upper(k, n, conf)
+    assert upper == pytest.approx(beta.ppf(conf, k + 1, n - k), rel=1e-9)
+    for delta in (0.5 * upper, 0.999 * upper, 1.001 * upper, 2 * upper):
+        assert (upper <= delta) == (clopper_pearson_confidence(k, n, delta) >= conf)
+
+
+def test_an_audit_reports_the_upper_bound_of_its_violation_rate():
+    thetas, dist = _line_population()
+    res = audit_pmdp(_laplace(2.0), thetas, dist, 1.0, 1e-3, n_samples=20_000,
+                     rng=np.random.default_rng(0))  # fmt: skip
+    assert res.p_upper == clopper_pearson_upper(res.n_violations, 20_000, 0.99)
+    assert res.p_hat < res.p_upper and (res.p_upper <= 1e-3) == res.passed
 
 
 def test_the_papers_100_samples_certify_almost_nothing():

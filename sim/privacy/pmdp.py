@@ -11,8 +11,11 @@ mechanism reports its EXACT log-density (no histogram, no kernel estimate). ``S`
 samples with ``k`` violations give:
 
 * ``confidence``: the one-sided Clopper-Pearson confidence that ``p <= delta``, i.e.
-  ``1 - BinomCDF(k; S, delta)`` (the p-value of ``H0: p > delta``). It is exact for a
-  binomial count, so it is the number we report and calibrate against.
+  ``1 - BinomCDF(k; S, delta)`` (one minus the p-value of the exact test of ``H0: p >= delta``).
+  It is exact for a binomial count, so it is the number we report and calibrate against.
+* ``p_upper``: the one-sided Clopper-Pearson upper bound of ``p`` at the requested confidence
+  (``scipy.stats.binomtest(...).proportion_ci(method="exact")``); it is ``<= delta`` exactly
+  when ``confidence`` reaches the requested one.
 * ``hoeffding_confidence``: the paper's Proposition 2, ``1 - 2 exp(-2 S (delta - p_hat)^2)``
   (clipped at 0), reported only to show how loose it is (vacuous for ``S = 100``,
   ``delta = 1e-4``).
@@ -69,6 +72,7 @@ class AuditResult:
     confidence: float
     hoeffding_confidence: float
     requested_confidence: float
+    p_upper: float
     samples_needed: int
     n_infinite: int
     pl_median: float
@@ -103,8 +107,18 @@ def samples_needed(delta: float, confidence: float) -> int:
 
 
 def clopper_pearson_confidence(n_violations: int, n_samples: int, delta: float) -> float:
-    """One-sided confidence that ``p <= delta`` after ``n_violations`` in ``n_samples``."""
+    """One-sided confidence that ``p <= delta`` after ``n_violations`` in ``n_samples``.
+
+    ``1 - binomtest(k, S, delta, alternative="less").pvalue``, with the upper tail computed
+    directly (``binom.sf``) so that confidences close to 1 keep their digits.
+    """
     return float(stats.binom.sf(n_violations, n_samples, delta))
+
+
+def clopper_pearson_upper(n_violations: int, n_samples: int, confidence: float) -> float:
+    """One-sided exact (Clopper-Pearson) upper bound of ``p`` at ``confidence``."""
+    test = stats.binomtest(n_violations, n_samples, alternative="less")
+    return float(test.proportion_ci(confidence_level=confidence, method="exact").high)
 
 
 def hoeffding_confidence(p_hat: float, n_samples: int, delta: float) -> float:
@@ -174,6 +188,7 @@ def _result(pl, epsilon, delta, confidence) -> AuditResult:
         confidence=clopper_pearson_confidence(k, s, delta),
         hoeffding_confidence=hoeffding_confidence(k / s, s, delta),
         requested_confidence=confidence,
+        p_upper=clopper_pearson_upper(k, s, confidence),
         samples_needed=samples_needed(delta, confidence),
         n_infinite=int(np.count_nonzero(np.isinf(pl))),
         pl_median=float(np.median(pl)),
