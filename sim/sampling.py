@@ -83,9 +83,10 @@ def _sample_one_row(p: np.ndarray, ticks: np.ndarray, rng: np.random.Generator) 
     k_todo, safe = _safe_cells(p, cdf, total, ticks[todo], ticks[todo] + 1)
     k[todo] = k_todo
     unsafe = todo[~safe]
-    exact = _ExactRow(p) if len(unsafe) else None
-    for j in unsafe:
-        k[j] = exact.draw(int(ticks[j]), rng)
+    if len(unsafe):
+        exact = _ExactRow(p)
+        for j in unsafe:
+            k[j] = exact.draw(int(ticks[j]), rng)
     return k
 
 
