@@ -14,6 +14,7 @@ from sim import scenario as scenario_mod
 from sim.errors import InputError
 from sim.model import PrivacyModel
 from sim.scenario import Scenario
+from sim.strategies import REGISTRIES, specs_of
 
 #: The dashboard's default: small enough that a tick takes well under a second.
 LIVE_DEFAULT = {
@@ -37,6 +38,63 @@ EDITABLE = {
     "queries.every_ticks": "queries every (ticks, 0: never)",
     "attacks.tracking": "tracking attack",
 }
+
+#: Strategy kinds the live page lets a user pick: kind -> label.
+STRATEGY_PICKERS = {
+    "report": "report policy",
+    "budget": "budget policy",
+    "query_planner": "query planner",
+    "refresh": "refresh schedule (public)",
+}
+
+
+def strategy_choices(kind: str) -> list[str]:
+    """The registered names of one strategy kind."""
+    return REGISTRIES[kind].available()
+
+
+def strategy_names(scenario: Scenario) -> dict[str, str]:
+    """The name of each strategy the scenario runs with (shorthands resolved)."""
+    return {kind: _name(specs_of(scenario)[kind]) for kind in STRATEGY_PICKERS}
+
+
+def with_strategies(base: Scenario, names: dict[str, str]) -> Scenario:
+    """``base`` running the picked strategies; a kind whose name is unchanged keeps its spec.
+
+    A new budget policy keeps the page's budget (``users.budget_rho_per_km2``) where it has
+    one (cgp, renewing), a new ``every`` schedule keeps ``mechanism.refresh_every_ticks``.
+    Raises :class:`~sim.errors.InputError` for a name that is not registered.
+    """
+    current = strategy_names(base)
+    changes: dict = {}
+    for kind, name in names.items():
+        if kind not in STRATEGY_PICKERS:
+            raise InputError(
+                f"{kind!r} is not a strategy kind; kinds: {', '.join(STRATEGY_PICKERS)}"
+            )
+        if name == current[kind]:
+            continue
+        spec: str | dict = name
+        if kind == "budget":
+            if name in ("cgp", "renewing"):
+                spec = {"name": name, "rho_per_km2": base.users.budget_rho_per_km2}
+            changes["users.budget_rho_per_km2"] = _default("users", "budget_rho_per_km2")
+        elif kind == "refresh":
+            if name == "every":
+                spec = {"name": name, "ticks": base.mechanism.refresh_every_ticks}
+            changes["mechanism.refresh_every_ticks"] = _default("mechanism", "refresh_every_ticks")
+        REGISTRIES[kind].from_spec(spec)  # an unknown name fails here, with the choices
+        changes[f"strategies.{kind}"] = spec
+    return base.replace(**changes) if changes else base
+
+
+def _name(spec) -> str:
+    return spec if isinstance(spec, str) else str(spec["name"])
+
+
+def _default(table: str, name: str):
+    return scenario_mod.TABLES[table].model_fields[name].default
+
 
 #: Chart name -> tick-table columns (those missing in a run are skipped).
 CHARTS = {

@@ -343,13 +343,17 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _one_way_to_say_it(self) -> Scenario:
-        """A shorthand and its ``[strategies]`` entry may not both be given."""
+        """A shorthand and its ``[strategies]`` entry may not both be given (a shorthand left at
+        its default is not given)."""
         pairs = (
             ("users", "budget_rho_per_km2", "budget"),
             ("mechanism", "refresh_every_ticks", "refresh"),
         )
         for table, name, kind in pairs:
-            if name in getattr(self, table).model_fields_set and getattr(self.strategies, kind):
+            given = getattr(self, table)
+            # a value other than the default (replace() re-validates every field as "set")
+            changed = getattr(given, name) != type(given).model_fields[name].default
+            if changed and getattr(self.strategies, kind):
                 raise _refuse(
                     f"and {table}.{name} are both set; keep strategies.{kind} and drop "
                     f"{table}.{name}",

@@ -127,6 +127,41 @@ def test_applying_edits_rebuilds_the_model(helsinki_walk):
     assert "tracking" not in {layer["id"] for layer in _deck(at)["layers"]}
 
 
+def test_the_strategies_of_a_live_run_can_be_picked(helsinki_walk):
+    at = _app()
+    at.run()
+    assert at.selectbox(key="live_strategy_report").value == "always"
+    assert at.selectbox(key="live_strategy_budget").options == ["cgp", "pure_gp", "renewing"]
+    at.selectbox(key="live_strategy_report").set_value("budget_aware")
+    at.selectbox(key="live_strategy_budget").set_value("renewing")
+    at.selectbox(key="live_strategy_query_planner").set_value("budgeter")
+    at.selectbox(key="live_strategy_refresh").set_value("on_release")
+    at.button(key="live_apply").click().run()
+    _no_failures(at)
+    model = at.session_state["live_model"]
+    s = model.strategies
+    assert (s.report.name, s.budget.name, s.query_planner.name, s.refresh.name) == (
+        "budget_aware",
+        "renewing",
+        "budgeter",
+        "on_release",
+    )
+    assert s.budget.rho_per_km2 == 400.0  # the page's budget field carried over
+    at.button(key="live_step").click().run()
+    _no_failures(at)
+    assert at.session_state["live_model"].tick == 1
+    assert any("within each window" in c.value for c in at.caption)
+
+
+def test_a_strategy_the_budget_cannot_charge_is_refused_with_its_reason(helsinki_walk):
+    at = _app()
+    at.run()
+    at.selectbox(key="live_strategy_budget").set_value("pure_gp")
+    at.button(key="live_apply").click().run()
+    assert not at.exception
+    assert any("cannot pay the Gaussian (CGP) queries" in e.value for e in at.error)
+
+
 def test_picking_a_shipped_scenario_loads_its_fields(helsinki_walk):
     at = _app()
     at.run()

@@ -58,6 +58,8 @@ def test_old_shorthands_still_load_and_mean_what_they_meant():
     assert built.refresh.name == "every" and built.refresh.ticks == 3
     with pytest.raises(InputError, match="keep strategies.budget and drop users.budget_rho"):
         _scenario({"budget": "pure_gp"}, users={"budget_rho_per_km2": 5.0})
+    renewing = _scenario({"budget": {"name": "renewing", "window_ticks": 4}})
+    assert renewing.replace(**{"users.count": 3}).strategies.budget == renewing.strategies.budget
 
 
 def test_same_bytes_whatever_the_order_strategies_are_built_in(tmp_path):

@@ -33,10 +33,17 @@ def _choose_scenario() -> None:
     _use(base)
 
 
+def strategy_key(kind: str) -> str:
+    """The session-state key of the picker of one strategy kind."""
+    return f"live_strategy_{kind}"
+
+
 def _use(base) -> None:
     st.session_state["live_base"] = base
     for field in mv.EDITABLE:
         st.session_state[widget_key(field)] = base.get(field)
+    for kind, name in mv.strategy_names(base).items():
+        st.session_state[strategy_key(kind)] = name
     st.session_state["live_rebuild"] = base
     st.session_state.pop("live_error", None)
 
@@ -44,8 +51,9 @@ def _use(base) -> None:
 def _apply_edits() -> None:
     """Callback of the editor's submit button: validate the edits, then rebuild."""
     values = {field: st.session_state[widget_key(field)] for field in mv.EDITABLE}
+    names = {kind: st.session_state[strategy_key(kind)] for kind in mv.STRATEGY_PICKERS}
     try:
-        scenario = mv.edited(st.session_state["live_base"], values)
+        scenario = mv.with_strategies(mv.edited(st.session_state["live_base"], values), names)
     except InputError as exc:
         st.session_state["live_error"] = str(exc)
         return
@@ -86,6 +94,9 @@ def sidebar() -> None:
                     st.number_input(label, key=key)
                 else:
                     st.number_input(label, key=key, step=1)
+            st.markdown("**Strategies**")
+            for kind, label in mv.STRATEGY_PICKERS.items():
+                st.selectbox(label, mv.strategy_choices(kind), key=strategy_key(kind))
             st.form_submit_button("Apply and rebuild", key="live_apply", on_click=_apply_edits)
 
 
@@ -224,6 +235,13 @@ def main() -> None:
         f"scenario {model.config.scenario.name!r} · network "
         f"{model.config.network.source} ({model.config.network.network_type}) · "
         f"|X| = {model.domain.n_x}, |Y| = {model.domain.n_y} · seed {model.seed}"
+    )
+    st.caption(
+        " · ".join(
+            f"{label}: {mv.strategy_names(model.config)[kind]}"
+            for kind, label in mv.STRATEGY_PICKERS.items()
+        )
+        + f" · budget: {model.budget.statement(model.horizon_ticks)}"
     )
     controls(model)
     ticks = mv.history(model)
