@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import planted  # tests/planted.py: reference samplers, correct and with planted bugs
 import pytest
 from scipy.optimize import brentq
 from scipy.stats import beta
 
-from sim import planted
 from sim.audit import audit, clopper_pearson_lower, clopper_pearson_upper, mechanism_sampler
 from sim.domain import Domain
 from sim.errors import InputError
