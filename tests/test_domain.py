@@ -10,6 +10,8 @@ from scipy.sparse.csgraph import dijkstra
 
 from sim.domain import Domain
 from sim.errors import InputError
+from sim.network import undirected_lengths
+from sim.routing import MIN_SPACING_M, max_points
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +146,11 @@ def test_grid_rejects_road_metric_and_bad_cells(helsinki_walk):
         Domain.grid(helsinki_walk, cell_m=100, metric="road")
     with pytest.raises(InputError, match="cell_m"):
         Domain.grid(helsinki_walk, cell_m=0, metric="l2")
+
+
+def test_max_points_is_where_spreading_points_stops(helsinki_test_walk):
+    limit = max_points(helsinki_test_walk)
+    total_m = sum(undirected_lengths(helsinki_test_walk).values())
+    assert limit == int(total_m // MIN_SPACING_M) > 2
+    with pytest.raises(InputError, match=f"{limit:,} points"):
+        Domain.from_network(helsinki_test_walk, n_points=limit + 1, metric="l2")

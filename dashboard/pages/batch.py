@@ -121,22 +121,15 @@ def table(batch: bd.Batch, chosen: dict[str, list]) -> None:
     summary = bd.summary(tasks, by)
     st.subheader("Summary")
     st.dataframe(summary, key="batch_summary", hide_index=True)
-    name = batch.name
-    c1, c2 = st.columns(2)
-    c1.download_button(
-        "summary CSV",
-        summary.to_csv(index=False),
-        file_name=f"{name}-summary.csv",
-        mime="text/csv",
-        key="batch_download",
-    )
-    c2.download_button(
-        "per-task CSV",
-        tasks.to_csv(index=False),
-        file_name=f"{name}-tasks.csv",
-        mime="text/csv",
-        key="batch_download_tasks",
-    )
+    downloads = [("summary", summary, "batch_download"), ("tasks", tasks, "batch_download_tasks")]
+    for col, (what, frame, key) in zip(st.columns(2), downloads, strict=True):
+        col.download_button(
+            "summary CSV" if what == "summary" else "per-task CSV",
+            frame.to_csv(index=False),
+            file_name=f"{batch.name}-{what}.csv",
+            mime="text/csv",
+            key=key,
+        )
 
 
 def main() -> None:

@@ -302,6 +302,20 @@ def locations_in_km(locations_m) -> np.ndarray:
     return xy / 1000.0
 
 
+def point_in_km(point_m) -> np.ndarray:
+    """A query point: two metres -> km, validated."""
+    p = np.asarray(point_m, dtype=float)
+    if p.shape != (2,) or not np.all(np.isfinite(p)):
+        raise InputError("point_m must be two finite coordinates in metres")
+    return p / 1000.0
+
+
+def distance_to(point_km: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``len_p``: the Euclidean distance (km) of ``(n, 2)`` points (km) to ``point_km``,
+    1-Lipschitz (KDE and kNN)."""
+    return lambda points_km: np.linalg.norm(points_km - point_km, axis=1)
+
+
 def budgets_for(rho_per_km2, n: int) -> np.ndarray:
     """Per-user budgets (a scalar is broadcast) in 1/km^2: finite and >= 0."""
     rho = np.broadcast_to(np.asarray(rho_per_km2, dtype=float), (n,)).copy()

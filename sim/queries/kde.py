@@ -15,7 +15,14 @@ import math
 import numpy as np
 
 from sim.errors import InputError
-from sim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
+from sim.queries.elimination import (
+    QueryAnswer,
+    distance_to,
+    locations_in_km,
+    pie_ni,
+    point_in_km,
+    release_locations,
+)
 
 CUTOFF_BANDWIDTHS = 6.0
 TAIL = math.exp(-(CUTOFF_BANDWIDTHS**2) / 2.0)  # e^-18: a settled far point's largest term
@@ -23,8 +30,8 @@ TAIL = math.exp(-(CUTOFF_BANDWIDTHS**2) / 2.0)  # e^-18: a settled far point's l
 
 def true_kde(locations_m, point_m, bandwidth_m: float) -> float:
     """The exact Gaussian KDE value at ``point_m``."""
-    xy, p, b = locations_in_km(locations_m), _point_km(point_m), _bandwidth_km(bandwidth_m)
-    dist = np.linalg.norm(xy - p, axis=1)
+    xy, b = locations_in_km(locations_m), _bandwidth_km(bandwidth_m)
+    dist = distance_to(point_in_km(point_m))(xy)
     return float(np.mean(np.exp(-(dist**2) / (2.0 * b * b)))) if len(xy) else 0.0
 
 
@@ -47,11 +54,7 @@ def kde(
     the kept users' term (paper §6.3). Other parameters as in
     :func:`sim.queries.range_count.range_count`; ``value`` is the estimate (unitless).
     """
-    p, b = _point_km(point_m), _bandwidth_km(bandwidth_m)
-
-    def len_p(points_km):
-        return np.linalg.norm(points_km - p, axis=1)
-
+    len_p, b = distance_to(point_in_km(point_m)), _bandwidth_km(bandwidth_m)
     released = release_locations(
         method,
         locations_m,
@@ -83,13 +86,6 @@ def kde(
 def l1_err(estimate: float, truth: float) -> float:
     """l1-Err: ``|A~ - A|``."""
     return abs(estimate - truth)
-
-
-def _point_km(point_m) -> np.ndarray:
-    p = np.asarray(point_m, dtype=float)
-    if p.shape != (2,) or not np.all(np.isfinite(p)):
-        raise InputError("point_m must be two finite coordinates in metres")
-    return p / 1000.0
 
 
 def _bandwidth_km(bandwidth_m: float) -> float:

@@ -17,16 +17,17 @@ from sim.queries.elimination import (
     QueryAnswer,
     budgets_for,
     check_method,
+    distance_to,
     locations_in_km,
     pie_k,
+    point_in_km,
     release_locations,
 )
-from sim.queries.kde import _point_km
 
 
 def true_knn(locations_m, point_m, k: int) -> np.ndarray:
     """Indices of the k locations nearest to ``point_m`` (ties broken by index)."""
-    dist = np.linalg.norm(locations_in_km(locations_m) - _point_km(point_m), axis=1)
+    dist = distance_to(point_in_km(point_m))(locations_in_km(locations_m))
     return np.sort(np.argsort(dist, kind="stable")[:k])
 
 
@@ -50,14 +51,11 @@ def knn(
     check_method(method)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k={k!r} must be an integer >= 1")
-    xy, p = locations_in_km(locations_m), _point_km(point_m)
+    xy, len_p = locations_in_km(locations_m), distance_to(point_in_km(point_m))
     rho = budgets_for(rho_per_km2, len(xy))
     asked = rho > 0
     if asked.sum() <= k:
         return QueryAnswer(np.nonzero(asked)[0], np.zeros(len(xy)), asked, method)
-
-    def len_p(points_km):
-        return np.linalg.norm(points_km - p, axis=1)
 
     released = release_locations(
         method,
@@ -78,7 +76,7 @@ def knn(
 
 def dist_err(chosen, locations_m, point_m) -> float:
     """DistErr: ``(Dist(J~, p) - Dist(J*, p)) / Dist(J*, p)``, Dist = summed distance."""
-    dist = np.linalg.norm(locations_in_km(locations_m) - _point_km(point_m), axis=1)
+    dist = distance_to(point_in_km(point_m))(locations_in_km(locations_m))
     chosen = np.asarray(chosen, dtype=np.int64)
     best = np.sort(dist)[: len(chosen)].sum()
     got = dist[chosen].sum()
