@@ -127,10 +127,12 @@ def derive_seed(base_seed: int, key: dict[str, Any]) -> int:
 def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
     """Check every task's parameters before anything runs or is written.
 
-    Beyond the fields' own validation (done by :func:`expand`): each task's network loads, and
-    its ``domain.n_points`` and ``domain.n_outputs`` fit on that network. Raises
+    Beyond the fields' own validation (done by :func:`expand`): each task's network loads, its
+    ``domain.n_points`` and ``domain.n_outputs`` fit on that network, and the domain's distance
+    matrices fit in this machine's memory. Raises
     :class:`InputError` naming the first bad task and field.
     """
+    from sim.domain import check_memory
     from sim.network import load_network
     from sim.routing import max_points
 
@@ -151,14 +153,20 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
                 raise InputError(f"{where}: field network.source: {exc}") from None
             limits[net.source, net.network_type] = max_points(graph)
         limit = limits[net.source, net.network_type]
+        dom = varied.domain
         for name in ("n_points", "n_outputs"):
-            n = getattr(varied.domain, name)
+            n = getattr(dom, name)
             if n > limit:
                 raise InputError(
                     f"{where}: field domain.{name} = {n:,} is more than network "
                     f"{net.source!r} ({net.network_type}) allows: at most {limit:,} points "
                     "at least 1 m apart; use fewer points or a larger network"
                 )
+        for name, n_y in (("n_points", None), ("n_outputs", dom.n_outputs or None)):
+            try:
+                check_memory(dom.n_points, n_y)
+            except InputError as exc:
+                raise InputError(f"{where}: field domain.{name}: {exc}") from None
 
 
 def _describe(params: dict[str, Any]) -> str:

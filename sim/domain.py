@@ -8,6 +8,7 @@ the pairs of secrets whose mDP constraints imply all the others by chaining (SPE
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, get_args
@@ -101,6 +102,7 @@ class Domain:
             y_place = x_place
         else:
             y_place = segments.spread(n_points=n_outputs, spacing_m=None, rng=rng, name="Y")
+        check_memory(len(x_place[0]), None if y_place is x_place else len(y_place[0]))
         x_xy, y_xy = segments.xy(x_place), segments.xy(y_place)
         y_in_x = (
             np.arange(len(x_xy)) if y_place is x_place else _match_points(x_xy, y_xy, tol_m=1e-6)
@@ -171,6 +173,7 @@ class Domain:
         n = len(x_xy)
         prior_arr = np.full(n, 1.0 / n) if prior is None else _as_prior(prior, n)
         same = y_xy is x_xy
+        check_memory(n, None if same else len(y_xy))
         return cls(
             x_xy=x_xy,
             y_xy=y_xy,
@@ -278,6 +281,35 @@ class Domain:
 
 
 # --------------------------------------------------------------------- lp metrics
+def distance_bytes(n_x: int, n_y: int | None = None) -> int:
+    """Bytes of a domain's float64 distance matrices: X-X, and X-Y unless Y = X (``None``)."""
+    return 8 * n_x * (n_x + (n_y or 0))
+
+
+def check_memory(n_x: int, n_y: int | None = None) -> None:
+    """Refuse a domain whose distance matrices alone exceed this machine's physical memory
+    (a lower bound on what building it needs; mechanisms need more)."""
+    need, total = distance_bytes(n_x, n_y), physical_memory_bytes()
+    if total is not None and need > total:
+        sizes = f"n_points={n_x:,}" + (f", n_outputs={n_y:,}" if n_y else "")
+        raise InputError(
+            f"{sizes}: the distance matrices alone need {_size(need)}, more than this "
+            f"machine's {_size(total)} of memory; use fewer points"
+        )
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 2**30:,.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.1f} MiB"
+
+
+def physical_memory_bytes() -> int | None:
+    """Installed memory (``sysconf``), or ``None`` where the platform does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def lp_distances(a_xy: np.ndarray, b_xy: np.ndarray, metric: str) -> np.ndarray:
     """Pairwise lp distances in km between point sets given in metres."""
     from scipy.spatial.distance import cdist

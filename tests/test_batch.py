@@ -329,3 +329,16 @@ def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
     assert not list((store / "tasks").glob(".*"))
     manifest = load_manifest(store)
     assert [t["status"] for t in manifest["tasks"]] == ["done"] * 8
+
+
+def test_a_domain_larger_than_memory_is_refused_up_front(tmp_path, capsys, monkeypatch):
+    import sim.domain
+
+    monkeypatch.setattr(sim.domain, "physical_memory_bytes", lambda: 2**20)  # a 1 MiB machine
+    path = _toml(tmp_path / "big.toml", ['"domain.n_points" = [100, 400]'])
+    store = tmp_path / "store"
+    assert main(["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "task 0001 " in err and "field domain.n_points: n_points=400: " in err
+    assert "need 1.2 MiB, more than this machine's 1.0 MiB of memory" in err
+    assert not store.exists()

@@ -154,3 +154,16 @@ def test_max_points_is_where_spreading_points_stops(helsinki_test_walk):
     assert limit == int(total_m // MIN_SPACING_M) > 2
     with pytest.raises(InputError, match=f"{limit:,} points"):
         Domain.from_network(helsinki_test_walk, n_points=limit + 1, metric="l2")
+
+
+def test_a_domain_larger_than_memory_is_refused_before_it_is_built(helsinki_test_walk, monkeypatch):
+    import sim.domain
+
+    monkeypatch.setattr(sim.domain, "physical_memory_bytes", lambda: 100 * 100 * 8)
+    Domain.from_network(helsinki_test_walk, n_points=100, metric="l2")  # exactly fits
+    with pytest.raises(InputError, match=r"n_points=101: .* more than this machine's"):
+        Domain.from_network(helsinki_test_walk, n_points=101, metric="l2")
+    with pytest.raises(InputError, match=r"n_points=100, n_outputs=50"):
+        Domain.from_network(helsinki_test_walk, n_points=100, n_outputs=50, metric="l2")
+    with pytest.raises(InputError, match="n_points=101"):
+        Domain.from_points(np.zeros((101, 2)) + np.arange(101)[:, None])
