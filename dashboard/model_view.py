@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.geo import lonlat
+from sim import columns
 from sim import scenario as scenario_mod
 from sim.errors import InputError
 from sim.model import PrivacyModel
@@ -96,21 +97,7 @@ def _default(table: str, name: str):
     return scenario_mod.TABLES[table].model_fields[name].default
 
 
-#: Chart name -> tick-table columns (those missing in a run are skipped).
-CHARTS = {
-    "Utility loss (km)": ["utility_loss_km"],
-    "Attack error (km)": ["attack_error_km", "attack_expected_error_km", "tracking_error_km"],
-    "Attack hit rate": ["attack_hit_rate", "tracking_hit_rate"],
-    "Posterior leakage (1/km)": ["posterior_leakage_max_per_km", "report_epsilon_per_km"],
-    "Privacy savings of queries": [
-        "query_privacy_saving",
-        "range_privacy_saving",
-        "kde_privacy_saving",
-        "knn_privacy_saving",
-    ],
-    "Halted users": ["n_halted"],
-    "Remaining budget (rho, 1/km²)": ["remaining_budget_mean", "remaining_budget_min"],
-}
+CHARTS = columns.CHARTS  # one definition: sim/columns.py
 
 
 def default_scenario() -> Scenario:
@@ -150,19 +137,22 @@ def points(model: PrivacyModel) -> dict[str, pd.DataFrame]:
     """
     dom, crs = model.domain, model.graph.graph["crs"]
     n = model.population.n_users
-    out = {"true": _layer(np.arange(n), dom.x_xy[model.population.position], crs)}
     if not model.log.users:
-        return out
+        return {"true": _layer(np.arange(n), dom.x_xy[model.population.position], crs)}
     last = model.log.users[-1]
+    out = {"true": _layer(np.arange(n), dom.x_xy[last["secret"]], crs)}
     reporting = last["reported_output"] >= 0
     users, outputs = last["user"][reporting], last["reported_output"][reporting]
     out["reported"] = _layer(users, dom.y_xy[outputs], crs)
-    attacks = model.server.attacks
-    assert attacks.bayes is not None  # reports exist, so a mechanism and its attack do
-    guesses = attacks.rows_global[attacks.bayes.optimal_estimate[outputs]]
-    out["estimate"] = _layer(users, dom.x_xy[guesses], crs)
-    if attacks.tracking is not None:
-        guess = attacks.tracking.belief.argmax(axis=1)
+    suite = model.server.attacks
+    bayes = suite.attacks.get("bayes") if suite is not None else None
+    bayes_guess = getattr(bayes, "guess_", None)  # per output, set at each release
+    if bayes_guess is not None:
+        out["estimate"] = _layer(users, dom.x_xy[bayes_guess[outputs]], crs)
+    tracking = suite.attacks.get("tracking") if suite is not None else None
+    belief = getattr(tracking, "belief_", None)  # (N, U), the filter's current belief
+    if belief is not None:
+        guess = belief.argmax(axis=0)
         out["tracking"] = _layer(np.arange(n), dom.x_xy[guess], crs)
     return out
 

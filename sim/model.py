@@ -166,20 +166,22 @@ class PrivacyModel(mesa.Model):
         self.tick += 1
         timing: dict[str, float] = {}
         self.last_decisions = decisions
-        with _timed(timing, "move_s"):
-            self.population.step(self.streams["mobility"])  # 1. users move
         with _timed(timing, "mechanism_s"):
             if decisions.refresh:
-                self.server.generate()  # 2. a new mechanism on a public schedule (uploads)
+                self.server.generate()  # 1. a new mechanism on a public schedule (uploads)
         with _timed(timing, "report_s"):
-            reports = self.server.collect_reports(decisions.report)  # 3. users report and pay
+            reports = self.server.collect_reports(decisions.report)  # 2. users report and pay
         with _timed(timing, "query_s"):
-            queries = self.server.ask_queries() if decisions.query else {}  # 4. queries
+            queries = self.server.ask_queries() if decisions.query else {}  # 3. queries
         with _timed(timing, "attack_s"):
-            attacks = self.server.attack(reports)  # 5. Bayesian and tracking attacks
+            attacks = self.server.attack(reports)  # 4. the server's attacks, scored
         self.last_reports, self.last_attacks, self.last_queries = reports, attacks, queries
-        self._collect(reports, queries, attacks, timing, decisions.refresh)  # 6. data collector
+        self._collect(reports, queries, attacks, decisions.refresh)  # 5. data collector
         self.budget.end_of_tick(self.tick, self.filters)  # a renewing budget renews here
+        with _timed(timing, "move_s"):
+            self.population.step(self.streams["mobility"])  # 6. users move to the next tick
+        # wall-clock times differ between identical runs: kept apart from the data
+        self.log.timings.append({"tick": self.tick, "regenerated": decisions.refresh, **timing})
 
     def run(self, ticks: int, *, progress=None) -> TickLog:
         """Run ``ticks`` ticks; ``progress`` is called with the tick number after each."""
@@ -190,7 +192,7 @@ class PrivacyModel(mesa.Model):
         return self.log
 
     # ------------------------------------------------------------------ data collection
-    def _collect(self, reports, queries, attacks, timing, regenerated) -> None:
+    def _collect(self, reports, queries, attacks, regenerated) -> None:
         remaining = self.filters.remaining
         n = self.population.n_users
         row = {
@@ -205,11 +207,9 @@ class PrivacyModel(mesa.Model):
             "mechanism_regenerated": bool(regenerated),
             **self.server.mechanism_row(),
             **queries,
-            **attacks.tick_row(),
+            **attacks.row,
         }
         self.log.ticks.append(row)
-        # wall-clock times differ between identical runs: kept apart from the data
-        self.log.timings.append({"tick": self.tick, "regenerated": bool(regenerated), **timing})
         if self.config.output.per_user:
             cols = {
                 "tick": np.full(n, self.tick, dtype=np.int64),

@@ -18,22 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sim.columns import TICK_METRICS
 from sim.errors import InputError
 from sim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
 
 Z95 = 1.96
-TICK_MEANS = {
-    "utility_loss_km": "utility loss (km)",
-    "attack_error_km": "attack error (km)",
-    "attack_hit_rate": "attack top-1 hit rate",
-    "tracking_error_km": "tracking error (km)",
-    "posterior_leakage_max_per_km": "max posterior leakage (1/km)",
-    "upload_attack_error_km": "upload attack error (km)",
-    "range_error": "range count error",
-    "kde_error": "KDE error",
-    "knn_error": "kNN error",
-    "query_privacy_saving": "query privacy saving",
-}
+TICK_MEANS = TICK_METRICS  # one definition: sim/columns.py
 FINAL = {
     "remaining_budget_mean": ("remaining_budget_final", "remaining budget at the end (rho/km^2)"),
     "n_halted": ("halted_final", "halted users at the end"),
@@ -43,11 +33,12 @@ LABELS = {**TICK_MEANS, **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
 TABLES = {
     "Utility and attacks": [
         "utility_loss_km",
-        "attack_error_km",
-        "attack_hit_rate",
+        "bayes_error_km",
+        "bayes_hit",
         "tracking_error_km",
-        "posterior_leakage_max_per_km",
-        "upload_attack_error_km",
+        "tracking_hit",
+        "bayes_leakage_per_km",
+        "upload_guess_error_km",
     ],
     "Queries and budgets": [
         "range_error",
@@ -61,7 +52,7 @@ TABLES = {
 }
 PIVOTED = (
     "utility_loss_km",
-    "attack_error_km",
+    "bayes_error_km",
     "solve_s",
     "query_privacy_saving",
     "range_error",
@@ -208,7 +199,7 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
     others = [f for f in by if f not in (EPS_FIELD, "mechanism.name")]
     specs = [
         ("utility_loss_vs_eps.png", "utility_loss_km", "eps"),
-        ("attack_error_vs_eps.png", "attack_error_km", "eps"),
+        ("attack_error_vs_eps.png", "bayes_error_km", "eps"),
         ("remaining_budget_over_ticks.png", "remaining_budget_mean", "ticks"),
         ("privacy_saving_over_ticks.png", "query_privacy_saving", "ticks"),
         ("solve_time_vs_n_points.png", SOLVE[0], "size"),

@@ -24,24 +24,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sim.columns import TICK_METRICS
 from sim.errors import InputError
 from sim.model import PrivacyModel
 from sim.scenario import Scenario
 
-SUMMARY_METRICS = (
-    "utility_loss_km",
-    "attack_error_km",
-    "attack_expected_error_km",
-    "attack_hit_rate",
-    "tracking_error_km",
-    "tracking_hit_rate",
-    "posterior_leakage_max_per_km",
-    "range_error",
-    "kde_error",
-    "knn_error",
-    "query_privacy_saving",
-    "upload_attack_error_km",
-)
+SUMMARY_METRICS = tuple(TICK_METRICS)  # means over the ticks
 
 
 def simulate(

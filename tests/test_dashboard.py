@@ -120,7 +120,7 @@ def test_applying_edits_rebuilds_the_model(helsinki_walk):
     at.button(key="live_apply").click().run()
     _no_failures(at)
     model = at.session_state["live_model"]
-    assert model.population.n_users == 12 and model.server.attacks.tracking is None
+    assert model.population.n_users == 12 and "tracking" not in model.server.attacks.attacks
     assert model.config.mechanism.epsilon_per_km == 3.0
     at.button(key="live_step").click().run()
     _no_failures(at)
@@ -289,7 +289,7 @@ def test_batch_plot_against_a_swept_field_escapes_its_dotted_name(explorer):
 def test_batch_plot_over_ticks_and_other_metrics(explorer):
     explorer.selectbox(key="batch_x").set_value("tick").run()
     _no_failures(explorer)
-    explorer.selectbox(key="batch_metric").set_value("attack_error_km")
+    explorer.selectbox(key="batch_metric").set_value("bayes_error_km")
     explorer.multiselect(key="batch_series").select("epsilon_per_km").run()
     _no_failures(explorer)
     spec = json.loads(_charts(explorer)[0].proto.spec)

@@ -14,6 +14,7 @@ from sim import scenario as sc
 from sim.cli import main
 from sim.env import USER_OBS, RewardWeights, parallel_env, single_agent_env
 from sim.errors import InputError
+from sim.players import attack_success
 from sim.run import tables, write_outputs
 
 BASE = {
@@ -89,7 +90,7 @@ def test_rewards_state_the_game(scenario):
     _, rewards, *_ = env.step(actions)
     model = env.model
     reports, attacks = model.last_reports, model.last_attacks
-    success = attacks.success(4)
+    success = attack_success(attacks, 4)
     assert rewards["user_0"] == pytest.approx(-3.0 - 2.0 * success[0])
     for u, loss in zip(reports.users, reports.loss_km, strict=True):
         assert rewards[f"user_{u}"] == pytest.approx(-loss - 2.0 * success[u])

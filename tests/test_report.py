@@ -54,7 +54,7 @@ def _synthetic_store(
                 "epsilon_per_km": [eps] * n,
                 # the tick mean is base + repetition; ticks vary around it
                 "utility_loss_km": base + t.repetition + np.array([-0.1, 0.0, 0.1]),
-                "attack_error_km": [0.5 * base] * n,
+                "bayes_error_km": [0.5 * base] * n,
                 "remaining_budget_mean": [100.0, 90.0, 80.0 - t.repetition],
                 "n_halted": [0, 1, 2],
                 "query_privacy_saving": [0.1, 0.2, 0.3],
@@ -89,7 +89,7 @@ def test_summary_is_mean_and_1_96_standard_errors_over_repetitions(tmp_path):
     assert row["n"] == 3
     assert math.isclose(row["utility_loss_km_mean"], 1.25)
     assert math.isclose(row["utility_loss_km_ci95"], 1.96 / math.sqrt(3))
-    assert math.isclose(row["attack_error_km_mean"], 0.125) and row["attack_error_km_ci95"] == 0
+    assert math.isclose(row["bayes_error_km_mean"], 0.125) and row["bayes_error_km_ci95"] == 0
     assert math.isclose(row["remaining_budget_final_mean"], 79.0)  # last tick, not the mean
     assert math.isclose(row["halted_final_mean"], 2.0)
     assert math.isclose(row["solve_s_mean"], 0.3)  # only ticks that generated the mechanism

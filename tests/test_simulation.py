@@ -49,8 +49,8 @@ def test_every_tick_has_its_rows(run_tables):
     assert list(ticks["tick"]) == list(range(1, 7))
     assert len(users) == 6 * 30 and list(timings["tick"]) == list(range(7))  # 0: generation
     expected = [
-        "utility_loss_km", "attack_error_km", "attack_hit_rate", "tracking_error_km",
-        "posterior_leakage_max_per_km", "range_error", "kde_error", "knn_error",
+        "utility_loss_km", "bayes_error_km", "bayes_hit", "tracking_error_km", "tracking_hit",
+        "bayes_leakage_per_km", "bayes_bound_violation", "range_error", "kde_error", "knn_error",
         "query_privacy_saving", "remaining_budget_mean", "n_halted", "solver_status",
     ]  # fmt: skip
     assert set(expected) <= set(ticks.columns)
@@ -72,13 +72,13 @@ def test_users_move_along_roads_within_their_reach(run_tables):
 
 def test_posterior_leakage_of_every_report_is_within_epsilon(run_tables):
     _, users, _ = run_tables
-    leak = users["attack_leakage_per_km"].dropna()
+    leak = users["bayes_leakage_per_km"].dropna()
     assert len(leak) > 0 and leak.max() <= 6.0 * (1 + 1e-9)
 
 
 def test_tracking_does_no_worse_than_single_reports(run_tables):
     ticks, _, _ = run_tables
-    assert ticks["tracking_error_km"].mean() <= ticks["attack_map_error_km"].mean() + 1e-12
+    assert ticks["tracking_error_km"].mean() <= ticks["bayes_error_km"].mean() + 1e-12
 
 
 def test_budgets_never_overspend_and_halted_users_stop_answering():
@@ -144,7 +144,7 @@ def test_cli_run_writes_outputs_and_prints_a_summary(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", str(path), "--out", str(out), "--ticks", "2", "--seed", "9"]) == 0
     printed = capsys.readouterr().out
-    assert "utility_loss_km" in printed and "attack_hit_rate" in printed
+    assert "utility_loss_km" in printed and "bayes_hit" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["seed"] == 9 and summary["summary"]["ticks"] == 2
     assert len(pd.read_parquet(out / "users.parquet")) == 20

@@ -13,7 +13,8 @@ it received and charged (never a true location). Rewards state the game:
 * user ``i``: ``-(loss_i) - attack_weight * success_i``, where ``loss_i`` is the distance (km)
   between its secret and its report, or ``silent_loss_km`` when it did not report (by default
   the prior's mean distance between two secrets: the loss of an answer that knows nothing),
-  and ``success_i`` is 1 when the server's best guess of the user's secret this tick is exact;
+  and ``success_i`` is 1 when one of the server's attacks guesses the user's secret at this
+  tick exactly (top-1);
 * server: the mean attack success over the users minus ``query_weight`` times the sum of this
   tick's query errors.
 """
@@ -29,6 +30,7 @@ from gymnasium import spaces
 from sim.errors import InputError
 from sim.model import Decisions, PrivacyModel
 from sim.network import load_network
+from sim.players import attack_success
 
 USER_OBS = (
     "tick_fraction",  # ticks done / horizon
@@ -50,7 +52,7 @@ SERVER_OBS = (
     "remaining_fraction_mean",  # the server charges, so it knows the budgets
     "report_cost_fraction",
     "expected_loss_km",
-    "attack_expected_error_km",  # posterior expected error of last tick's reports
+    "attack_entropy_bits",  # the single-report posterior's entropy, last tick's mean
 )
 USER_ACTIONS = ("silent", "report")
 SERVER_ACTIONS = ("refresh", "query")  # MultiDiscrete([2, 2]): regenerate now, ask queries
@@ -142,7 +144,7 @@ class Game:
         lo, hi = domain.x_xy.min(axis=0), domain.x_xy.max(axis=0)
         self._xy_fraction = (domain.x_xy - lo) / np.where(hi > lo, hi - lo, 1.0)
         self.reported = np.zeros(self.n_users, dtype=bool)
-        self.attack_expected_error_km = 0.0
+        self.attack_entropy_bits = 0.0
 
     @property
     def done(self) -> bool:
@@ -191,7 +193,7 @@ class Game:
         users[:, 1] = f.remaining / cap
         users[:, 2] = cost / cap
         users[:, 3] = model.server.expected_loss_km
-        users[:, 4] = model.server.attacks.hit_probability
+        users[:, 4] = model.server.hit_probability
         users[:, 5] = self.silent_loss_km
         users[:, 6] = f.halted
         users[:, 7] = self.reported
@@ -205,7 +207,7 @@ class Game:
                 float(np.mean(f.remaining / cap)),
                 cost / float(np.mean(cap)),
                 model.server.expected_loss_km,
-                self.attack_expected_error_km,
+                self.attack_entropy_bits,
             ],
             dtype=np.float32,
         )
@@ -221,11 +223,11 @@ class Game:
         n = self.n_users
         loss = np.full(n, self.silent_loss_km)
         loss[reports.users] = reports.loss_km
-        success = attacks.success(n)
+        success = attack_success(attacks, n)
         self.reported = np.zeros(n, dtype=bool)
         self.reported[reports.users] = True
-        expected = attacks.expected_error_km
-        self.attack_expected_error_km = float(expected.mean()) if len(expected) else 0.0
+        entropy = attacks.row.get("bayes_entropy_bits", float("nan"))  # no truth in it
+        self.attack_entropy_bits = 0.0 if np.isnan(entropy) else float(entropy)
         users = -loss - w.attack_weight * success
         errors = [v for k, v in model.last_queries.items() if k.endswith("_error")]
         query_error = float(np.nansum(errors)) if errors else 0.0

@@ -5,8 +5,7 @@ of :mod:`sim.strategies` it holds. Researchers' own agents (random, greedy, lear
 the top-level ``agents/`` package and play through :mod:`sim.env`.
 """
 
-from sim.players.curious_server import CuriousServer, Reports
-from sim.players.report_attacks import AttackResults, ReportAttacks
+from sim.players.curious_server import CuriousServer, Reports, attack_success
 from sim.players.user import UserAgent
 
-__all__ = ["AttackResults", "CuriousServer", "ReportAttacks", "Reports", "UserAgent"]
+__all__ = ["CuriousServer", "Reports", "UserAgent", "attack_success"]

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import mesa
 import numpy as np
 
+from sim.attacks import AttackSuite, Context, Observation, Release
+from sim.attacks.suite import TickResult
 from sim.mechanisms import Mechanism, make
-from sim.players.report_attacks import ReportAttacks
 from sim.privacy.filters import Charge
 from sim.strategies.query_planner import QueryRound
 from sim.strategies.refresh import RefreshContext
@@ -60,15 +61,21 @@ class CuriousServer(mesa.Agent):
         self.row_of = np.full(model.domain.n_x, -1, dtype=np.int64)
         self.rows_global = np.arange(model.domain.n_x)
         self.allowed: np.ndarray | None = None  # (n_users, N) bool for per-user blocks
-        self.upload_errors_km = np.array([])
         self.silent_active_last = 0
         self.active_last = 0
-        self.attacks = ReportAttacks(
-            model.domain,
-            reach_km=model.mobility.reach_km,
-            n_users=model.population.n_users,
-            tracking=model.config.attacks.tracking,
-        )
+        self.hit_probability = float("nan")
+        self.pseudonyms = np.arange(model.population.n_users, dtype=np.int64)
+        specs = model.config.attacks.specs()
+        self.attacks = AttackSuite.from_specs(specs) if specs else None
+        if self.attacks is not None:
+            self.attacks.start(
+                Context(
+                    domain=model.domain,
+                    n_users=model.population.n_users,
+                    reach_km=model.mobility.reach_km,
+                    seed=model.seed,
+                )
+            )
         self._refuse_uncharged()
 
     def _refuse_uncharged(self) -> None:
@@ -132,13 +139,17 @@ class CuriousServer(mesa.Agent):
         self.rows_global = rows
         self.row_of = np.full(model.domain.n_x, -1, dtype=np.int64)
         self.row_of[rows] = np.arange(len(rows))
-        self.attacks.on_mechanism(mech, rows)
+        # prior-averaged chance that the MAP guess of one report is exact (public)
+        self.hit_probability = float((sub.prior[:, None] * mech.matrix_).max(axis=0).sum())
         self.allowed = None
         self.uploaded = np.ones(model.population.n_users, dtype=bool)
         if mech.upload_guarantee is not None:
             self._charge_uploads(mech, active)
+        uploads = None
         if per_user:
-            self._per_user_blocks(mech, active)
+            uploads = self._per_user_blocks(mech, active)
+        if self.attacks is not None:  # the first mechanism serves from tick 1
+            self.attacks.release(Release(tick=max(model.tick, 1), mechanism=mech, uploads=uploads))
 
     def _charge_uploads(self, mech, active: np.ndarray) -> None:
         """Every active user uploaded: each pays the mechanism's upload guarantee."""
@@ -149,26 +160,23 @@ class CuriousServer(mesa.Agent):
         paid = model.filters.request(cost, component="upload", delta=charge.delta)
         self.uploaded = paid
 
-    def _per_user_blocks(self, mech, active: np.ndarray) -> None:
-        """Which secrets each user's downloaded block covers; the upload-stage attack."""
-        from sim.attacks import upload_location_estimate
+    def _per_user_blocks(self, mech, active: np.ndarray) -> np.ndarray:
+        """Which secrets each user's downloaded block covers; each slot's upload (-1: none)."""
         from sim.mechanisms.dista_lp.user import local_blocks
 
         model = self.model
         n = model.population.n_users
-        info = mech.info_
-        slot_of = {int(x): m for m, x in enumerate(info["users"])}
+        slot_of = {int(x): m for m, x in enumerate(mech.info_["users"])}
         self.allowed = np.zeros((n, model.domain.n_x), dtype=bool)
-        guesses = np.empty(len(active), dtype=np.int64)
-        for a, user in enumerate(active):
+        uploads = np.full(n, -1, dtype=np.int64)
+        for user in active:
             x = int(model.population.position[user])
             hood = local_blocks(model.domain, x, n_neighbours=mech.n_neighbours).neighbourhood
             self.allowed[user, hood] = True
-            guesses[a] = upload_location_estimate(info["server_blocks"][slot_of[x]]["dy"])
+            uploads[user] = slot_of[x]
         self.allowed[~self.uploaded] = False
-        if model.config.attacks.upload:
-            truth = model.population.position[active]
-            self.upload_errors_km = model.domain.dist_xy[truth, guesses]
+        uploads[~self.uploaded] = -1
+        return uploads
 
     def mechanism_row(self) -> dict:
         """Tick-level facts about the current mechanism."""
@@ -182,7 +190,6 @@ class CuriousServer(mesa.Agent):
             "report_cost": self.report_charge.cost,
             "mechanism_generations": self.n_generations,
             "solver_status": str(info.get("solver_status", info.get("status", "n/a"))),
-            "upload_attack_error_km": _mean(self.upload_errors_km),
         }
 
     @property
@@ -235,10 +242,23 @@ class CuriousServer(mesa.Agent):
         )
 
     # ------------------------------------------------------------------ 5. attacks
-    def attack(self, reports: Reports):
-        """Single-report Bayesian attack on every report, and the tracking filter."""
-        return self.attacks.run(reports.users, reports.secrets, reports.outputs)
+    def attack(self, reports: Reports) -> TickResult:
+        """The scenario's attacks on this tick's reports, scored against the truth."""
+        model = self.model
+        if self.attacks is None:
+            return TickResult(tick=model.tick, scores={})
+        outputs = np.full(model.population.n_users, -1, dtype=np.int64)
+        outputs[reports.users] = reports.outputs
+        obs = Observation(tick=model.tick, outputs=outputs, pseudonyms=self.pseudonyms)
+        return self.attacks.observe(obs, model.population.position)
 
 
-def _mean(values) -> float:
-    return float(np.mean(values)) if values is not None and len(values) else float("nan")
+def attack_success(result: TickResult, n_users: int) -> np.ndarray:
+    """Per user, 1 if any attack's top-1 guess of its secret at this tick is exact, else 0."""
+    success = np.zeros(n_users)
+    for scored in result.scores.values():
+        for s in scored:
+            if s.tick == result.tick and "hit" in s.values:
+                hit = np.nan_to_num(s.values["hit"], nan=0.0)
+                success[s.users] = np.maximum(success[s.users], hit)
+    return success
