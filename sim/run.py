@@ -60,10 +60,13 @@ def simulate(
 def tables(model: PrivacyModel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The per-tick, per-user and timing tables of a model's run so far."""
     ticks_df = pd.DataFrame(model.log.ticks)
+    # some columns exist only at some ticks (the upload attack at releases): NaN elsewhere
+    names = list(dict.fromkeys(k for cols in model.log.users for k in cols))
     users_df = pd.DataFrame(
-        {k: np.concatenate([c[k] for c in model.log.users]) for k in model.log.users[0]}
-        if model.log.users
-        else {}
+        {
+            k: np.concatenate([c.get(k, np.full(len(c["user"]), np.nan)) for c in model.log.users])
+            for k in names
+        }
     )
     return ticks_df, users_df, pd.DataFrame(model.log.timings)
 

@@ -178,3 +178,31 @@ def test_run_outputs_record_the_first_generation_at_tick_zero(tmp_path):
     summary = run_scenario(_scenario(), tmp_path / "out")
     assert summary["mechanism_generations"] == 1
     assert np.isfinite(summary["mechanism_generation_s_mean"])
+
+
+@pytest.mark.slow
+def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload():
+    s = _scenario(
+        {"refresh": {"name": "on_release", "silent_fraction": 0.1}},
+        users={"count": 8, "budget_rho_per_km2": 1e4, "speed_mps": 4.0, "dwell_ticks": [0, 1]},
+        domain={"n_points": 80},
+        mechanism={
+            "name": "dista_lp",
+            "epsilon_per_km": 7.0,
+            "params": {"audit_records": 20, "delta": 0.01, "confidence": 0.9, "n_neighbours": 8},
+        },
+        queries={"every_ticks": 0},
+        scenario={"ticks": 8},
+    )
+    ticks, users, _ = simulate(s)
+    generations = int(ticks["mechanism_generations"].iloc[-1])
+    regenerated = ticks["mechanism_regenerated"].to_numpy()
+    assert regenerated.any() and generations == 1 + regenerated.sum()
+    # every regeneration follows a tick where at least 10 % of the active users were silent
+    silent = 1 - ticks["n_reports"] / (8 - ticks["n_halted"])
+    assert all(silent.iloc[t - 1] >= 0.1 for t in np.flatnonzero(regenerated))
+    # each fit charged every active user its upload's delta (users never halt here)
+    assert ticks["delta_spent_max"].iloc[-1] == pytest.approx(0.01 * generations)
+    has_upload = ticks["upload_guess_error_km"].notna().to_numpy()
+    assert has_upload[0] and list(has_upload[1:]) == list(regenerated[1:])
+    assert users["upload_guess_error_km"].notna().sum() > 0
