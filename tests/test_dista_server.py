@@ -7,7 +7,7 @@ import pytest
 
 from sim.errors import InputError
 from sim.mechanisms import make
-from sim.mechanisms.dista_lp import server
+from sim.mechanisms.dista_lp import block_repair as server
 from sim.privacy.verify import verify
 
 

@@ -1,54 +1,83 @@
-"""The registered ``dista_lp`` mechanism: users upload, the server solves, users download.
+"""The registered ``dista_lp`` mechanism: uploads, the server's plan, one exact release over X.
 
-``fit(domain)`` runs the whole protocol for ``n_users`` users (SPEC §3):
+``make("dista_lp", epsilon=..., upload=...)`` with four upload modes (docs/dista_lp.md):
 
-1. each user fits and privately releases its three surrogate blocks (helper D's user side,
-   noise calibrated once against the PmDP auditor);
-2. the server reconstructs the blocks, repairs them conservatively (gamma, metric closure,
-   triangle tightening), builds one WEM+LP block per user and solves the integrated LP by
-   Benders decomposition at ``eps_pt * (1 - margin)``;
-3. each user downloads its block, un-permutes it and checks it on its TRUE local distances;
-4. the blocks are assembled over the union ``U`` of the neighbourhoods; the assembled matrix
-   is lifted until it is exactly ``eps_pt``-mDP across ALL pairs of ``U`` under the true
-   distances (verified; see docs/dista_lp.md).
+* ``"none"``: no upload; the server plans for the public prior over all of X. Pure
+  ``epsilon``-mDP, all of it for the report.
+* ``"location"``: each user releases one location drawn from the EM over X at
+  ``eps_up = upload_share * epsilon`` (exact ``eps_up``-mDP). The server weights every secret
+  by its posterior given the releases and plans for that. Pure ``eps_up + eps_pt``-mDP.
+* ``"strict"``: the audited surrogate release (user.py: shifted noise on every released
+  coordinate, noise calibrated against the Clopper-Pearson PmDP auditor).
+* ``"paper"``: the paper's rules to the letter (paper_upload.py); its guarantee is the
+  paper's claim and is not certified (exactly released ``U_k``, ``V_k``).
 
-``matrix_`` is ``|U| x K`` on ``domain_ = domain.restrict(U)``: rows outside ``U`` are not
-defined by the protocol. ``guarantee`` is the end-to-end (eps, delta)-PmDP; the pure part is
-``info_["epsilon_pt"]``-mDP, certified by the exact verifier (``info_["verified_epsilon_pt"]``).
+In every mode the matrix the users report from is a function of the uploads and public data
+only: the server locates each surrogate upload on the public map (sim/attacks/upload.py),
+plans on the located rows (or on tiles covering X, weighted by the prior or the posterior),
+and :func:`~sim.mechanisms.dista_lp.full_domain.release_full_domain` turns the EM over X into
+an improved matrix that is exactly ``eps_pt``-mDP over ALL of X, checked by the exact
+verifier on the domain's chaining pairs. ``matrix_`` has a row for every secret of the
+domain given to ``fit`` and ``domain_`` is that domain.
+
+For the surrogate modes the paper's own server also runs (repair, WEM+LP by Benders,
+download) and each user's block checked on its own neighbourhood is kept in
+``info_["own_blocks"]``: the paper's per-neighbourhood guarantee, reported beside the exact
+release by the benchmark.
+
+Regeneration: nothing here depends on when it is called; the simulation regenerates on a
+public schedule and charges ``upload_guarantee`` once per fit and ``report_guarantee`` per
+report (``guarantee`` is their sequential composition).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import ClassVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from sim.errors import InputError
+from sim.attacks.upload import (
+    bayes_guess,
+    locate_surrogate_upload,
+    location_posterior,
+    prior_guess,
+)
+from sim.errors import InputError, PrivacyBudgetError
 from sim.mechanisms.base import Guarantee, Mechanism, check_positive_int, register
-from sim.mechanisms.dista_lp import server
+from sim.mechanisms.dista_lp import block_repair
 from sim.mechanisms.dista_lp.benders import solve_benders
+from sim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
+from sim.mechanisms.dista_lp.paper_upload import calibrate_paper, check_tau_c, paper_upload
 from sim.mechanisms.dista_lp.user import (
     UploadConfig,
+    _repaired,
     calibrate_upload,
     finalize_block,
+    local_blocks,
     prepare_upload,
     reconstruct,
 )
-from sim.mechanisms.wem_lp import build_block, check_budget_margin, released_matrix
+from sim.mechanisms.wem_lp import build_block, check_budget_margin
+from sim.privacy.split import BudgetSplit
+from sim.privacy.verify import verify
+from sim.sampling import sample_rows
 
+UPLOADS = ("none", "location", "strict", "paper")
+DEFAULT_UPLOAD = "none"
+DEFAULT_UPLOAD_SHARE = 0.1
 BYTES_PER_FLOAT = 8
-# Noise scales calibrated per domain and upload configuration. Calibration is a deterministic
-# function of (domain, config, calibration_seed), the costliest step of a fit, and the same
-# for every regeneration of a simulation's mechanism, so it is done once per process.
+# Noise calibrations depend on (domain, configuration, seed) only, and are the costliest
+# step of a surrogate-mode fit: done once per process and reused by every regeneration.
 _CALIBRATED: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def calibrated_config(domain, config: UploadConfig, *, calibration_seed: int) -> UploadConfig:
     """``calibrate_upload`` with its own seeded stream, memoised per domain and config."""
     per_domain = _CALIBRATED.setdefault(domain, {})
-    key = (config, calibration_seed)
+    key = ("strict", config, calibration_seed)
     if key not in per_domain:
         rng = np.random.default_rng([calibration_seed, 0xCA11B])
         per_domain[key] = calibrate_upload(domain, config, rng=rng)
@@ -69,61 +98,73 @@ def exempt_columns(dy: np.ndarray, n_exempt: int) -> np.ndarray:
     return np.broadcast_to(cols, (n, K)).copy()
 
 
+def _paper_note(confidence: float | None) -> str:
+    conf = "" if confidence is None else f"; Prop. 2 confidence of the S = 100 audit {confidence:.3g}"
+    return (
+        "the paper's claim, NOT certified: U_k and V_k are released exactly, and an exact "
+        "release of record-dependent vectors has infinite privacy loss (paper eq. 18); the "
+        f"audit covers only the noised singular values{conf}"
+    )
+
+
 @register("dista_lp")
 class DistALP(Mechanism):
-    """DistA-LP (distributed WEM+LP with private surrogate uploads).
+    """DistA-LP: users' uploads, the server's WEM+LP plan, one exact release over X.
 
     Parameters
     ----------
     epsilon
-        Total budget per km (uploads + report), split by ``eps_dx, eps_dy, eps_cy, eps_pt``
-        (all four or none: default 10 % per upload block, 70 % for the report).
+        Total budget per km (upload + report).
+    upload
+        ``"none"``, ``"location"``, ``"strict"`` or ``"paper"`` (module docstring).
     n_users, user_indices
-        The users' true secrets: ``user_indices`` or ``n_users`` drawn from ``seed``.
+        The users' true secrets: ``user_indices`` or ``n_users`` drawn from ``seed``
+        (``upload="none"`` uses neither).
+    upload_share
+        ``upload="location"`` only: ``eps_up / epsilon``, in (0, 1) (default 0.1).
+    eps_dx, eps_dy, eps_cy, eps_pt
+        Surrogate modes only: the budget split (all four or none: 10 % per upload block,
+        70 % for the report).
     n_neighbours
-        Neighbourhood size per user.
+        Neighbourhood size per user (surrogate blocks; the located rows the server plans on).
     family, rank
-        Surrogate family (``"svd"``, ``"gaussian"``, ``"polynomial"``, ``"rbf"``) and SVD rank.
-    n_exempt
-        Per row, how many nearest outputs (reconstructed distances) make their column exempt.
-    gamma_km
-        Gamma-repair of the reconstructed distance blocks (km).
-    delta, confidence
-        Upload PmDP failure probability and the auditor's confidence.
-    audit_records
-        Secrets audited when calibrating the upload noise (``None``: all).
-    gap, max_iter, workers
-        Benders stopping gap, iteration cap and subproblem threads.
+        ``"strict"``: surrogate family and SVD rank; ``"paper"`` always uses the SVD.
+    paper_tau_c
+        ``"paper"``: ``tau = c * eps_t``, ``c`` in [0.3, 1].
+    n_exempt, gamma_km, gap, max_iter, workers
+        The paper's server (surrogate modes): exempt columns per row, gamma repair (km),
+        Benders gap, iteration cap and threads.
+    delta, confidence, audit_records
+        Surrogate upload PmDP failure probability, auditor confidence, audited secrets.
+    tile_size, n_near, sweeps, release_neighbours
+        The exact release: tiles of X (``none``, ``location``), outputs optimised freely per
+        row, passes over the blocks, and the block size around each located user
+        (surrogate modes).
     margin
-        The LP runs at ``eps_pt * (1 - margin)``; the lift absorbs solver round-off in it.
-    seed
-        Seed of the users' random choices (users, permutations, noise).
-    calibration_seed
-        Seed of the noise-scale calibration, which is memoised per domain and configuration
-        (:func:`calibrated_config`), so regenerations reuse it.
+        LPs run at ``eps_pt (1 - margin)``; the lift absorbs solver round-off in it.
+    seed, calibration_seed
+        Users' random choices (users, permutations, noise, released locations); the
+        memoised noise calibration.
     """
 
-    conformance_params: ClassVar[dict] = {
-        "n_users": 3,
-        "n_neighbours": 8,
-        "audit_records": 20,
-        "delta": 0.05,
-        "confidence": 0.9,
-    }
+    conformance_params: ClassVar[dict] = {"n_users": 3, "tile_size": 20, "sweeps": 1}
 
     def __init__(
         self,
         epsilon: float,
+        *,
+        upload: str = DEFAULT_UPLOAD,
         n_users: int = 10,
         user_indices=None,
-        n_neighbours: int = 20,
-        family: str = "svd",
-        *,
-        rank: int = 5,
+        upload_share: float | None = None,
         eps_dx: float | None = None,
         eps_dy: float | None = None,
         eps_cy: float | None = None,
         eps_pt: float | None = None,
+        n_neighbours: int = 20,
+        family: str = "svd",
+        rank: int = 5,
+        paper_tau_c: float = 0.5,
         n_exempt: int = 10,
         gamma_km: float = 0.0,
         delta: float = 1e-4,
@@ -132,19 +173,36 @@ class DistALP(Mechanism):
         gap: float = 1e-6,
         max_iter: int = 200,
         workers: int = 2,
+        tile_size: int = 40,
+        n_near: int = 15,
+        sweeps: int = 2,
+        release_neighbours: int = 40,
         margin: float = 1e-3,
         seed: int = 0,
         calibration_seed: int = 0,
     ) -> None:
         super().__init__(epsilon)
+        if upload not in UPLOADS:
+            raise InputError(f"upload={upload!r} must be one of {', '.join(UPLOADS)}")
+        self.upload = upload
         self.n_users = check_positive_int(n_users, "n_users")
         self.user_indices = None if user_indices is None else _indices(user_indices)
+        split_given = any(p is not None for p in (eps_dx, eps_dy, eps_cy, eps_pt))
+        if upload in ("none", "location") and split_given:
+            raise InputError(
+                f"eps_dx, eps_dy, eps_cy, eps_pt split a surrogate upload; upload={upload!r} "
+                "has none (use upload_share for 'location')"
+            )
+        if upload != "location" and upload_share is not None:
+            raise InputError(f"upload_share applies to upload='location' only, not {upload!r}")
+        self.upload_share = upload_share
+        self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt = eps_dx, eps_dy, eps_cy, eps_pt
         self.n_neighbours = check_positive_int(n_neighbours, "n_neighbours", minimum=2)
         self.family = family
         self.rank = rank
-        self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt = eps_dx, eps_dy, eps_cy, eps_pt
+        self.paper_tau_c = check_tau_c(paper_tau_c)
         self.n_exempt = check_positive_int(n_exempt, "n_exempt")
-        server.gamma_repair(np.zeros(1), gamma_km)  # validates gamma_km
+        block_repair.gamma_repair(np.zeros(1), gamma_km)  # validates gamma_km
         self.gamma_km = float(gamma_km)
         self.delta = delta
         self.confidence = confidence
@@ -154,20 +212,54 @@ class DistALP(Mechanism):
         self.gap = float(gap)
         self.max_iter = check_positive_int(max_iter, "max_iter")
         self.workers = check_positive_int(workers, "workers")
+        self.tile_size = check_positive_int(tile_size, "tile_size", minimum=2)
+        self.n_near = check_positive_int(n_near, "n_near")
+        self.sweeps = check_positive_int(sweeps, "sweeps", minimum=0)
+        self.release_neighbours = check_positive_int(release_neighbours, "release_neighbours")
         self.margin = check_budget_margin(margin)
         self.seed = check_positive_int(seed, "seed", minimum=0)
         self.calibration_seed = check_positive_int(calibration_seed, "calibration_seed", minimum=0)
-        # Validates family, rank, the budget split, delta and confidence now (InputError).
-        self._config()
+        self._budgets()  # validates the split (InputError / PrivacyBudgetError naming it)
+        if upload in ("strict", "paper"):
+            self._config()  # validates family, rank, delta and confidence now
+
+    # ------------------------------------------------------------------ budgets
+    def _budgets(self) -> tuple[float, float]:
+        """``(eps_upload, eps_pt)`` per km for this mode."""
+        if self.upload == "none":
+            return 0.0, self.epsilon
+        if self.upload == "location":
+            share = DEFAULT_UPLOAD_SHARE if self.upload_share is None else self.upload_share
+            if isinstance(share, bool) or not isinstance(share, (int, float)):
+                raise InputError(f"upload_share={share!r} must be a number in (0, 1)")
+            if not (math.isfinite(share) and 0 < share < 1):
+                raise InputError(
+                    f"upload_share={share!r} must be in (0, 1) (no upload: upload='none')"
+                )
+            return share * self.epsilon, (1.0 - share) * self.epsilon
+        split = self._split()
+        return math.fsum(split.upload.values()), split.pt
+
+    def _split(self) -> BudgetSplit:
+        parts = (self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt)
+        if all(p is None for p in parts):
+            return BudgetSplit.default(self.epsilon)
+        if any(p is None for p in parts):
+            raise InputError("give all of eps_dx, eps_dy, eps_cy, eps_pt or none of them")
+        try:
+            return BudgetSplit(self.epsilon, *parts)
+        except PrivacyBudgetError as err:
+            raise InputError(str(err)) from None
 
     def _config(self) -> UploadConfig:
+        split = self._split()
         return UploadConfig(
             epsilon=self.epsilon,
-            eps_dx=self.eps_dx,
-            eps_dy=self.eps_dy,
-            eps_cy=self.eps_cy,
-            eps_pt=self.eps_pt,
-            family=self.family,
+            eps_dx=split.dx,
+            eps_dy=split.dy,
+            eps_cy=split.cy,
+            eps_pt=split.pt,
+            family="svd" if self.upload == "paper" else self.family,
             rank=self.rank,
             n_neighbours=self.n_neighbours,
             delta=self.delta,
@@ -175,108 +267,176 @@ class DistALP(Mechanism):
             audit_records=self.audit_records,
         )
 
-    @property
-    def guarantee(self) -> Guarantee:
-        config = self._config()
-        conf = getattr(self, "upload_confidence_", None)
-        return Guarantee(
-            kind="pmdp",
-            epsilon_per_km=config.epsilon,
-            delta=config.delta,
-            confidence=conf,
-            note=(
-                f"uploads ({config.eps_dx + config.eps_dy + config.eps_cy:g}/km, "
-                f"{config.delta:g})-PmDP; released matrix pure {config.eps_pt:g}/km-mDP "
-                "on the users' neighbourhoods (exact verifier, true distances)"
-            ),
-        )
-
+    # ------------------------------------------------------------------ guarantees
     @property
     def report_guarantee(self) -> Guarantee:
-        """One report: pure ``eps_pt``-mDP on the users' neighbourhoods (exact verifier)."""
-        return Guarantee(kind="pure", epsilon_per_km=self._config().eps_pt)
+        """One report: pure ``eps_pt``-mDP over all of X (exact verifier)."""
+        return Guarantee(kind="pure", epsilon_per_km=self._budgets()[1])
 
     @property
-    def upload_guarantee(self) -> Guarantee:
-        """Each user's upload: ``(eps_dx + eps_dy + eps_cy, delta)``-PmDP (audited)."""
-        config = self._config()
+    def upload_guarantee(self) -> Guarantee | None:
+        eps_up = self._budgets()[0]
+        if self.upload == "none":
+            return None
+        if self.upload == "location":
+            return Guarantee(kind="pure", epsilon_per_km=eps_up, note="EM over X at eps_up")
+        conf = getattr(self, "upload_confidence_", None)
+        if self.upload == "paper":
+            return Guarantee("pmdp", eps_up, self.delta, conf, note=_paper_note(conf))
         return Guarantee(
-            kind="pmdp",
-            epsilon_per_km=config.eps_dx + config.eps_dy + config.eps_cy,
-            delta=config.delta,
-            confidence=getattr(self, "upload_confidence_", None),
-        )
+            "pmdp", eps_up, self.delta, conf,
+            note="audited surrogate release (Clopper-Pearson PmDP auditor)",
+        )  # fmt: skip
 
+    @property
+    def guarantee(self) -> Guarantee:
+        """Sequential composition of the upload and one report."""
+        eps_up, eps_pt = self._budgets()
+        up = self.upload_guarantee
+        if up is None or up.kind == "pure":
+            note = "" if up is None else f"upload {eps_up:g}/km (EM location) + report {eps_pt:g}/km"
+            return Guarantee(kind="pure", epsilon_per_km=self.epsilon, note=note)
+        note = f"upload ({eps_up:g}/km, {self.delta:g})-PmDP + report pure {eps_pt:g}/km-mDP over X"
+        if self.upload == "paper":
+            note += "; upload: " + _paper_note(up.confidence)
+        return Guarantee("pmdp", self.epsilon, self.delta, up.confidence, note=note)
+
+    # ------------------------------------------------------------------ fit
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         rng = np.random.default_rng(self.seed)
-        users = self._users(domain, rng)
+        eps_up, eps_pt = self._budgets()
+        info: dict = {"upload": self.upload, "epsilon_upload": eps_up, "epsilon_pt": eps_pt}
         t0 = time.perf_counter()
-        config = self._upload_config(domain)
-        t_cal = time.perf_counter() - t0
+        if self.upload == "none":
+            users = np.array([], dtype=np.int64) if self.user_indices is None else self.user_indices
+            weights, blocks = domain.prior, tiles(domain.x_xy, self.tile_size)
+            guesses = np.full(len(users), prior_guess(domain))
+            info["bytes_up"] = [0] * len(users)
+        elif self.upload == "location":
+            users = self._users(domain, rng)
+            weights, guesses = self._location_uploads(domain, users, eps_up, rng, info)
+            blocks = tiles(domain.x_xy, self.tile_size)
+        else:
+            users = self._users(domain, rng)
+            located = self._surrogate_uploads(domain, users, eps_pt, rng, info)
+            guesses = np.asarray(located, dtype=np.int64)
+            weights = np.zeros(domain.n_x)
+            blocks = []
+            for g in located:
+                near = np.argsort(domain.dist_xx[g], kind="stable")
+                hood = near[: self.n_neighbours]
+                weights[hood] += domain.prior[hood]
+                blocks.append(np.sort(near[: max(self.release_neighbours, self.n_neighbours)]))
+        info["upload_seconds"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        states, blocks, bytes_up = [], [], []
-        for x in users:
-            state, upload = prepare_upload(domain, int(x), config, rng)
-            states.append(state)
-            bytes_up.append(upload.bytes_up)
-            blocks.append(server.repair_blocks(reconstruct(upload), gamma_km=self.gamma_km))
-        t_users = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        eps_lp = config.eps_pt * (1.0 - self.margin)
-        lps = [
-            build_block(b["dx"], b["dy"], b["cy"], exempt_columns(b["dy"], self.n_exempt), eps_lp)
-            for b in blocks
-        ]
-        result = solve_benders(lps, gap=self.gap, max_iter=self.max_iter, workers=self.workers)
-        t_server = time.perf_counter() - t0
-
-        downloads = [lp.assemble(z, result.w) for lp, z in zip(lps, result.z, strict=True)]
-        finals = [
-            finalize_block(s, z, epsilon_pt=config.eps_pt)
-            for s, z in zip(states, downloads, strict=True)
-        ]
-        rows_u, Z_u = _assemble(states, finals, users)
-        sub = domain.restrict(rows_u)
-        Z_u, lift = released_matrix(
-            Z_u,
-            sub.dist_xx,
-            config.eps_pt,
-            pairs=sub.constraint_pairs,
-            margin=self.margin,
-            who="DistA-LP",
+        Z, release = release_full_domain(
+            domain, eps_pt, blocks, weights,
+            n_near=self.n_near, sweeps=self.sweeps, margin=self.margin,
+        )  # fmt: skip
+        info["server_seconds"] = time.perf_counter() - t0
+        check = verify(Z, domain.dist_xx, eps_pt, pairs=domain.constraint_pairs)
+        if not check.passed:  # released_matrix verified it already: fail closed regardless
+            raise PrivacyBudgetError(f"DistA-LP release is not {eps_pt:g}/km-mDP: {check}")
+        pg = prior_guess(domain)
+        info.update(
+            users=users,
+            upload_guess=guesses,
+            upload_attack_error_km=_errors(domain, users, guesses, self.upload),
+            prior_guess_error_km=np.asarray(domain.dist_xy[users, pg]) if len(users) else [],
+            verified_epsilon_pt=check.smallest_epsilon,
+            n_blocks=len(blocks),
+            **release,
         )
-        self.upload_confidence_ = config.calibration.confidence
-        info = {
-            "domain": sub,
-            "users": users,
-            "union_rows": rows_u,
-            "epsilon_pt": config.eps_pt,
-            "epsilon_upload": config.eps_dx + config.eps_dy + config.eps_cy,
-            "upload_confidence": config.calibration.confidence,
-            "bytes_up": bytes_up,
-            "bytes_down": [BYTES_PER_FLOAT * d.size for d in downloads],
-            "calibration_seconds": t_cal,
-            "user_seconds": t_users,
-            "server_seconds": t_server,
-            "server_blocks": blocks,
-            "user_blocks": [s.blocks for s in states],
-            "user_rows": [s.row_of_x for s in states],
-            "final_blocks": finals,
-            "n_lp_variables": sum(lp.n_z for lp in lps) + len(result.w),
-            **result.info,
-            **lift,
-        }
-        return Z_u, info
+        return Z, info
 
-    def _upload_config(self, domain) -> UploadConfig:
-        """The users' upload configuration with its calibrated noise scales."""
-        return calibrated_config(domain, self._config(), calibration_seed=self.calibration_seed)
+    def _location_uploads(self, domain, users, eps_up, rng, info) -> tuple[np.ndarray, np.ndarray]:
+        """Each user releases ``x~ ~ EM_X(eps_up)``; the server's weights are the summed
+        posteriors; returns them with the server's guess of each user (output index)."""
+        em_up = em_matrix(domain.dist_xx, eps_up)
+        released = sample_rows(em_up, users, rng)
+        weights = np.zeros(domain.n_x)
+        guesses = np.empty(len(users), dtype=np.int64)
+        for m, r in enumerate(released):
+            post = location_posterior(int(r), domain, eps_up)
+            weights += post
+            guesses[m] = bayes_guess(post, domain.dist_xy)
+        info.update(released_locations=released, bytes_up=[BYTES_PER_FLOAT] * len(users))
+        return weights, guesses
 
-    def _users(self, domain, rng: np.random.Generator) -> np.ndarray:
+    def _surrogate_uploads(self, domain, users, eps_pt, rng, info) -> list[int]:
+        """Surrogate uploads, the paper's server (own blocks) and the server's location of
+        every upload on the public map; returns the located secret per user."""
         if self.n_neighbours > domain.n_x:
             raise InputError(f"n_neighbours={self.n_neighbours} exceeds the {domain.n_x} secrets")
+        config = self._config()
+        perms, uploads, local = [], [], []
+        if self.upload == "paper":
+            cal = self._paper_calibration(domain, config)
+            self.upload_confidence_ = cal.hoeffding_confidence
+            for x in users:
+                perm, up = paper_upload(
+                    domain, int(x), cal, rank=self.rank, n_neighbours=self.n_neighbours, rng=rng
+                )
+                perms.append(perm)
+                uploads.append(up)
+                local.append(local_blocks(domain, int(x), n_neighbours=self.n_neighbours))
+            info["paper_calibration"] = cal
+        else:
+            config = calibrated_config(domain, config, calibration_seed=self.calibration_seed)
+            self.upload_confidence_ = config.calibration.confidence
+            states = []
+            for x in users:
+                state, up = prepare_upload(domain, int(x), config, rng)
+                states.append(state)
+                perms.append(state.perm)
+                uploads.append(up)
+                local.append(state.blocks)
+        info["upload_confidence"] = self.upload_confidence_
+        info["bytes_up"] = [u.bytes_up for u in uploads]
+        recon = [block_repair.repair_blocks(reconstruct(u), gamma_km=self.gamma_km) for u in uploads]
+
+        # The paper's server: WEM+LP on the reconstructed blocks, solved by Benders.
+        eps_lp = eps_pt * (1.0 - self.margin)
+        lps = [
+            build_block(b["dx"], b["dy"], b["cy"], exempt_columns(b["dy"], self.n_exempt), eps_lp)
+            for b in recon
+        ]
+        result = solve_benders(lps, gap=self.gap, max_iter=self.max_iter, workers=self.workers)
+        downloads = [lp.assemble(z, result.w) for lp, z in zip(lps, result.z, strict=True)]
+        if self.upload == "paper":
+            own = [_own_block(p, z, lb.dx, eps_pt) for p, z, lb in zip(perms, downloads, local, strict=True)]
+        else:
+            own = [finalize_block(s, z, epsilon_pt=eps_pt) for s, z in zip(states, downloads, strict=True)]
+        info.update(
+            server_blocks=recon,
+            own_blocks=own,
+            own_rows=[int(np.flatnonzero(lb.neighbourhood == x)[0]) for lb, x in zip(local, users, strict=True)],
+            neighbourhoods=[lb.neighbourhood for lb in local],
+            bytes_down=[BYTES_PER_FLOAT * d.size for d in downloads],
+            **result.info,
+        )  # fmt: skip
+        return [
+            locate_surrogate_upload(
+                b["dy"], domain, self.n_neighbours, v_factor=_v_factor(u, domain.n_y)
+            )
+            for b, u in zip(recon, uploads, strict=True)
+        ]
+
+    def _paper_calibration(self, domain, config: UploadConfig):
+        per_domain = _CALIBRATED.setdefault(domain, {})
+        key = ("paper", config, self.paper_tau_c, self.calibration_seed)
+        if key not in per_domain:
+            rng = np.random.default_rng([self.calibration_seed, 0xCA11B])
+            n_rec = domain.n_x if self.audit_records is None else min(self.audit_records, domain.n_x)
+            records = np.sort(rng.choice(domain.n_x, size=n_rec, replace=False))
+            per_domain[key] = calibrate_paper(
+                domain, config.split.upload, rank=self.rank, n_neighbours=self.n_neighbours,
+                tau_c=self.paper_tau_c, delta=self.delta, records=records, rng=rng,
+            )  # fmt: skip
+        return per_domain[key]
+
+    def _users(self, domain, rng: np.random.Generator) -> np.ndarray:
         if self.user_indices is not None:
             if self.user_indices.max() >= domain.n_x:
                 raise InputError(f"user_indices must lie in [0, {domain.n_x})")
@@ -286,19 +446,32 @@ class DistALP(Mechanism):
         return np.sort(rng.choice(domain.n_x, size=self.n_users, replace=False))
 
 
-def _assemble(states, finals, users) -> tuple[np.ndarray, np.ndarray]:
-    """Rows over the union U: a secret's row comes from the user located there, else from
-    the first user whose neighbourhood holds it."""
-    rows_u = np.unique(np.concatenate([s.neighbourhood for s in states]))
-    where = {int(u): p for p, u in enumerate(rows_u)}
-    Z = np.full((len(rows_u), finals[0].shape[1]), np.nan)
-    for m in range(len(states) - 1, -1, -1):  # the first user wins
-        for r, u in enumerate(states[m].neighbourhood):
-            Z[where[int(u)]] = finals[m][r]
-    for m, x in enumerate(users):
-        p = where[int(x)]
-        Z[p] = finals[m][states[m].row_of_x]
-    return rows_u, Z
+def _v_factor(upload, n_outputs: int) -> np.ndarray | None:
+    """The right factor ``V`` (``K x r``) of an SVD ``dy`` upload, else ``None``."""
+    if upload.family != "svd":
+        return None
+    theta = np.asarray(upload.params["dy"], dtype=float)
+    r = min(upload.rank, upload.n_local, n_outputs)
+    return theta[r + upload.n_local * r :].reshape(n_outputs, r)
+
+
+def _own_block(perm, z_permuted, local_dx, eps_pt) -> np.ndarray:
+    """The paper's per-neighbourhood check: un-permute, verify on the true local distances
+    at ``eps_pt`` (repair with the proven envelope if it fails)."""
+    block = np.empty_like(z_permuted)
+    block[perm] = z_permuted
+    if verify(block, local_dx, eps_pt).passed:
+        return block
+    return _repaired(block, local_dx, eps_pt)
+
+
+def _errors(domain, users, guesses, upload: str) -> np.ndarray:
+    """Distance (km) between each user's secret and the server's guess from its upload."""
+    if not len(users):
+        return np.array([])
+    if upload == "location" or upload == "none":  # guesses are outputs
+        return np.asarray(domain.dist_xy[users, guesses])
+    return np.asarray(domain.dist_xx[users, guesses])  # guesses are secrets
 
 
 def _indices(values) -> np.ndarray:
