@@ -64,29 +64,32 @@ def test_server_helpers_reject_bad_input(call):
 
 
 SMALL = {"n_users": 3, "n_neighbours": 8, "audit_records": 20, "delta": 0.05, "confidence": 0.9}
+SURROGATE = {**SMALL, "tile_size": 20, "sweeps": 1}
 
 
 @pytest.fixture(scope="module")
 def fitted(road_domain_small):
-    return make("dista_lp", epsilon=4.0, seed=3, **SMALL).fit(road_domain_small)
+    return make("dista_lp", epsilon=4.0, upload="strict", seed=3, **SURROGATE).fit(
+        road_domain_small
+    )
 
 
-def test_final_pure_part_passes_exact_verifier_under_true_distances(fitted, road_domain_small):
-    rows = fitted.info_["union_rows"]
-    true = road_domain_small.dist_xx[np.ix_(rows, rows)]
+def test_matrix_has_a_row_for_every_secret_verified_over_all_of_x(fitted, road_domain_small):
+    assert fitted.matrix_.shape == (road_domain_small.n_x, road_domain_small.n_y)
+    assert fitted.domain_ is road_domain_small
     eps_pt = fitted.info_["epsilon_pt"]
-    assert verify(fitted.matrix_, true, eps_pt).passed  # all pairs of U, not only chaining
-    for blocks, final in zip(
-        fitted.info_["user_blocks"], fitted.info_["final_blocks"], strict=True
-    ):
-        assert verify(final, blocks.dx, eps_pt).passed
+    assert verify(fitted.matrix_, road_domain_small.dist_xx, eps_pt).passed  # every pair of X
+    for blocks, own in zip(fitted.info_["neighbourhoods"], fitted.info_["own_blocks"], strict=True):
+        local = road_domain_small.dist_xx[np.ix_(blocks, blocks)]
+        assert verify(own, local, eps_pt).passed  # the paper's per-neighbourhood check
 
 
-def test_guarantee_is_pmdp_with_the_total_budget(fitted):
-    g = fitted.guarantee
+def test_strict_guarantee_composes_upload_and_report(fitted):
+    g, up, rep = fitted.guarantee, fitted.upload_guarantee, fitted.report_guarantee
     assert g.kind == "pmdp" and g.epsilon_per_km == pytest.approx(4.0)
-    assert g.delta == pytest.approx(0.05) and g.confidence is not None
-    assert fitted.info_["epsilon_pt"] < 4.0
+    assert up.kind == "pmdp" and rep.kind == "pure"
+    assert up.epsilon_per_km + rep.epsilon_per_km == pytest.approx(g.epsilon_per_km)
+    assert g.delta == up.delta == pytest.approx(0.05) and up.confidence is not None
 
 
 def test_bytes_are_counted_per_user(fitted):
@@ -95,24 +98,72 @@ def test_bytes_are_counted_per_user(fitted):
 
 
 def test_same_seed_gives_same_matrix(fitted, road_domain_small):
-    again = make("dista_lp", epsilon=4.0, seed=3, **SMALL).fit(road_domain_small)
-    np.testing.assert_array_equal(again.matrix_, fitted.matrix_)
+    again = make("dista_lp", epsilon=4.0, upload="strict", seed=3, **SURROGATE)
+    np.testing.assert_array_equal(again.fit(road_domain_small).matrix_, fitted.matrix_)
+
+
+@pytest.mark.parametrize("upload", ["none", "location"])
+def test_pure_modes_compose_exactly_and_verify_over_x(upload, road_domain_small):
+    mech = make("dista_lp", epsilon=6.0, upload=upload, n_users=3, tile_size=20, sweeps=1)
+    mech.fit(road_domain_small)
+    g, up, rep = mech.guarantee, mech.upload_guarantee, mech.report_guarantee
+    assert g.kind == rep.kind == "pure" and g.epsilon_per_km == pytest.approx(6.0)
+    spent = rep.epsilon_per_km + (0.0 if up is None else up.epsilon_per_km)
+    assert spent == pytest.approx(6.0) and (up is None) == (upload == "none")
+    assert mech.matrix_.shape[0] == road_domain_small.n_x
+    assert verify(mech.matrix_, road_domain_small.dist_xx, rep.epsilon_per_km).passed
+
+
+def test_release_is_never_worse_than_the_em_for_the_planned_weights(road_domain_small):
+    mech = make("dista_lp", epsilon=6.0, tile_size=20, sweeps=1).fit(road_domain_small)
+    info = mech.info_
+    assert info["planner_weighted_loss"] <= info["planner_em_weighted_loss"] * (1 + 1e-6)
+    em = make("em", epsilon=6.0).fit(road_domain_small)
+    assert mech.expected_loss() < em.expected_loss()
+
+
+def test_the_matrix_does_not_depend_on_the_true_locations_without_uploads(road_domain_small):
+    a = make("dista_lp", epsilon=6.0, user_indices=[0, 5], tile_size=20, sweeps=1)
+    b = make("dista_lp", epsilon=6.0, user_indices=[7, 30, 31], tile_size=20, sweeps=1)
+    np.testing.assert_array_equal(
+        a.fit(road_domain_small).matrix_, b.fit(road_domain_small).matrix_
+    )
+
+
+def test_fit_leaves_public_parameters_unchanged(road_domain_small):
+    mech = make("dista_lp", epsilon=6.0, upload="location", n_users=2, tile_size=20, sweeps=1)
+    before = mech.get_params()
+    mech.fit(road_domain_small)
+    assert mech.get_params() == before
 
 
 @pytest.mark.parametrize(
-    "params",
+    "params, field",
     [
-        {"n_users": 0},
-        {"n_neighbours": 1},
-        {"family": "spline"},
-        {"gap": 0.0},
-        {"margin": 0.9},
-        {"gamma_km": -1.0},
-        {"user_indices": [1, 1]},
-        {"eps_dx": 1.0},  # the split needs all four parts or none
-        {"eps_dx": 1.0, "eps_dy": 1.0, "eps_cy": 1.0, "eps_pt": 2.0},  # overspends 4/km
+        ({"upload": "raw"}, "upload"),
+        ({"upload": "location", "upload_share": 0.0}, "upload_share"),
+        ({"upload": "location", "upload_share": 1.0}, "upload_share"),
+        ({"upload": "location", "eps_pt": 1.0}, "eps_dx"),
+        ({"upload": "none", "upload_share": 0.1}, "upload_share"),
+        ({"upload": "strict", "upload_share": 0.1}, "upload_share"),
+        ({"upload": "strict", "eps_dx": 1.0}, "eps_dx"),  # all four parts or none
+        ({"upload": "strict", "eps_dx": 1.0, "eps_dy": 1.0, "eps_cy": 1.0, "eps_pt": 2.0}, "eps_"),
+        ({"upload": "paper", "paper_tau_c": 0.1}, "paper_tau_c"),
+        ({"n_users": 0}, "n_users"),
+        ({"n_neighbours": 1}, "n_neighbours"),
+        ({"upload": "strict", "family": "spline"}, "family"),
+        ({"gap": 0.0}, "gap"),
+        ({"margin": 0.9}, "margin"),
+        ({"gamma_km": -1.0}, "gamma"),
+        ({"user_indices": [1, 1]}, "user_indices"),
+        ({"tile_size": 1}, "tile_size"),
     ],
 )
-def test_dista_lp_rejects_bad_parameters(params):
-    with pytest.raises((InputError, ValueError)):
+def test_dista_lp_rejects_bad_parameters_naming_them(params, field):
+    with pytest.raises(InputError, match=field):
         make("dista_lp", epsilon=4.0, **params)
+
+
+def test_constructor_parameters_are_keyword_only():
+    with pytest.raises(TypeError):
+        make("dista_lp", epsilon=4.0).__class__(4.0, "none")

@@ -124,9 +124,7 @@ def test_unknown_parameter_is_rejected(name):
 
 @pytest.mark.parametrize("domain_name", DOMAINS)
 @pytest.mark.parametrize("eps", BUDGETS)
-@pytest.mark.parametrize(
-    "name", _pending(available(), {"dista_lp": "dista helper: rows over all of X"})
-)
+@pytest.mark.parametrize("name", available())
 def test_matrix_has_one_row_per_secret_of_the_domain_given_to_fit(name, eps, domain_name, request):
     domain = request.getfixturevalue(domain_name)
     mech = _fitted(name, domain_name, eps, request)
@@ -162,7 +160,7 @@ def test_guarantee_is_the_composition_of_report_and_upload(name, domain_name, re
 
 @pytest.mark.parametrize(
     "name",
-    _pending(available(), {"dista_lp": "dista helper: keyword-only parameters after epsilon"}),
+    available(),
 )
 def test_parameters_after_epsilon_are_keyword_only(name):
     params = list(inspect.signature(_REGISTRY[name].__init__).parameters.values())[1:]

@@ -137,7 +137,11 @@ def test_pure_gp_budget_charges_eps_and_refuses_what_it_cannot_charge():
         PrivacyModel(
             _scenario(
                 {"budget": "pure_gp"},
-                mechanism={"name": "dista_lp", "epsilon_per_km": 4.0},
+                mechanism={
+                    "name": "dista_lp",
+                    "epsilon_per_km": 4.0,
+                    "params": {"upload": "strict"},
+                },
                 queries={"every_ticks": 0},
             )
         )

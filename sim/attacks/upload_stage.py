@@ -1,8 +1,8 @@
 """The upload-stage attack through the contract: locate each user from its DistA-LP upload.
 
-The inference itself (:func:`sim.attacks.upload.upload_location_estimate`) belongs to the
-DistA-LP work; this adapter feeds it every upload of a release and hands the guesses (output
-indices) to the scorer as point estimates about the release's tick.
+The inference itself (sim/attacks/upload.py, run by the mechanism on what the server
+received: ``info_["upload_guess"]``, one output index per upload) belongs to the DistA-LP
+work; this adapter hands the guesses to the scorer as point estimates about the release's tick.
 """
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from sim.attacks.base import Attack, LocationEstimate, Observation, Release, register
-from sim.attacks.upload import upload_location_estimate
 
 
 @register("upload")
 class UploadStage(Attack):
-    """Guess where each uploading user is from its reconstructed distance block."""
+    """Guess where each uploading user is from its upload alone."""
 
     def __init__(self) -> None:
         self.pending_: list[LocationEstimate] = []
@@ -24,12 +23,9 @@ class UploadStage(Attack):
         """One guess per slot that uploaded (mechanisms without uploads: nothing)."""
         if release.uploads is None:
             return
-        blocks = release.mechanism.info_["server_blocks"]
+        guesses = np.asarray(release.mechanism.info_["upload_guess"], dtype=np.int64)
         users = np.flatnonzero(release.uploads >= 0)
-        guess = np.array(
-            [upload_location_estimate(blocks[b]["dy"]) for b in release.uploads[users]],
-            dtype=np.int64,
-        )
+        guess = guesses[release.uploads[users]]
         self.pending_.append(
             LocationEstimate(tick=release.tick, users=users, guess=guess, space="y")
         )

@@ -161,19 +161,15 @@ class CuriousServer(mesa.Agent):
         self.uploaded = paid
 
     def _per_user_blocks(self, mech, active: np.ndarray) -> np.ndarray:
-        """Which secrets each user's downloaded block covers; each slot's upload (-1: none)."""
-        from sim.mechanisms.dista_lp.user import local_blocks
-
+        """Each slot's upload (-1: none). DistA-LP's matrix covers all of X; users whose
+        upload was refused do not report."""
         model = self.model
         n = model.population.n_users
         slot_of = {int(x): m for m, x in enumerate(mech.info_["users"])}
-        self.allowed = np.zeros((n, model.domain.n_x), dtype=bool)
+        self.allowed = np.ones((n, model.domain.n_x), dtype=bool)
         uploads = np.full(n, -1, dtype=np.int64)
         for user in active:
-            x = int(model.population.position[user])
-            hood = local_blocks(model.domain, x, n_neighbours=mech.n_neighbours).neighbourhood
-            self.allowed[user, hood] = True
-            uploads[user] = slot_of[x]
+            uploads[user] = slot_of[int(model.population.position[user])]
         self.allowed[~self.uploaded] = False
         uploads[~self.uploaded] = -1
         return uploads

@@ -33,7 +33,8 @@ import numpy as np
 from scipy import sparse
 
 from sim.errors import InputError, SolverError
-from sim.mechanisms.wem_lp import released_matrix, solve_lp
+from sim.mechanisms.highs import HighsLP
+from sim.mechanisms.wem_lp import released_matrix, wem_options
 
 _SLACK = 1e-8
 
@@ -117,10 +118,12 @@ class BlockImprover:
         nc = len(C)
         pos = np.full(dom.n_x, -1)
         pos[R] = np.arange(n)
-        S = Z[R][:, C]  # current near values (the ratios' scale)
+        cur = Z[R][:, C]
+        S = np.where(cur > 0, cur, 1.0)  # the ratios' scale: the current value (1 where 0)
         T = Z[R][:, far]  # current far tails (mu = 1 keeps them)
+        log_s = np.log(S)
         with np.errstate(divide="ignore"):
-            log_s, log_t = np.log(S), np.log(T)
+            log_t = np.where(T > 0, np.log(np.where(T > 0, T, 1.0)), -np.inf)
 
         # Chaining pairs touching R: inside (both ends in R) and crossing (i in R, j outside).
         sel = np.concatenate([np.arange(self.starts[i], self.starts[i + 1]) for i in R])
@@ -129,7 +132,9 @@ class BlockImprover:
         inside = pos[pj] >= 0
         # Column bounds of the ratios from the fixed neighbours: e^{-eps d} Z_jk <= Z_ik <= ...
         lo, up = np.zeros((n, nc)), 1.0 / S
-        mu_lo, mu_up = np.zeros(n), np.full(n, np.inf)
+        has_far = bool(far.any())
+        # No far outputs: mu multiplies nothing and stays 1.
+        mu_lo, mu_up = (np.zeros(n), np.full(n, np.inf)) if has_far else (np.ones(n), np.ones(n))
         a, b, dc = pos[pi[~inside]], pj[~inside], d[~inside]
         if len(a):
             with np.errstate(divide="ignore"):
@@ -137,9 +142,14 @@ class BlockImprover:
             near_ratio = log_zj[:, C] - log_s[a]  # log Z_jk - log Z_ik
             np.maximum.at(lo, a, np.exp(-eps * dc[:, None] + near_ratio))
             np.minimum.at(up, a, np.exp(eps * dc[:, None] + near_ratio))
-            far_ratio = log_zj[:, far] - log_t[a]
-            np.minimum.at(mu_up, a, np.exp(eps * dc + far_ratio.min(axis=1)))
-            np.maximum.at(mu_lo, a, np.exp(-eps * dc + far_ratio.max(axis=1)))
+            if has_far:
+                pos_t = np.isfinite(log_t[a])  # only outputs where the tail is positive
+                with np.errstate(invalid="ignore"):
+                    far_ratio = log_zj[:, far] - log_t[a]
+                lo_r = np.where(pos_t, far_ratio, -np.inf).max(axis=1)
+                up_r = np.where(pos_t, far_ratio, np.inf).min(axis=1)
+                np.minimum.at(mu_up, a, np.exp(eps * dc + up_r))
+                np.maximum.at(mu_lo, a, np.exp(-eps * dc + lo_r))
         # The current point (all ratios 1) satisfies these up to round-off: _SLACK keeps it in.
         lo, mu_lo = lo * (1.0 - _SLACK), mu_lo * (1.0 - _SLACK)
         up, mu_up = up * (1.0 + _SLACK), mu_up * (1.0 + _SLACK)
@@ -164,7 +174,7 @@ class BlockImprover:
         lo_rows, up_rows = [np.ones(n)], [np.ones(n)]
         ii, jj, di = pos[pi[inside]], pos[pj[inside]], d[inside]
         m = len(ii)
-        if m:
+        if m:  # (inside pairs)
             # Near outputs: r_ik - e^{eps d} (Z_jk / Z_ik) r_jk <= 0 for every k in C.
             k = np.tile(np.arange(nc), m)
             e = np.repeat(np.arange(m * nc), 2)
@@ -174,25 +184,37 @@ class BlockImprover:
             parts.append(sparse.csr_matrix((vals, (e, cols)), shape=(m * nc, nz + n)))
             lo_rows.append(np.full(m * nc, -np.inf))
             up_rows.append(np.zeros(m * nc))
+        if m and has_far:
             # Tails: mu_i - e^{eps d} min_k (T_jk / T_ik) mu_j <= 0.
-            coef = np.exp(eps * di + (log_t[jj] - log_t[ii]).min(axis=1)) * (1.0 + _SLACK)
+            with np.errstate(invalid="ignore"):
+                gap = np.where(np.isfinite(log_t[ii]), log_t[jj] - log_t[ii], np.inf)
+            gap = gap.min(axis=1)
+            keep = np.isfinite(gap) | (gap < 0)  # +inf: row i has no tail, nothing to bound
+            ii, jj, di, gap = ii[keep], jj[keep], di[keep], gap[keep]
+            m = len(ii)
+            coef = np.exp(eps * di + gap) * (1.0 + _SLACK)
             e = np.repeat(np.arange(m), 2)
             cols = np.stack([nz + ii, nz + jj], axis=1).ravel()
             vals = np.stack([np.ones(m), -coef], axis=1).ravel()
             parts.append(sparse.csr_matrix((vals, (e, cols)), shape=(m, nz + n)))
             lo_rows.append(np.full(m, -np.inf))
             up_rows.append(np.zeros(m))
+        A = sparse.vstack(parts, format="csr")
+        bounds = (lo, up, mu_lo, mu_up, cost, A.data)
+        if any(np.isnan(b).any() for b in bounds) or not np.all(np.isfinite(cost)):
+            raise SolverError("DistA-LP block improvement: NaN in the LP data")
         t0 = time.perf_counter()
         try:
-            res = solve_lp(
+            res = HighsLP(
                 cost,
-                sparse.vstack(parts, format="csr"),
+                A,
                 np.concatenate(lo_rows),
                 np.concatenate(up_rows),
                 col_lower=np.concatenate([lo.ravel(), mu_lo]),
                 col_upper=np.concatenate([up.ravel(), mu_up]),
-                what="DistA-LP block improvement",
-            )
+                options=wem_options(),
+                name="DistA-LP block improvement",
+            ).solve()
         except SolverError:  # round-off made the current point infeasible: keep it (counted)
             self.n_skipped += 1
             return

@@ -133,4 +133,3 @@ def paper_upload(
         params[t] = np.concatenate([s_tilde, u[:, :r].ravel(), vt[:r].T.ravel()])
     sur_rank = min(rank, n, domain.n_y)
     return perm, Upload("svd", params, n, domain.n_y, sur_rank)
-
