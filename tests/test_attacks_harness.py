@@ -76,16 +76,12 @@ def test_linkage_scores_against_the_pseudonym_history():
 
 
 class _Uploads:
-    """A stand-in for a fitted DistA-LP: two uploaded distance blocks."""
+    """A stand-in for a fitted DistA-LP: the server's guesses from two uploads."""
 
     def __init__(self, domain):
         self.domain_ = domain
         self.matrix_ = np.eye(domain.n_x)
-        dy = np.ones((2, domain.n_y))
-        dy[:, 7] = 0.0
-        dy2 = np.ones((2, domain.n_y))
-        dy2[:, 3] = 0.0
-        self.info_ = {"server_blocks": [{"dy": dy}, {"dy": dy2}]}
+        self.info_ = {"upload_guess": np.array([7, 3])}
 
 
 def test_upload_attack_guesses_each_uploader_through_the_contract(road_domain_small):
