@@ -24,14 +24,6 @@ TICK_METRICS: dict[str, str] = {
     "query_privacy_saving": "query privacy saving",
 }
 
-#: Budget columns of every tick row.
-BUDGET_COLUMNS: dict[str, str] = {
-    "remaining_budget_mean": "remaining budget, mean (budget currency)",
-    "remaining_budget_min": "remaining budget, min (budget currency)",
-    "n_halted": "halted users",
-    "delta_spent_max": "largest delta spent by a user (PmDP charges)",
-}
-
 #: Dashboard charts: title -> tick-table columns (those missing in a run are skipped).
 CHARTS: dict[str, list[str]] = {
     "Utility loss (km)": ["utility_loss_km"],

@@ -210,3 +210,15 @@ def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload():
     has_upload = ticks["upload_guess_error_km"].notna().to_numpy()
     assert has_upload[0] and list(has_upload[1:]) == list(regenerated[1:])
     assert users["upload_guess_error_km"].notna().sum() > 0
+
+
+def test_budgeter_share_starts_over_with_each_window_of_a_renewing_budget():
+    budget = {"name": "renewing", "rho_per_km2": 400.0, "window_ticks": 2}
+    s = _scenario({"query_planner": {"name": "budgeter", "share": 0.25}, "budget": budget})
+    model = PrivacyModel(s)
+    model.run(3)  # window 1: ticks 1-2; tick 3 opens window 2
+    share = model.strategies.query_planner._budgeter.population
+    by_component = model.filters.spent_by_component()  # the ledger starts over at renewal
+    in_window = sum(v for k, v in by_component.items() if str(k).startswith("query_"))
+    np.testing.assert_allclose(share.spent, in_window, rtol=1e-12)
+    assert in_window.sum() > 0 and np.all(in_window <= 100.0 * (1 + 1e-12))

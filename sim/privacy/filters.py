@@ -279,6 +279,7 @@ class PopulationFilter:
         self.spent = np.zeros(int(n_users))
         self.halted = np.zeros(int(n_users), dtype=bool)
         self.delta_spent = np.zeros(int(n_users))
+        self.windows = 0  # how many times the budget was renewed
         self._by_component: dict = {}
 
     @property
@@ -314,6 +315,7 @@ class PopulationFilter:
         self.halted = np.zeros(self.n_users, dtype=bool)
         self.delta_spent = np.zeros(self.n_users)
         self._by_component = {}
+        self.windows += 1
 
     def affordable(self, costs) -> np.ndarray:
         """Which users could pay ``costs`` now (no state change; 0 cost is always affordable).

@@ -167,7 +167,15 @@ class QueryShare:
     def __init__(self, filters: PopulationFilter, share: float, budget) -> None:
         self.filters, self.budget = filters, budget
         self.capacity = filters.capacity * share
-        self.spent = np.zeros(filters.n_users)
+        self._spent = np.zeros(filters.n_users)
+        self._window = filters.windows
+
+    @property
+    def spent(self) -> np.ndarray:
+        """Query spend in the current budget window (a renewing budget starts it over)."""
+        if self._window != self.filters.windows:
+            self._spent, self._window = np.zeros(self.filters.n_users), self.filters.windows
+        return self._spent
 
     @property
     def remaining(self) -> np.ndarray:
@@ -181,7 +189,7 @@ class QueryShare:
     def spend(self, costs, *, component=None) -> None:
         c = np.asarray(costs, dtype=float)
         self.filters.spend(self.budget.query_costs(c), component=component)
-        self.spent = add_up(self.spent, c)
+        self._spent = add_up(self.spent, c)
 
 
 def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAnswer, float]:
