@@ -42,6 +42,21 @@ def simulate(
     domain=None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run the model; return the per-tick, per-user and timing tables."""
+    return tables(
+        run_model(scenario, seed=seed, ticks=ticks, progress=progress, graph=graph, domain=domain)
+    )
+
+
+def run_model(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    ticks: int | None = None,
+    progress: bool = False,
+    graph=None,
+    domain=None,
+) -> PrivacyModel:
+    """Build the model and run it for ``ticks`` (default ``scenario.ticks``) ticks."""
     model = PrivacyModel(scenario, rng=seed, graph=graph, domain=domain)
     n_ticks = scenario.scenario.ticks if ticks is None else ticks
     if n_ticks < 1:
@@ -54,7 +69,7 @@ def simulate(
     model.run(n_ticks, progress=(lambda _t: bar.update(1)) if bar is not None else None)
     if bar is not None:
         bar.close()
-    return tables(model)
+    return model
 
 
 def tables(model: PrivacyModel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -104,17 +119,30 @@ def run_scenario(
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
-    run_tables = simulate(scenario, seed=seed, ticks=ticks, progress=progress)
+    model = run_model(scenario, seed=seed, ticks=ticks, progress=progress)
     used_seed = scenario.scenario.seed if seed is None else seed
-    return write_outputs(out, scenario, used_seed, run_tables)
+    guarantee = model.budget.statement(model.tick)
+    return write_outputs(out, scenario, used_seed, tables(model), budget_guarantee=guarantee)
 
 
-def write_outputs(out_dir: str | Path, scenario: Scenario, seed: int, run_tables) -> dict:
-    """Write a run's tables (:func:`tables`) and ``summary.json`` atomically; the summary."""
+def write_outputs(
+    out_dir: str | Path,
+    scenario: Scenario,
+    seed: int,
+    run_tables,
+    *,
+    budget_guarantee: str | None = None,
+) -> dict:
+    """Write a run's tables (:func:`tables`) and ``summary.json`` atomically; the summary.
+
+    ``budget_guarantee`` (the budget policy's statement) goes into ``summary.json``.
+    """
     out = Path(out_dir)
     ticks_df, users_df, timings_df = run_tables
     summary = summarize(ticks_df, timings_df)
     doc = {"scenario": scenario.to_dict(), "seed": seed, "summary": summary}
+    if budget_guarantee is not None:
+        doc["budget_guarantee"] = budget_guarantee
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -178,10 +180,14 @@ def test_refresh_schedules_are_public_every_and_on_release():
     assert not never["mechanism_regenerated"].any() and (never["mechanism_generations"] == 1).all()
 
 
-def test_run_outputs_record_the_first_generation_at_tick_zero(tmp_path):
-    summary = run_scenario(_scenario(), tmp_path / "out")
+def test_run_outputs_record_the_first_generation_and_the_budget_guarantee(tmp_path):
+    budget = {"name": "renewing", "rho_per_km2": 50.0, "window_ticks": 4}
+    summary = run_scenario(_scenario({"budget": budget}), tmp_path / "out")
     assert summary["mechanism_generations"] == 1
     assert np.isfinite(summary["mechanism_generation_s_mean"])
+    doc = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "within each window of 4 ticks" in doc["budget_guarantee"]
+    assert "100/km^2-CGP per user" in doc["budget_guarantee"]  # 6 ticks: 2 windows
 
 
 @pytest.mark.slow
