@@ -4,7 +4,7 @@
 Each mechanism module registers itself with ``@register(name)`` when imported below.
 """
 
-from sim.mechanisms import copt, em, interp, laplace, lp, lp_a, panda, rmp  # noqa: F401
+from sim.mechanisms import copt, em, interp, laplace, lp, lp_a, lp_medoids, panda, rmp  # noqa: F401
 from sim.mechanisms.base import Guarantee, Mechanism, available, make, register
 from sim.mechanisms.dista_lp import mechanism as _dista_lp  # noqa: F401
 

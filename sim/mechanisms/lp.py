@@ -62,7 +62,8 @@ class OptimalSolution:
     in the final model, of ``full`` in the whole LP), ``outputs`` (outputs in the final
     model), ``priced`` (exact pricing LPs solved) and ``binding`` (``(M, 3)`` rows
     ``(i, j, k)``: the constraints ``Z[i,k] <= e^{eps d} Z[j,k]`` with a positive dual at the
-    optimum; a warm start).
+    optimum; a warm start), ``row_duals`` (the ``N`` duals ``u`` of the row sums at the
+    optimum; with the pricing they give the Lagrangian lower bound of ``lp_multilevel``).
     """
 
     objective: float
@@ -75,6 +76,7 @@ class OptimalSolution:
     outputs: int
     priced: int
     binding: np.ndarray
+    row_duals: np.ndarray
 
 
 def directed_constraints(pairs: np.ndarray, pair_dist_km: np.ndarray, epsilon: float):
@@ -181,6 +183,7 @@ def solve_optimal(
         outputs=len(model.outputs),
         priced=pricer.solves,
         binding=np.column_stack([src[model.con[bound]], dst[model.con[bound]], model.col[bound]]),
+        row_duals=u,
     )
     return Z, result
 

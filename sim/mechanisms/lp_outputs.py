@@ -53,15 +53,22 @@ class ConePricer:
     simplex from its own last basis (or the last one solved). Outputs whose last reduced cost
     minus ``max(u - u_last)`` is still at least ``-tol`` are not re-solved: that difference
     is a lower bound on the new reduced cost (``sum z = 1``).
+
+    ``weights`` (N positive numbers, default ones) changes the normalisation to
+    ``weights . z = 1`` (the prior: the Lagrangian lower bound of ``lp_multilevel``); the
+    skip bound is then ``max((u - u_last) / weights)``.
     """
 
-    def __init__(self, cost: np.ndarray, src, dst, gain, options: HighsOptions) -> None:
+    def __init__(
+        self, cost: np.ndarray, src, dst, gain, options: HighsOptions, *, weights=None
+    ) -> None:
         self.cost = cost
         n, k = cost.shape
         m = len(src)
+        self.weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         rows = np.concatenate([np.arange(n), src, dst])
         cols = np.concatenate([np.zeros(n, dtype=np.int64), 1 + np.arange(m), 1 + np.arange(m)])
-        vals = np.concatenate([np.ones(n), -np.ones(m), gain])
+        vals = np.concatenate([self.weights, -np.ones(m), gain])
         A = sparse.csc_array((vals, (rows, cols)), shape=(n, m + 1))
         c = np.zeros(m + 1)
         c[0] = 1.0
@@ -79,7 +86,8 @@ class ConePricer:
         rc = np.full(len(outputs), np.inf)
         rays = np.zeros((len(u), len(outputs)))
         seen = ~np.isnan(self.last_u[outputs, 0])
-        bound = self.last_rc[outputs] - np.max(u[None, :] - self.last_u[outputs], axis=1)
+        step = (u[None, :] - self.last_u[outputs]) / self.weights[None, :]
+        bound = self.last_rc[outputs] - np.max(step, axis=1)
         for pos in np.flatnonzero(~(seen & (bound >= -tol))):
             k = int(outputs[pos])
             self.model.set_row_bounds(-np.inf, self.cost[:, k] - u)
@@ -90,5 +98,6 @@ class ConePricer:
             rc[pos] = self.last_rc[k] = sol.objective
             self.last_u[k] = u
             z = np.maximum(sol.row_dual, 0.0)
-            rays[:, pos] = z / z.sum() if z.sum() > 0 else z
+            mass = self.weights @ z
+            rays[:, pos] = z / mass if mass > 0 else z
         return rc, rays
