@@ -106,12 +106,9 @@ def cluster_lower_bound(
     cost = (prior[:, None] * group_cost).ravel()
     pairs = domain.constraint_pairs
     src, dst, gain = directed_constraints(pairs, domain.dist_xx[pairs[:, 0], pairs[:, 1]], epsilon)
-    con, col = [], []
-    for g, y in enumerate(medoids):
-        tight = tight_constraints(np.exp(-epsilon * dist_xy[:, y]), src, dst, gain)
-        con.append(tight)
-        col.append(np.full(len(tight), g))
-    con, col = np.concatenate(con), np.concatenate(col)
+    trees = [tight_constraints(np.exp(-epsilon * dist_xy[:, y]), src, dst, gain) for y in medoids]
+    con = np.concatenate(trees)
+    col = np.repeat(np.arange(k), [len(t) for t in trees])
     row_sums = sparse.csr_array(
         (np.ones(n * k), (np.repeat(np.arange(n), k), np.arange(n * k))), shape=(n, n * k)
     )
