@@ -455,7 +455,7 @@ def _one_line(error: ErrorDetails) -> str:
     if kind.endswith("_type"):
         expected = _EXPECTED.get(kind, kind.removesuffix("_type"))
         return f"field {dotted} must be {expected}, got {type(value).__name__} {value!r}{suffix}"
-    return f"field {dotted} = {value!r} {_problem(kind, ctx)}{suffix}"
+    return f"field {dotted} = {value!r} {_problem(error)}{suffix}"
 
 
 _EXPECTED = {
@@ -469,20 +469,22 @@ _EXPECTED = {
 }
 
 
-def _problem(kind: str, ctx: dict[str, Any]) -> str:
-    if kind == "greater_than_equal":
-        return f"must be >= {ctx['ge']}"
-    if kind == "greater_than":
-        return f"must be > {ctx['gt']}"
-    if kind == "less_than":
-        return f"must be < {ctx['lt']}"
-    if kind == "less_than_equal":
-        return f"must be <= {ctx['le']}"
-    if kind == "finite_number":
-        return "must be a finite number"
-    if kind == "literal_error":
-        return f"must be one of {ctx['expected'].replace("'", '').replace(' or ', ', ')}"
-    return "is not valid"
+_PROBLEMS = {
+    "greater_than_equal": "must be >= {ge}",
+    "greater_than": "must be > {gt}",
+    "less_than": "must be < {lt}",
+    "less_than_equal": "must be <= {le}",
+    "finite_number": "must be a finite number",
+}
+
+
+def _problem(error: ErrorDetails) -> str:
+    """What is wrong with a value, from a pydantic constraint error."""
+    ctx = error.get("ctx") or {}
+    if error["type"] == "literal_error":
+        return "must be one of " + ctx["expected"].replace("'", "").replace(" or ", ", ")
+    template = _PROBLEMS.get(error["type"])
+    return template.format(**ctx) if template else f"is not valid ({error['msg']})"
 
 
 def _help(loc: list[str]) -> str:
