@@ -432,7 +432,7 @@ def from_dict(raw: dict[str, Any], *, path: str | None = None) -> Scenario:
 
 def _one_line(error: ErrorDetails) -> str:
     """One pydantic error as one line: the dotted field, what is wrong, the field's help."""
-    loc = [str(part) for part in error["loc"]]
+    loc = [str(part) for part in error["loc"] if not _is_union_tag(part)]
     ctx = error.get("ctx") or {}
     if ctx.get("field"):
         loc.append(ctx["field"])
@@ -456,6 +456,12 @@ def _one_line(error: ErrorDetails) -> str:
         expected = _EXPECTED.get(kind, kind.removesuffix("_type"))
         return f"field {dotted} must be {expected}, got {type(value).__name__} {value!r}{suffix}"
     return f"field {dotted} = {value!r} {_problem(error)}{suffix}"
+
+
+def _is_union_tag(part: str | int) -> bool:
+    """pydantic names the member of a union it tried in the location (``str``,
+    ``dict[str,any]``); the field is what the user wrote, so the tag is dropped."""
+    return isinstance(part, str) and (part in ("str", "int", "float", "bool") or "[" in part)
 
 
 _EXPECTED = {

@@ -120,6 +120,7 @@ def test_tables_are_typed_attributes(tmp_path):
         (MINIMAL + "[domain]\nn_points = 1.5\n", "^field domain.n_points must be int, got float"),
         ("users = 3\n" + MINIMAL, r"^\[users\] must be a table, not int$"),
         (MINIMAL + "[queries]\nrho_per_km2 = inf\n", "queries.rho_per_km2 = inf must be a finite"),
+        (MINIMAL + "[strategies]\nreport = 3\n", "^field strategies.report must be str, got int"),
     ],
 )
 def test_messages_are_one_line_naming_field_and_fix(tmp_path, text, message):
