@@ -6,13 +6,13 @@ the signature), does its work in ``fit(domain)`` without changing them, and keep
 learned in attributes ending in ``_``:
 
 * ``matrix_``: the N x K row-stochastic float64 matrix ``Z[i, k] = Pr[y_k | x_i]``;
-* ``domain_``: the domain it was fitted on;
+* ``domain_``: the domain it was fitted on (``matrix_`` has one row per secret of it, and
+  index ``i`` in ``sample_many`` is its secret ``i``);
 * ``info_``: solver status, timings (seconds) and sizes.
 
 Subclasses implement ``_fit(domain) -> (matrix, info)``; the base class checks the matrix
-(finite, non-negative, rows summing to 1 within 1e-9, then renormalised) and times the fit.
-A mechanism that fits on a sub-domain (e.g. ``domain.restrict(rows)``) returns that domain
-as ``info["domain"]``; it becomes ``domain_`` and the matrix must match it.
+(``domain.n_x x domain.n_y``, finite, non-negative, rows summing to 1 within 1e-9, then
+renormalised) and times the fit.
 
 Fail closed: a report is a draw from ``matrix_``, so when ``report_guarantee`` is pure, ``fit``
 runs the exact verifier (sim/privacy/verify.py) on the released matrix against
@@ -153,17 +153,15 @@ class Mechanism(ABC):
         start = time.perf_counter()
         matrix, info = self._fit(domain)
         elapsed = time.perf_counter() - start
-        info = dict(info)
-        fitted = info.pop("domain", domain)
         who = type(self).__name__
-        matrix = _checked_matrix(matrix, fitted, who)
-        verified = self._self_check(matrix, fitted, who)
+        matrix = _checked_matrix(matrix, domain, who)
+        verified = self._self_check(matrix, domain, who)
         self.matrix_ = matrix
-        self.domain_ = fitted
+        self.domain_ = domain
         self.info_ = {
             "fit_seconds": elapsed,
-            "n_x": fitted.n_x,
-            "n_y": fitted.n_y,
+            "n_x": domain.n_x,
+            "n_y": domain.n_y,
             **info,
             "verified_epsilon": verified,
         }
