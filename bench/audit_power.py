@@ -1,7 +1,7 @@
 """The auditor's power against leaks of 1.2x eps on road domains, and its false alarms.
 
 Each row audits one sampler ``--runs`` times with independent seeds at the auditor's defaults
-(2e7 samples per audit, family-wise false-alarm rate 1e-6) and counts the violations reported.
+(3e7 samples per audit, family-wise false-alarm rate 1e-6) and counts the violations reported.
 The domains are road-metric domains of both bundled networks. A "1.2x" mechanism truly
 satisfies ``1.2 eps`` (its smallest epsilon under the exact verifier) and claims ``eps``; a
 "tight" one satisfies exactly ``eps``. Usage: ``python bench/audit_power.py [--runs 10]
@@ -149,7 +149,7 @@ def main() -> None:
             samples = max(samples, result.total_samples)
         secs = (time.perf_counter() - start) / runs
         med = float(np.median(bounds))
-        print(f"| {label} | {true_eps} | {found}/{runs} | {med:.3g} | {samples:.3g} | "
+        print(f"| {label} | {true_eps} | {found}/{runs} | {med:.3g} | {samples:.2g} | "
               f"{secs:.1f} |", flush=True)  # fmt: skip
 
 

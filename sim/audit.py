@@ -26,7 +26,7 @@ no error probability: it only decides where to look.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,8 +63,8 @@ class AuditResult:
 
     claimed_epsilon: float
     alpha: float
-    screen_samples_per_input: int
-    test_samples_per_input: int
+    screen_samples_per_input: dict[int, int]  # input -> its screen draws
+    test_samples_per_input: dict[int, int]  # input -> its test draws
     total_samples: int
     pairs: list[PairResult] = field(default_factory=list)
 
@@ -91,8 +91,9 @@ class AuditResult:
             f"verdict          {verdict} (overall false-alarm rate <= {self.alpha:g})",
             f"claimed eps      {self.claimed_epsilon:g} /km",
             f"eps lower bound  {self.epsilon_lower_bound:.4g} /km (holds with that confidence)",
-            f"samples          {self.total_samples:,}: screen {self.screen_samples_per_input:,} "
-            f"per input, test {self.test_samples_per_input:,} per input",
+            f"samples          {self.total_samples:,}: screen "
+            f"{_span(self.screen_samples_per_input)} per input, test "
+            f"{_span(self.test_samples_per_input)} on {len(self.test_samples_per_input)} inputs",
             f"candidates       {len(self.pairs)} (ordered pair, event) tested",
         ]
         if w is not None:
@@ -102,6 +103,11 @@ class AuditResult:
                 f"vs <= {w.upper_x_prime:.4g}"
             )
         return out
+
+
+def _span(draws: dict[int, int]) -> str:
+    lo, hi = min(draws.values()), max(draws.values())
+    return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
 
 
 @dataclass(frozen=True)
@@ -118,10 +124,11 @@ def audit(
     dist_km: np.ndarray,
     epsilon: float,
     *,
-    total_samples: int = 20_000_000,
+    total_samples: int = 30_000_000,
     screen_share: float = 0.3,
     n_candidates: int = 8,
     n_closest: int = 2,
+    closest_share: float = 0.6,
     alpha: float = 1e-6,
     rng: np.random.Generator | None = None,
 ) -> AuditResult:
@@ -139,11 +146,14 @@ def audit(
     total_samples
         Draws from the sampler over the whole audit (screen and test together).
     screen_share
-        Share of ``total_samples`` spent on the screen, spread evenly over all inputs.
+        Share of each input's draws spent on the screen.
     n_candidates
         (ordered pair, event) candidates with the best screen scores sent to the test.
     n_closest
         Closest unordered pairs also sent to the test (both directions, best event each).
+    closest_share
+        Share of ``total_samples`` given to the inputs of the closest pairs (screen and test),
+        where a leak's margin ``(eps' - eps) d`` is smallest.
     alpha
         Family-wise false-alarm rate.
     """
@@ -157,37 +167,35 @@ def audit(
         raise InputError(f"alpha={alpha!r} must lie in (0, 1)")
     if not (0 < screen_share < 1):
         raise InputError(f"screen_share={screen_share!r} must lie in (0, 1)")
+    if not (0 <= closest_share < 1):
+        raise InputError(f"closest_share={closest_share!r} must lie in [0, 1)")
     if n_candidates < 1 or n_closest < 0:
         raise InputError("n_candidates must be >= 1 and n_closest >= 0")
-    n_screen = int(total_samples * screen_share) // n
-    n_tested_max = 2 * (n_candidates + 2 * n_closest)
-    if n_screen < 1000 or int(total_samples * (1 - screen_share)) // min(n, n_tested_max) < 1000:
-        raise InputError(
-            f"total_samples={total_samples:,} is too few for {n} inputs: the screen and the "
-            "test need >= 1,000 draws per input each"
-        )
+    if not (dist_km > 0).any():
+        raise InputError("dist_km has no pair of inputs at a positive distance")
+    close = _closest_pairs(dist_km, n_closest)
+    plan = _Plan.make(n, {k for pair in close for k in pair}, total_samples, screen_share,
+                      closest_share, n_candidates)  # fmt: skip
     rng = np.random.default_rng(0) if rng is None else rng
 
-    vocab, counts = _count_outputs([_draw(sample, i, n_screen, rng) for i in range(n)])
-    n_test_guess = int(total_samples * (1 - screen_share)) // min(n, n_tested_max)
-    cands = _choose(counts, n_screen, dist_km, epsilon, n_test_guess, alpha,
-                    n_candidates=n_candidates, n_closest=n_closest)  # fmt: skip
-    inputs = sorted({c.i for c in cands} | {c.j for c in cands})
-    n_test = int(total_samples * (1 - screen_share)) // len(inputs)
-    _, test_counts = _count_outputs([_draw(sample, i, n_test, rng) for i in inputs], vocab=vocab)
-    test = dict(zip(inputs, test_counts, strict=True))
+    vocab, counts = _count_outputs(_draw(sample, i, int(plan.screen[i]), rng) for i in range(n))
+    cands = _choose(counts, plan, dist_km, epsilon, alpha, close, n_candidates=n_candidates)
+    n_test = plan.test_draws(cands)
+    inputs = sorted(n_test)
+    draws = (_draw(sample, i, n_test[i], rng) for i in inputs)
+    test = dict(zip(inputs, _count_outputs(draws, vocab=vocab)[1], strict=True))
     level = alpha / (2 * len(cands))
     result = AuditResult(
         claimed_epsilon=epsilon,
         alpha=alpha,
-        screen_samples_per_input=n_screen,
+        screen_samples_per_input=dict(enumerate(plan.screen.tolist())),
         test_samples_per_input=n_test,
-        total_samples=n * n_screen + len(inputs) * n_test,
+        total_samples=int(plan.screen.sum()) + sum(n_test.values()),
     )
     for c in cands:
         d = float(dist_km[c.i, c.j])
-        lo = clopper_pearson_lower(int(test[c.i][c.event].sum()), n_test, level)
-        hi = clopper_pearson_upper(int(test[c.j][c.event].sum()), n_test, level)
+        lo = clopper_pearson_lower(int(test[c.i][c.event].sum()), n_test[c.i], level)
+        hi = clopper_pearson_upper(int(test[c.j][c.event].sum()), n_test[c.j], level)
         log_ratio = math.log(lo) - math.log(hi) if lo > 0 else -math.inf
         result.pairs.append(
             PairResult(
@@ -199,24 +207,87 @@ def audit(
     return result
 
 
-def _choose(counts, n_screen, dist_km, epsilon, n_test, alpha, *, n_candidates, n_closest):
-    """The candidates to test: the best-scoring ordered pairs and the closest pairs."""
+def _closest_pairs(dist_km: np.ndarray, n_closest: int) -> list[tuple[int, int]]:
+    """The ``n_closest`` unordered pairs at the smallest positive distances."""
+    ii, jj = np.triu_indices(len(dist_km), k=1)
+    d = dist_km[ii, jj]
+    keep = np.flatnonzero(d > 0)
+    best = keep[np.argsort(d[keep], kind="stable")[:n_closest]]
+    return [(int(ii[k]), int(jj[k])) for k in best]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where the draws go. The closest pairs' inputs get ``closest_share`` of the budget (split
+    into screen and test by ``screen_share``): their leaks have the smallest margins, and the
+    screen must already tell the leaking output from the others. The other inputs share the
+    rest: a screen for every one, and a test for those the chosen candidates use."""
+
+    screen: np.ndarray  # screen draws per input
+    close: frozenset[int]
+    test_close: int  # test draws per closest-pair input
+    test_other_total: int  # test draws shared by the other candidates' inputs
+    test_other_guess: int  # what one of them can expect (2 inputs per candidate)
+
+    @staticmethod
+    def make(n, close, total, screen_share, closest_share, n_candidates) -> _Plan:
+        n_other = n - len(close)
+        share = closest_share if close and n_other else (1.0 if close else 0.0)
+        per_close = int(total * share) // max(1, len(close))
+        rest = total - per_close * len(close)
+        screen_other = int(rest * screen_share) // max(1, n_other)
+        screen = np.full(n, screen_other, dtype=np.int64)
+        screen[list(close)] = int(per_close * screen_share)
+        test_other = rest - screen_other * n_other
+        plan = _Plan(screen, frozenset(close), per_close - int(per_close * screen_share),
+                     test_other, test_other // max(1, min(n_other, 2 * n_candidates)))  # fmt: skip
+        sizes = [int(screen.min()), plan.test_close if close else 10**9,
+                 plan.test_other_guess if n_other else 10**9]  # fmt: skip
+        if min(sizes) < 1000:
+            raise InputError(
+                f"total_samples={total:,} is too few for {n} inputs: the screen and the test "
+                "need >= 1,000 draws per input each"
+            )
+        return plan
+
+    def test_guess(self) -> np.ndarray:
+        """Test draws each input can expect if it is chosen (the screen's scores use it)."""
+        guess = np.full(len(self.screen), self.test_other_guess, dtype=float)
+        guess[list(self.close)] = self.test_close
+        return guess
+
+    def test_draws(self, cands: list[_Candidate]) -> dict[int, int]:
+        """Test draws per input the candidates use."""
+        other = {k for c in cands for k in (c.i, c.j)} - self.close
+        n_other = self.test_other_total // len(other) if other else 0
+        used = {k for c in cands for k in (c.i, c.j)}
+        return {k: self.test_close if k in self.close else n_other for k in sorted(used)}
+
+
+def _choose(
+    counts: np.ndarray,
+    plan: _Plan,
+    dist_km: np.ndarray,
+    epsilon: float,
+    alpha: float,
+    close: list[tuple[int, int]],
+    *,
+    n_candidates: int,
+) -> list[_Candidate]:
+    """The candidates to test: the closest pairs and the best-scoring ordered pairs."""
     n = len(dist_km)
-    z = float(norm.isf(alpha / (2 * (n_candidates + 2 * n_closest))))
+    z = float(norm.isf(alpha / (2 * (n_candidates + 2 * len(close)))))
+    n_screen, n_test = plan.screen.astype(float), plan.test_guess()
     best = [_best_events(counts, i, n_screen, dist_km[i] * epsilon, n_test, z) for i in range(n)]
     score = np.array([s for s, _ in best])  # (n, n): score of pair i -> j
     events = [e for _, e in best]
     np.fill_diagonal(score, -np.inf)
     score[dist_km <= 0] = -np.inf
     chosen: dict[tuple[int, int], str] = {}
-    ii, jj = np.triu_indices(n, k=1)
-    positive = dist_km[ii, jj] > 0
-    for k in np.argsort(dist_km[ii, jj][positive], kind="stable")[:n_closest]:
-        i, j = int(ii[positive][k]), int(jj[positive][k])
+    for i, j in close:
         chosen[(i, j)] = chosen[(j, i)] = "closest"
-    order = np.argsort(-score, axis=None, kind="stable")
     picked = 0
-    for flat in order:
+    for flat in np.argsort(-score, axis=None, kind="stable"):
         i, j = divmod(int(flat), n)
         if picked == n_candidates or not np.isfinite(score[i, j]):
             break
@@ -232,18 +303,22 @@ def _best_events(counts, i, n_screen, eps_d, n_test, z) -> tuple[np.ndarray, lis
     """For x = input ``i`` and every x': the best event's score and the event itself.
 
     Candidates are single outputs and prefixes of the outputs sorted by smoothed ratio
-    ``(c_x + 0.5) / (c_x' + 0.5)``. The score (log units) is the estimated margin
-    ``ln(p / q) - eps d`` minus the test's expected Clopper-Pearson width at ``n_test`` draws
-    per side (normal approximation on the log scale) and SCREEN_NOISE_Z standard errors of the
+    ``((c_x + 0.5) / n_x) / ((c_x' + 0.5) / n_x')``. The score (log units) is the estimated
+    margin ``ln(p / q) - eps d`` minus the test's expected Clopper-Pearson width at ``n_test``
+    draws (normal approximation on the log scale) and SCREEN_NOISE_Z standard errors of the
     screen's estimate, so that rare outputs whose ratio looks large by chance rank low.
+    ``n_screen`` and ``n_test`` hold the draws per input.
     """
-    cx = counts[i].astype(float)[None, :]
     cy = counts.astype(float)
-    order = np.argsort(-(np.log(cx + 0.5) - np.log(cy + 0.5)), axis=1, kind="stable")
-    sx = np.cumsum(np.take_along_axis(np.broadcast_to(cx, cy.shape), order, axis=1), axis=1)
+    cx = np.broadcast_to(cy[i], cy.shape)
+    nx, ny = n_screen[i], n_screen[:, None]
+    ratio = np.log(cx + 0.5) - np.log(nx) - np.log(cy + 0.5) + np.log(ny)
+    order = np.argsort(-ratio, axis=1, kind="stable")
+    sx = np.cumsum(np.take_along_axis(cx, order, axis=1), axis=1)
     sy = np.cumsum(np.take_along_axis(cy, order, axis=1), axis=1)
-    prefix = _score(sx, sy, n_screen, eps_d[:, None], n_test, z)
-    single = _score(np.broadcast_to(cx, cy.shape), cy, n_screen, eps_d[:, None], n_test, z)
+    tests = (n_test[i], n_test[:, None])
+    prefix = _score(sx, sy, (nx, ny), eps_d[:, None], tests, z)
+    single = _score(cx, cy, (nx, ny), eps_d[:, None], tests, z)
     k_prefix, k_single = prefix.argmax(axis=1), single.argmax(axis=1)
     rows = np.arange(len(cy))
     s_prefix, s_single = prefix[rows, k_prefix], single[rows, k_single]
@@ -256,12 +331,13 @@ def _best_events(counts, i, n_screen, eps_d, n_test, z) -> tuple[np.ndarray, lis
 
 
 def _score(sx, sy, n_screen, eps_d, n_test, z) -> np.ndarray:
-    p = sx / n_screen
-    q = (sy + 0.5) / (n_screen + 1.0)
+    (nx, ny), (tx, ty) = n_screen, n_test
+    p = sx / nx
+    q = (sy + 0.5) / (ny + 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         a, b = (1.0 - p) / p, (1.0 - q) / q
-        width = z * (np.sqrt(a / n_test) + np.sqrt(b / n_test))
-        noise = SCREEN_NOISE_Z * np.sqrt((a + b) / n_screen)
+        width = z * (np.sqrt(a / tx) + np.sqrt(b / ty))
+        noise = SCREEN_NOISE_Z * np.sqrt(a / nx + b / ny)
         s = np.log(p) - np.log(q) - eps_d - width - noise
     return np.where(sx >= MIN_EVENT_COUNT, s, -np.inf)
 
@@ -298,7 +374,7 @@ def _draw(sample: Sampler, i: int, n: int, rng: np.random.Generator) -> np.ndarr
     return out.astype(np.int64)
 
 
-def _count_outputs(draws: list[np.ndarray], vocab: np.ndarray | None = None):
+def _count_outputs(draws: Iterable[np.ndarray], vocab: np.ndarray | None = None):
     """``(vocab, counts)``: the sorted distinct outputs and an (inputs, outputs) count table.
 
     With ``vocab`` given, outputs outside it are dropped (no event of the test contains them).
@@ -306,7 +382,7 @@ def _count_outputs(draws: list[np.ndarray], vocab: np.ndarray | None = None):
     per_input = [_value_counts(d) for d in draws]
     if vocab is None:
         vocab = np.unique(np.concatenate([v for v, _ in per_input]))
-    counts = np.zeros((len(draws), len(vocab)), dtype=np.int64)
+    counts = np.zeros((len(per_input), len(vocab)), dtype=np.int64)
     for row, (values, c) in zip(counts, per_input, strict=True):
         pos = np.minimum(np.searchsorted(vocab, values), len(vocab) - 1)
         known = vocab[pos] == values

@@ -54,7 +54,7 @@ def test_em_truly_at_1_2_eps_on_a_road_domain_is_caught(road, seed):
     result = _audit(_matrix_sampler(em(1.2 * ROAD_EPS)), dist, ROAD_EPS, seed=seed)
     assert not result.passed, result.lines()
     assert ROAD_EPS < result.epsilon_lower_bound <= 1.2 * ROAD_EPS
-    assert result.total_samples <= 20_000_000
+    assert result.total_samples <= 30_000_000
 
 
 def test_tight_em_on_a_road_domain_passes_and_is_resolved_within_10_percent(road):
@@ -87,7 +87,7 @@ def test_the_audit_draws_at_most_its_budget_and_reports_what_it_drew():
 
     result = _audit(counting, LINE_DIST, EPS, total_samples=3_000_000)
     assert sum(drawn) == result.total_samples <= 3_000_000
-    assert drawn[:40] == [result.screen_samples_per_input] * 40  # every input screened
+    assert drawn[:40] == [result.screen_samples_per_input[i] for i in range(40)]  # all screened
     assert len(drawn) - 40 < 40  # the test draws only from the chosen candidates' inputs
 
 
