@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-points", type=int, default=60, help="secrets of the audited domain")
     p.add_argument("--metric", default="road", help="road (default), l1, l2 or linf")
     p.add_argument(
-        "--samples", type=int, default=20_000_000, help="draws in the whole audit (default 2e7)"
+        "--samples", type=int, default=30_000_000, help="draws in the whole audit (default 3e7)"
     )
     p.add_argument("--candidates", type=int, default=8, help="screened candidates tested")
     p.add_argument("--alpha", type=float, default=1e-6, help="overall false-alarm rate")
