@@ -60,11 +60,15 @@ def tuned(name: str, domain: Domain, true_epsilon: float) -> np.ndarray:
     return make(name, epsilon=e).fit(domain).matrix_
 
 
-def single_output_leak(matrix: np.ndarray, dist_km: np.ndarray, eps: float) -> np.ndarray:
-    """``matrix`` with one leaking entry: for the closest pair (x, x'), x's most likely output
-    is raised until its ratio to x' is ``exp(1.2 eps d)`` (row renormalised)."""
-    off = dist_km + np.diag(np.full(len(dist_km), np.inf))
-    i, j = np.unravel_index(np.argmin(off), off.shape)
+def single_output_leak(
+    matrix: np.ndarray, dist_km: np.ndarray, eps: float, rank: int = 0
+) -> np.ndarray:
+    """``matrix`` with one leaking entry: for the ``rank``-th closest pair (x, x'; 0 = the
+    closest), x's most likely output is raised until its ratio to x' is ``exp(1.2 eps d)``
+    (row renormalised)."""
+    ii, jj = np.triu_indices(len(dist_km), k=1)
+    pick = np.argsort(dist_km[ii, jj], kind="stable")[rank]
+    i, j = ii[pick], jj[pick]
     k = int(np.argmax(matrix[i]))
     z = matrix.copy()
     target = np.exp(LEAK * eps * dist_km[i, j]) * z[j, k]  # wanted z[i, k] after renormalising
@@ -107,6 +111,9 @@ def cases() -> Iterator[tuple[str, bool, np.ndarray | None, object, np.ndarray]]
         leak = single_output_leak(em, d, EPS)
         yield f"bug: one output, closest pair, 1.2 eps ({where})", True, leak, matrix_sampler(
             leak), d  # fmt: skip
+        leak = single_output_leak(em, d, EPS, rank=4)
+        yield f"bug: one output, 5th-closest pair, 1.2 eps ({where})", True, leak, (
+            matrix_sampler(leak)), d  # fmt: skip
         yield f"bug: tight EM raising on odd inputs ({where})", True, None, raising_on_odd(
             matrix_sampler(em)), d  # fmt: skip
         for name, label in (("em", "EM"), ("laplace", "planar Laplace"), ("lp", "optimal LP")):
