@@ -20,8 +20,8 @@ from sim.model import PrivacyModel
 EPS = 4.0
 
 
-def _model(name: str, domain, graph, budget: dict) -> PrivacyModel:
-    params = dict(_REGISTRY[name].conformance_params)
+def _model(name: str, domain, graph, budget: dict, **extra) -> PrivacyModel:
+    params = {**_REGISTRY[name].conformance_params, **extra}
     s = sc.from_dict(
         {
             "scenario": {"name": "charges", "seed": 2, "ticks": 2},
@@ -36,11 +36,22 @@ def _model(name: str, domain, graph, budget: dict) -> PrivacyModel:
     return PrivacyModel(s, graph=graph, domain=domain)
 
 
-@pytest.mark.parametrize("name", available())
+# DistA-LP's upload modes state different upload guarantees (none, pure, PmDP)
+STRICT = {"upload": "strict", "audit_records": 20, "delta": 0.05, "confidence": 0.9}
+UPLOADS = {"location": {"upload": "location"}}
+CASES = [
+    *(pytest.param(name, {}, id=name) for name in available()),
+    pytest.param("dista_lp", UPLOADS["location"], id="dista_lp-location"),
+    pytest.param("dista_lp", STRICT, id="dista_lp-strict", marks=pytest.mark.slow),  # audit: 15 s
+]
+
+
+@pytest.mark.parametrize(("name", "extra"), CASES)
 def test_each_report_and_upload_is_charged_what_its_guarantee_implies(
-    name, road_domain_small, helsinki_walk
+    name, extra, road_domain_small, helsinki_walk
 ):
-    model = _model(name, road_domain_small, helsinki_walk, {"name": "cgp", "rho_per_km2": 1e6})
+    budget = {"name": "cgp", "rho_per_km2": 1e6}
+    model = _model(name, road_domain_small, helsinki_walk, budget, **extra)
     mech = model.server.mechanism
     report = mech.report_guarantee
     assert report.kind == "pure"
@@ -55,7 +66,8 @@ def test_each_report_and_upload_is_charged_what_its_guarantee_implies(
         np.testing.assert_allclose(
             spent0["upload"][uploaded], upload.epsilon_per_km**2 / 2, rtol=1e-9
         )
-        np.testing.assert_allclose(model.filters.delta_spent[uploaded], upload.delta, rtol=1e-12)
+        delta = upload.delta if upload.kind == "pmdp" else 0.0
+        np.testing.assert_allclose(model.filters.delta_spent[uploaded], delta, rtol=1e-12)
     model.step()
     users = model.last_reports.users
     assert len(users) > 0

@@ -192,30 +192,25 @@ def test_run_outputs_record_the_first_generation_and_the_budget_guarantee(tmp_pa
 
 @pytest.mark.slow
 def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload():
+    silent = {"name": "threshold", "max_expected_loss_km": 0.0}  # nobody reports
     s = _scenario(
-        {"refresh": {"name": "on_release", "silent_fraction": 0.1}},
-        users={"count": 8, "budget_rho_per_km2": 1e4, "speed_mps": 4.0, "dwell_ticks": [0, 1]},
-        domain={"n_points": 80},
+        {"report": silent, "refresh": {"name": "on_release", "silent_fraction": 1.0}},
+        users={"count": 4, "budget_rho_per_km2": 1e4},
+        domain={"n_points": 60},
         mechanism={
             "name": "dista_lp",
             "epsilon_per_km": 7.0,
-            "params": {"audit_records": 20, "delta": 0.01, "confidence": 0.9, "n_neighbours": 8},
+            "params": {"upload": "strict", "audit_records": 20, "delta": 0.01, "confidence": 0.9},
         },
         queries={"every_ticks": 0},
-        scenario={"ticks": 8},
+        scenario={"ticks": 3},
     )
     ticks, users, _ = simulate(s)
-    generations = int(ticks["mechanism_generations"].iloc[-1])
-    regenerated = ticks["mechanism_regenerated"].to_numpy()
-    assert regenerated.any() and generations == 1 + regenerated.sum()
-    # every regeneration follows a tick where at least 10 % of the active users were silent
-    silent = 1 - ticks["n_reports"] / (8 - ticks["n_halted"])
-    assert all(silent.iloc[t - 1] >= 0.1 for t in np.flatnonzero(regenerated))
-    # each fit charged every active user its upload's delta (users never halt here)
-    assert ticks["delta_spent_max"].iloc[-1] == pytest.approx(0.01 * generations)
-    has_upload = ticks["upload_guess_error_km"].notna().to_numpy()
-    assert has_upload[0] and list(has_upload[1:]) == list(regenerated[1:])
-    assert users["upload_guess_error_km"].notna().sum() > 0
+    assert list(ticks["mechanism_regenerated"]) == [False, True, False]
+    assert list(ticks["mechanism_generations"]) == [1, 2, 2]
+    # each fit charged every active user its upload: eps_up^2 / 2 and the upload's delta
+    assert ticks["delta_spent_max"].iloc[-1] == pytest.approx(0.01 * 2)
+    assert (ticks["n_reports"] == 0).all()
 
 
 def test_budgeter_share_starts_over_with_each_window_of_a_renewing_budget():

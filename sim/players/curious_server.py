@@ -5,8 +5,8 @@ a query planner (which queries, with which per-user budgets) and the report atta
 charge it makes goes through the run's budget policy, from the guarantee the mechanism states:
 ``report_guarantee`` per report, ``upload_guarantee`` per fit for each user who uploads.
 
-For mechanisms defined only on the users' neighbourhoods (DistA-LP), a user reports only from
-the block it downloaded; a user who has left it stays silent until the next generation.
+A user reports only from a secret the current matrix has a row for (every mechanism here
+covers all of X); a user whose upload its filter refused has halted and reports nothing more.
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ class CuriousServer(mesa.Agent):
         self.report_charge = Charge(float("nan"))
         self.row_of = np.full(model.domain.n_x, -1, dtype=np.int64)
         self.rows_global = np.arange(model.domain.n_x)
-        self.allowed: np.ndarray | None = None  # (n_users, N) bool for per-user blocks
         self.silent_active_last = 0
         self.active_last = 0
         self.hit_probability = float("nan")
@@ -141,13 +140,10 @@ class CuriousServer(mesa.Agent):
         self.row_of[rows] = np.arange(len(rows))
         # prior-averaged chance that the MAP guess of one report is exact (public)
         self.hit_probability = float((sub.prior[:, None] * mech.matrix_).max(axis=0).sum())
-        self.allowed = None
         self.uploaded = np.ones(model.population.n_users, dtype=bool)
         if mech.upload_guarantee is not None:
             self._charge_uploads(mech, active)
-        uploads = None
-        if per_user:
-            uploads = self._per_user_blocks(mech, active)
+        uploads = self._upload_slots(mech, active) if per_user else None
         if self.attacks is not None:  # the first mechanism serves from tick 1
             self.attacks.release(Release(tick=max(model.tick, 1), mechanism=mech, uploads=uploads))
 
@@ -160,17 +156,13 @@ class CuriousServer(mesa.Agent):
         paid = model.filters.request(cost, component="upload", delta=charge.delta)
         self.uploaded = paid
 
-    def _per_user_blocks(self, mech, active: np.ndarray) -> np.ndarray:
-        """Each slot's upload (-1: none). DistA-LP's matrix covers all of X; users whose
-        upload was refused do not report."""
+    def _upload_slots(self, mech, active: np.ndarray) -> np.ndarray:
+        """Each user's DistA-LP upload (its secret's slot in ``info_["users"]``; -1: none)."""
         model = self.model
-        n = model.population.n_users
         slot_of = {int(x): m for m, x in enumerate(mech.info_["users"])}
-        self.allowed = np.ones((n, model.domain.n_x), dtype=bool)
-        uploads = np.full(n, -1, dtype=np.int64)
+        uploads = np.full(model.population.n_users, -1, dtype=np.int64)
         for user in active:
             uploads[user] = slot_of[int(model.population.position[user])]
-        self.allowed[~self.uploaded] = False
         uploads[~self.uploaded] = -1
         return uploads
 
@@ -195,13 +187,11 @@ class CuriousServer(mesa.Agent):
 
     # ------------------------------------------------------------------ 3. reports
     def collect_reports(self, willing: np.ndarray) -> Reports:
-        """Willing users whose block covers their secret and who can pay report one output."""
+        """Willing users whose secret has a row and who can pay report one output each."""
         model = self.model
         pos = model.population.position
         rows = self.row_of[pos]
         eligible = willing & (rows >= 0)
-        if self.allowed is not None:
-            eligible &= self.allowed[np.arange(len(pos)), pos]
         costs = np.where(eligible, self.report_charge.cost, 0.0)
         paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
         users = np.nonzero(paid)[0]
