@@ -102,8 +102,8 @@ class UploadCalibration:
     @property
     def confidence(self) -> float:
         """Union-bound confidence that all three block claims hold at once."""
-        audits = [c.audit for c in self.blocks.values()]
-        if any(a is None for a in audits):
+        audits = [c.audit for c in self.blocks.values() if c.audit is not None]
+        if len(audits) < len(self.blocks):
             return 0.0
         return max(0.0, 1.0 - math.fsum(1.0 - a.confidence for a in audits))
 
@@ -138,15 +138,17 @@ class UploadConfig:
     svd_tau_c: float = 0.5
     audit_records: int | None = None
     calibration: UploadCalibration | None = field(default=None, repr=False, compare=False)
+    _split: BudgetSplit = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        parts = (self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt)
-        if all(p is None for p in parts):
+        given = [p for p in (self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt) if p is not None]
+        if not given:
             split = BudgetSplit.default(self.epsilon)
-        elif any(p is None for p in parts):
+        elif len(given) < 4:
             raise InputError("give all of eps_dx, eps_dy, eps_cy, eps_pt or none of them")
         else:
-            split = BudgetSplit(self.epsilon, *parts)
+            split = BudgetSplit(self.epsilon, *given)
+        object.__setattr__(self, "_split", split)
         object.__setattr__(self, "epsilon", split.total)
         for b in ("dx", "dy", "cy", "pt"):
             object.__setattr__(self, f"eps_{b}", getattr(split, b))
@@ -170,7 +172,7 @@ class UploadConfig:
 
     @property
     def split(self) -> BudgetSplit:
-        return BudgetSplit(self.epsilon, self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt)
+        return self._split
 
     @property
     def block_delta(self) -> float:
@@ -260,8 +262,12 @@ def calibrate_upload(
         a = rng.integers(0, len(records), size=_WEIGHT_PAIRS)
         b = rng.integers(0, len(records), size=_WEIGHT_PAIRS)
         w = np.maximum(np.mean(np.abs(thetas[a] - thetas[b]), axis=0), 1e-6 * (hi - lo))
+
+        def release(beta: float, t: str = t, w: np.ndarray = w) -> ParameterRelease:
+            return block_release(sur[t], t, scales[t], beta * w, config)
+
         beta, audit = calibrate_scale(
-            lambda beta, t=t, w=w: block_release(sur[t], t, scales[t], beta * w, config),
+            release,
             thetas,
             dist,
             budgets[t],
@@ -375,7 +381,7 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
     n = len(state.perm)
     if z.ndim != 2 or z.shape[0] != n:
         raise InputError(f"downloaded block must have {n} rows, got shape {z.shape}")
-    if epsilon_pt > state.config.eps_pt * (1 + 1e-12):
+    if epsilon_pt > state.config.split.pt * (1 + 1e-12):
         raise PrivacyBudgetError(
             f"epsilon_pt={epsilon_pt:g} exceeds this user's report budget {state.config.eps_pt:g}"
         )
