@@ -17,7 +17,7 @@ Prints Markdown tables:
   wall-clock cap; a mechanism that hits the cap (or raises) at some N is skipped at every
   larger N, with a row that says why. Peak memory is the child's peak RSS (includes the
   ~0.3 GB interpreter + network baseline). The smallest eps and violation ratio come from
-  ``sim.privacy.verify`` with the domain's chaining pairs (exact, SPEC §1).
+  ``sim.privacy.verify`` with the domain's chaining pairs (exact, docs/design.md §1).
 """
 
 from __future__ import annotations

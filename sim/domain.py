@@ -2,7 +2,7 @@
 
 A :class:`Domain` is plain data: coordinates in metres, distance matrices in kilometres
 (float64, read-only, built once and shared), the prior over X, and the *constraint pairs*:
-the pairs of secrets whose mDP constraints imply all the others by chaining (SPEC §1).
+the pairs of secrets whose mDP constraints imply all the others by chaining (docs/design.md §1).
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ class Domain:
         For the road metric these are the pairs joined by a shortest path that passes no
         other secret (for X = all intersections: the graph edges). For lp norms a pair is
         dropped when some third secret k has ``d(i,k) + d(k,j) = d(i,j)``. Chaining the
-        kept constraints along such paths gives the dropped ones exactly (SPEC §1).
+        kept constraints along such paths gives the dropped ones exactly (docs/design.md §1).
         """
         if self._road_pairs is not None:
             return self._road_pairs

@@ -49,7 +49,7 @@ class Decisions:
 
 
 class PrivacyModel(mesa.Model):
-    """Users move, report under mDP, the server queries and attacks; see SPEC §6.
+    """Users move, report under mDP, the server queries and attacks; see docs/design.md §6.
 
     Parameters
     ----------
@@ -162,7 +162,7 @@ class PrivacyModel(mesa.Model):
         self.advance(self.decide())
 
     def advance(self, decisions: Decisions) -> None:
-        """One tick, as SPEC §6 tells it, with the players' ``decisions`` for it."""
+        """One tick, as docs/design.md §6 tells it, with the players' ``decisions`` for it."""
         self.tick += 1
         timing: dict[str, float] = {}
         self.last_decisions = decisions

@@ -6,9 +6,9 @@ other entry follows the WEM. Two WEM forms (docs/copt.md):
 * ``"em"`` (default): ``Z[i,k] = w_k exp(-eps d_ik / 2) / S_i`` with the EM's row normaliser
   ``S_i`` fixed in advance. ``w = 1`` with the exempt entries at their EM values is the EM, a
   feasible point, so the LP is always feasible and COPT's loss is at most the EM's.
-* ``"plain"``: ``Z[i,k] = w_k exp(-eps d_ik / 2)`` (SPEC §2 literally). Every entry of a
-  column is tied to one ``w_k`` within narrow bands, so no ``w`` may make every row sum to 1
-  (Helsinki road, |X| = 200-400, eps 4/km, r = 10): then ``SolverError``.
+* ``"plain"``: ``Z[i,k] = w_k exp(-eps d_ik / 2)`` (the WEM form of docs/design.md §2). Every
+  entry of a column is tied to one ``w_k`` within narrow bands, so no ``w`` may make every
+  row sum to 1 (Helsinki road, |X| = 200-400, eps 4/km, r = 10): then ``SolverError``.
 
 The LP (sim/mechanisms/wem_lp.py) optimises the exempt entries and ``w``; exempt-exempt
 constraints use the domain's chaining pairs (valid, see docs/dista_lp.md). The LP runs at

@@ -2,7 +2,7 @@
 
 Variables ``Z[i,k]``; minimise ``sum_ik cost[i,k] Z[i,k]`` with ``cost = pi_i c(x_i, y_k)``,
 subject to row sums 1, ``Z >= 0`` and, for each constraint pair ``(i, j)`` of the domain
-(pairs whose constraints chain to all others, SPEC §1) and each output k, both
+(pairs whose constraints chain to all others, docs/design.md §1) and each output k, both
 ``Z[i,k] <= e^{eps d} Z[j,k]`` and ``Z[j,k] <= e^{eps d} Z[i,k]`` (``2 P K`` constraints).
 
 Solved through its dual by output and constraint generation (docs/lp.md): a restricted dual

@@ -1,4 +1,4 @@
-"""The exact mDP verifier (SPEC §1): trust only a matrix and the true distances.
+"""The exact mDP verifier (docs/design.md §1): trust only a matrix and the true distances.
 
 ``Z`` must be a mechanism: a dense, finite, non-negative N x K array whose every row sums to 1
 within ``ROW_SUM_TOL = 1e-9`` (absolute, per row; the tolerance ``Mechanism.fit`` also applies).
@@ -16,7 +16,7 @@ absolute slack). ``x / 0`` with ``x > 0`` is an infinite loss (broken); ``0 / 0`
 The full check visits all N (N-1) K constraints in blocks of rows, so memory stays bounded
 (a few MB of work space besides the caller's matrix and distances). With ``pairs=`` only the
 listed pairs are checked, in both directions (O(P K)); with ``domain.constraint_pairs`` this is
-exact by chaining (SPEC §1), but the full check is the reference. See docs/mechanisms.md.
+exact by chaining (docs/design.md §1), but the full check is the reference. See docs/mechanisms.md.
 """
 
 from __future__ import annotations

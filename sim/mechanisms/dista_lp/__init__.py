@@ -1,1 +1,1 @@
-"""DistA-LP: distributed LP with privacy-protected surrogate uploads (SPEC §3)."""
+"""DistA-LP: distributed LP with privacy-protected surrogate uploads (docs/design.md §3)."""

@@ -1,4 +1,4 @@
-"""Interpolation-based lp-norm mDP (SPEC §4); importing this registers ``interp``."""
+"""Interpolation-based lp-norm mDP (docs/design.md §4); importing this registers ``interp``."""
 
 from sim.mechanisms.interp.mechanism import InterpMechanism
 

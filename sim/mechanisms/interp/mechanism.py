@@ -1,4 +1,4 @@
-"""Interpolation-based lp-norm mDP (SPEC §4): anchors on a grid, log-convex interpolation.
+"""Interpolation-based lp-norm mDP (docs/design.md §4): anchors on a grid, log-convex interpolation.
 
 An LP optimises the output distributions at anchors on a regular grid over the secrets'
 bounding box under per-axis budgets ``eps_1`` (x) and ``eps_2`` (y); every other location
