@@ -18,6 +18,8 @@ STYLE = {
     "reported": ("reported location", [230, 97, 1, 230]),
     "estimate": ("attacker's estimate (single report)", [178, 24, 43, 230]),
     "tracking": ("attacker's estimate (tracking)", [118, 42, 131, 200]),
+    "true_trace": ("true trace", [33, 102, 172, 255]),
+    "tracked_trace": ("tracked trace (attack)", [202, 0, 32, 255]),
 }
 _RADIUS_M = {"true": 14, "reported": 12, "estimate": 10, "tracking": 8}
 
@@ -27,8 +29,10 @@ def deck(
     layers: dict[str, pd.DataFrame],
     *,
     show: tuple[str, ...] = ("reported", "estimate"),
+    extra: tuple[pdk.Layer, ...] = (),
 ) -> pdk.Deck:
-    """A deck with the road paths and the point layers named in ``show`` (if present)."""
+    """A deck with the road paths, the point layers named in ``show`` (if present) and any
+    ``extra`` layers on top (e.g. :func:`trace_layers`)."""
     drawn = [
         pdk.Layer(
             "PathLayer",
@@ -56,12 +60,62 @@ def deck(
                 pickable=True,
             )
         )
+    drawn.extend(extra)
     return pdk.Deck(
         layers=drawn,
         initial_view_state=view_of(roads),
         map_provider=None,
         tooltip={"text": "user {user}"},
     )
+
+
+def tracked_trace_layers(
+    x_xy_m: np.ndarray, crs, true_secrets: np.ndarray, tracked_secrets: np.ndarray
+) -> list[pdk.Layer]:
+    """:func:`trace_layers` of one user from secret indices: its true secrets per tick and the
+    tracking attack's guesses (e.g. ``Tracking.guesses()[:, user]`` or ``.trace_[:, user]``)."""
+    from dashboard.geo import lonlat
+
+    return trace_layers(
+        lonlat(x_xy_m[np.asarray(true_secrets)], crs),
+        lonlat(x_xy_m[np.asarray(tracked_secrets)], crs),
+    )
+
+
+def trace_layers(true_lonlat: np.ndarray, tracked_lonlat: np.ndarray) -> list[pdk.Layer]:
+    """One user's true trace and the attack's tracked trace (``(T, 2)`` lon/lat each, tick
+    order) as two paths with a dot per tick; the tracked one dashed-looking thinner on top."""
+    layers = []
+    for name, path, width in (("true_trace", true_lonlat, 5), ("tracked_trace", tracked_lonlat, 3)):
+        pts = np.asarray(path, dtype=float)
+        colour = STYLE[name][1]
+        layers.append(
+            pdk.Layer(
+                "PathLayer",
+                id=name,
+                data=pd.DataFrame({"path": [pts.tolist()], "name": [STYLE[name][0]]}),
+                get_path="path",
+                get_color=colour,
+                get_width=width,
+                width_min_pixels=width // 2 + 1,
+                pickable=True,
+            )
+        )
+        layers.append(
+            pdk.Layer(
+                "ScatterplotLayer",
+                id=f"{name}_ticks",
+                data=pd.DataFrame(
+                    {"lon": pts[:, 0], "lat": pts[:, 1], "tick": np.arange(1, len(pts) + 1)}
+                ),
+                get_position=["lon", "lat"],
+                get_fill_color=colour,
+                get_radius=6,
+                radius_min_pixels=2,
+                pickable=True,
+            )
+        )
+    return layers
 
 
 def view_of(roads: list[list[list[float]]], *, width_px: int = 700, height_px: int = 480):

@@ -1,0 +1,111 @@
+"""Attack cost per tick: each attack of sim.attacks on 1,000 users over a 2,000-point domain.
+
+Every user reports every tick (em at eps 7/km, Helsinki walkways). An attack's per-tick cost
+is its ``observe`` plus the scoring of what it returned (sim.attacks.suite), averaged over the
+ticks; the end-of-run work (``finish``: Viterbi, places, linkage) is reported apart, and also
+spread over the ticks. The simulation's own tick (move + reports + queries, from
+sim/run.py's timings, the same users and domain) is the yardstick.
+Usage: ``python bench/attacks.py [--users 1000] [--n-points 2000] [--ticks 8]``; prints a
+Markdown table. Run under ``flock /tmp/mdpsim-bench.lock``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from sim import scenario as sc
+from sim.attacks import AttackSuite, Observation, Release
+from sim.attacks.harness import draw_world
+from sim.domain import Domain
+from sim.mechanisms import make
+from sim.network import load_network
+from sim.run import simulate
+
+SPECS = [
+    {"name": "bayes"},
+    {"name": "tracking", "label": "tracking (filter, reach)"},
+    {"name": "tracking", "label": "tracking (smooth, lag 3)", "method": "smooth", "lag_ticks": 3},
+    {"name": "tracking", "label": "tracking (viterbi)", "method": "viterbi"},
+    {"name": "tracking", "label": "tracking (learned, EM every 4)", "mobility": "learned",
+     "learn_every_ticks": 4},
+    {"name": "places"},
+    {"name": "linkage"},
+]  # fmt: skip
+
+
+def _sim_tick_seconds(n_users: int, n_points: int, ticks: int) -> dict[str, float]:
+    scenario = sc.from_dict(
+        {
+            "scenario": {"name": "bench", "seed": 1, "ticks": ticks},
+            "domain": {"n_points": n_points},
+            "users": {"count": n_users, "budget_rho_per_km2": 1e6},
+            "mechanism": {"name": "em", "epsilon_per_km": 7.0},
+            "queries": {"rho_per_km2": 20.0},
+            "attacks": {"tracking": False, "upload": False},
+            "output": {"per_user": False},
+        }
+    )
+    _, _, timings = simulate(scenario)
+    steady = timings[timings["tick"] > 1]
+    own = steady[["move_s", "report_s", "query_s"]].sum(axis=1).mean()
+    return {"own": float(own), "server_attacks": float(steady["attack_s"].mean())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--n-points", type=int, default=2000)
+    parser.add_argument("--ticks", type=int, default=8)
+    args = parser.parse_args()
+    graph = load_network("helsinki", network_type="walk")
+    domain = Domain.from_network(graph, n_points=args.n_points, seed=1)
+    world = draw_world(
+        domain, n_users=args.users, ticks=args.ticks, seed=1, n_places=40, speed_mps=1.4,
+        tick_seconds=60.0, dwell_ticks=(1, 5), personal_places=4,
+    )  # fmt: skip
+    mech = make("em", epsilon=7.0).fit(domain)
+    rng = np.random.default_rng(0)
+    outputs = np.stack([mech.sample_many(world.traces[t], rng) for t in range(args.ticks)])
+    pseudonyms = np.arange(args.users)
+    nnz = world.context(grant_true_mobility=False)
+    print(
+        f"{args.users:,} users, |X| = |Y| = {domain.n_x:,}, {args.ticks} ticks, em at 7/km, "
+        f"everyone reports every tick; load average {os.getloadavg()[0]:.1f} (2 cores)\n"
+    )
+    print("| attack | per tick (ms) | release (ms) | end of run (ms) | per tick incl. end (ms) |")
+    print("|---|---:|---:|---:|---:|")
+    for spec in SPECS:
+        suite = AttackSuite.from_specs([spec])
+        suite.start(nnz)
+        start = time.perf_counter()
+        suite.release(Release(tick=1, mechanism=mech))
+        release_s = time.perf_counter() - start
+        ticks_s = []
+        for t in range(args.ticks):
+            obs = Observation(tick=t + 1, outputs=outputs[t], pseudonyms=pseudonyms)
+            start = time.perf_counter()
+            suite.observe(obs, world.traces[t])
+            ticks_s.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        suite.finish()
+        end_s = time.perf_counter() - start
+        per_tick = float(np.mean(ticks_s[1:]))  # the first tick allocates the beliefs
+        label = spec.get("label", spec["name"])
+        print(
+            f"| {label} | {per_tick * 1e3:.1f} | {release_s * 1e3:.0f} | {end_s * 1e3:.0f} "
+            f"| {(per_tick + end_s / args.ticks) * 1e3:.1f} |"
+        )
+    sim = _sim_tick_seconds(args.users, args.n_points, args.ticks)
+    print(
+        f"\nsimulation's own tick (move + reports + queries), same users and |X|: "
+        f"{sim['own'] * 1e3:.0f} ms"
+    )
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
