@@ -147,10 +147,12 @@ class Observation:
 class LocationEstimate:
     """Beliefs about where ``users`` (slots) were at ``tick``.
 
-    ``posterior`` is ``(N, R)``: one column per user over all secrets (sums to 1), or ``None``
-    for point-only attacks. ``guess`` is the attack's point estimate per user: a secret index
-    (``space="x"``) or an output index (``space="y"``). ``leakage_per_km`` per user, where it
-    applies (a single report's posterior leakage).
+    ``posterior`` is ``(R, N)``: one row per user over all secrets (sums to 1; float32 or
+    float64), or ``None`` for point-only attacks. ``guess`` is the attack's point estimate per
+    user: a secret index (``space="x"``) or an output index (``space="y"``).
+    ``leakage_per_km`` per user, where it applies (a single report's posterior leakage).
+    ``top`` (the most likely secret) and ``entropy_bits`` may be given when the attack has
+    them already (e.g. tabulated per output); the scorer computes them otherwise.
     """
 
     tick: int
@@ -159,7 +161,8 @@ class LocationEstimate:
     posterior: np.ndarray | None = None
     space: str = "x"
     leakage_per_km: np.ndarray | None = None
-    entropy_bits: np.ndarray | None = None  # precomputed (e.g. tabulated per output), optional
+    top: np.ndarray | None = None
+    entropy_bits: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,10 +312,10 @@ class Scores:
 
 
 def entropy_bits(posterior: np.ndarray) -> np.ndarray:
-    """Shannon entropy (bits) of every column of a column-stochastic array."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(posterior > 0, posterior * np.log2(posterior), 0.0)
-    return -plogp.sum(axis=0)
+    """Shannon entropy (bits) of every row of a row-stochastic array (0 log 0 = 0)."""
+    p = np.asarray(posterior)
+    tiny = np.finfo(p.dtype if p.dtype.kind == "f" else np.float64).tiny
+    return -(p * np.log(np.maximum(p, tiny))).sum(axis=-1) / np.log(2.0)
 
 
 def score(estimate: Estimate, truth: Truth, domain) -> Scores:
@@ -337,13 +340,14 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
     dist = domain.dist_xx if est.space == "x" else domain.dist_xy
     values = {"guess_error_km": dist[secrets, est.guess]}
     if est.posterior is not None:
-        post = est.posterior
-        # column u: sum_x post[x, u] d(x, truth_u); d is symmetric, so gather columns
-        values["error_km"] = np.einsum("xu,xu->u", post, domain.dist_xx[:, secrets])
-        values["hit"] = (post.argmax(axis=0) == secrets).astype(float)
-        values["entropy_bits"] = (
-            est.entropy_bits if est.entropy_bits is not None else entropy_bits(post)
-        )
+        post = np.ascontiguousarray(est.posterior)  # rows: every reduction below is contiguous
+        # row u: sum_x post[u, x] d(truth_u, x)
+        dist_rows = domain.dist_xx[secrets].astype(post.dtype, copy=False)
+        values["error_km"] = np.einsum("ux,ux->u", post, dist_rows).astype(float)
+        top = est.top if est.top is not None else post.argmax(axis=1)
+        values["hit"] = (top == secrets).astype(float)
+        ent = est.entropy_bits if est.entropy_bits is not None else entropy_bits(post)
+        values["entropy_bits"] = np.asarray(ent, dtype=float)
     else:  # a point estimate: its error is its expected error, certainty unknown
         values["error_km"] = values["guess_error_km"]
         hit = est.guess == secrets if est.space == "x" else domain.y_in_x[est.guess] == secrets

@@ -76,13 +76,13 @@ class Bayes(Attack):
         """Tabulate posteriors, estimates and leakage for every output of the new matrix."""
         sub = release.mechanism.domain_
         tables = BayesAttack.fit(release.matrix, sub.prior, sub.dist_xx, pairs=sub.constraint_pairs)
-        n_x = self.context.domain.n_x
         rows = release.rows
-        post = np.zeros((n_x, release.matrix.shape[1]))
-        post[rows] = tables.posterior
-        self.posterior_ = post
+        post_t = np.zeros((release.matrix.shape[1], self.context.domain.n_x))
+        post_t[:, rows] = tables.posterior.T
+        self.posterior_t_ = post_t  # (K, N): a report's posterior is one contiguous row
         self.guess_ = rows[tables.optimal_estimate]
-        self.entropy_ = entropy_bits(tables.posterior)
+        self.top_ = rows[tables.map_estimate]
+        self.entropy_ = entropy_bits(tables.posterior.T)
         self.tables_ = tables
 
     def observe(self, obs: Observation) -> list[LocationEstimate]:
@@ -96,8 +96,9 @@ class Bayes(Attack):
                 tick=obs.tick,
                 users=users,
                 guess=self.guess_[out],
-                posterior=self.posterior_[:, out],
+                posterior=self.posterior_t_[out],
                 leakage_per_km=self.tables_.leakage_per_km[out],
+                top=self.top_[out],
                 entropy_bits=self.entropy_[out],
             )
         ]

@@ -48,32 +48,24 @@ class Kernel:
         return np.asarray(self.forward[a, b]).ravel() > 0
 
 
-def normalise(b: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """Scale every column of ``b`` to sum 1 in place; a column of mass 0 restarts at ``fallback``
-    (``(N, U)``, the same columns normalised), i.e. the report alone."""
+def normalise(b: np.ndarray, restart) -> np.ndarray:
+    """Scale every column of ``b`` to sum 1 in place. A column of mass 0 (its report impossible
+    under the belief) restarts from ``restart(dead)``: the ``(N, n_dead)`` columns to use
+    instead, e.g. the report alone (called only when some column died)."""
     mass = b.sum(axis=0)
     dead = ~(mass > 0)
     if np.any(dead):
-        b[:, dead] = fallback[:, dead]
+        b[:, dead] = restart(dead)
         mass[dead] = b[:, dead].sum(axis=0)
     b /= mass
     return b
-
-
-def forward_step(kernel: Kernel, belief: np.ndarray, lik: np.ndarray | None) -> np.ndarray:
-    """``b_t ∝ lik_t * (T^T b_{t-1})``; ``lik`` ``(N, U)`` or ``None`` (nobody reported)."""
-    pred = kernel.transposed @ belief
-    if lik is None:
-        return normalise(pred, pred)
-    pred *= lik
-    return normalise(pred, lik.copy())
 
 
 def backward_step(kernel: Kernel, beta: np.ndarray, lik: np.ndarray | None) -> np.ndarray:
     """``beta_{t-1} = T (lik_t * beta_t)``, normalised per column."""
     msg = beta if lik is None else lik * beta
     out = kernel.forward @ msg
-    return normalise(out, np.ones_like(out))
+    return normalise(out, lambda dead: np.ones((len(out), int(dead.sum()))))
 
 
 class Emissions:
@@ -176,7 +168,10 @@ def filtered_beliefs(kernel: Kernel, prior: np.ndarray, emissions: Emissions, us
             belief[:, reset] = fresh_prior[:, reset]
         if lik is not None:
             belief *= lik
-        belief = normalise(belief, fresh_prior if lik is None else lik * prior[:, None])
+        belief = normalise(
+            belief,
+            lambda dead, lik=lik: fresh_prior[:, dead] * (1.0 if lik is None else lik[:, dead]),
+        )
         beliefs.append(belief)
     return beliefs
 

@@ -177,7 +177,7 @@ def score_links(est: LinkEstimate, truth: Truth) -> Scores:
     values = {
         "hit": hit,
         "chance": np.full(n, 1.0 / len(est.pseudonyms_a)),
-        "entropy_bits": entropy_bits(est.posterior.T),
+        "entropy_bits": entropy_bits(est.posterior),
         "error_km": nan,
         "guess_error_km": nan,
         "leakage_per_km": nan,

@@ -130,7 +130,7 @@ class Places(Attack):
             dens, self.context.domain.dist_xx, k=self.k, separation_km=self.separation_km
         )
         total = dens.sum(axis=1, keepdims=True)
-        ent = entropy_bits((dens / np.where(total > 0, total, 1.0)).T)
+        ent = entropy_bits(dens / np.where(total > 0, total, 1.0))
         return [
             PlacesEstimate(
                 pseudonyms=labels,

@@ -100,31 +100,44 @@ class Tracking(Attack):
         if self.mobility == "public":
             if context.public_traces is None:
                 raise InputError("tracking mobility='public' needs public traces (none given)")
-            self.kernel_ = counted_kernel(self.support_, context.public_traces, self.pseudo_count)
+            kernel = counted_kernel(self.support_, context.public_traces, self.pseudo_count)
         elif self.mobility == "true":
             if context.true_transitions is None:
                 raise InputError(
                     "tracking mobility='true': the scenario does not hand the true mobility "
                     "to the adversary"
                 )
-            self.kernel_ = hmm.Kernel.of(context.true_transitions)
+            kernel = hmm.Kernel.of(context.true_transitions)
         else:  # reach, and the starting point of learned
-            self.kernel_ = self.support_
+            kernel = self.support_
+        self._use(kernel)
         self.prior_ = np.asarray(domain.prior, dtype=float)
+        self._prior32 = self.prior_.astype(np.float32)[:, None]
         u = context.n_users
-        self.belief_ = np.tile(self.prior_[:, None], (1, u))
-        self.emissions_ = hmm.Emissions()
+        self.belief_ = np.tile(self._prior32, (1, u))  # (N, U) float32, columns sum to 1
+        self.emissions_ = hmm.Emissions()  # every tick's reports, for EM and Viterbi
         self.ticks_: list[int] = []
         self.pseudonyms_: np.ndarray | None = None
-        self.alphas_: deque = deque(maxlen=self.lag_ticks + 1)
+        self.alphas_: deque = deque(maxlen=self.lag_ticks + 1)  # filtered beliefs
+        self.liks_: deque = deque(maxlen=self.lag_ticks + 1)  # their emissions (or None)
         self.guesses_: list[np.ndarray] = []  # the filter's MAP of every slot, per tick
         rng = np.random.default_rng(context.seed)
         self.learners_ = np.sort(rng.choice(u, size=min(u, self.learn_users), replace=False))
         self._lik_t: np.ndarray | None = None
 
+    def _use(self, kernel: hmm.Kernel) -> None:
+        """Adopt a kernel; the per-tick filter runs on float32 copies (half the memory
+        traffic; beliefs are renormalised every tick), EM and Viterbi on float64."""
+        self.kernel_ = kernel
+        self._predict32 = kernel.transposed.astype(np.float32)
+        self._back32 = kernel.forward.astype(np.float32)
+
     def release(self, release: Release) -> None:
-        """Keep the new likelihood over all secrets, transposed for gathering reports."""
-        self._lik_t = np.ascontiguousarray(release.likelihood(self.context.domain.n_x).T)
+        """Keep the new likelihood over all secrets: ``(K, N)`` for the history, and a float32
+        ``(N, K)`` copy whose columns the filter gathers."""
+        likelihood = release.likelihood(self.context.domain.n_x)
+        self._lik_t = np.ascontiguousarray(likelihood.T)
+        self._lik32 = likelihood.astype(np.float32)
 
     # ------------------------------------------------------------------ per tick
     def observe(self, obs: Observation) -> list[LocationEstimate]:
@@ -137,22 +150,25 @@ class Tracking(Attack):
         self.emissions_.add(obs.outputs, self._lik_t, resets)
         self.ticks_.append(obs.tick)
         t = len(self.ticks_) - 1
-        lik = self.emissions_.at(t)
-        fresh = self.prior_[:, None]
+        lik = self._emission32(obs.outputs)
         if first:
-            belief = np.tile(fresh, (1, len(obs.outputs)))
+            belief = np.tile(self._prior32, (1, len(obs.outputs)))
         else:
-            belief = self.kernel_.transposed @ self.belief_
-            belief[:, resets] = fresh
+            belief = self._predict32 @ self.belief_
+            belief[:, resets] = self._prior32
         if lik is not None:
             belief *= lik
-        self.belief_ = hmm.normalise(belief, belief if lik is None else lik * fresh)
+        self.belief_ = hmm.normalise(
+            belief, lambda dead: (1.0 if lik is None else lik[:, dead]) * self._prior32
+        )
         self.alphas_.append(self.belief_)
-        self.guesses_.append(self.belief_.argmax(axis=0))
+        self.liks_.append(lik)
+        rows = np.ascontiguousarray(self.belief_.T)  # (U, N): one contiguous row per user
+        self.guesses_.append(rows.argmax(axis=1))
         if self.mobility == "learned" and (t + 1) % self.learn_every_ticks == 0:
             self._learn()
         if self.method == "filter":
-            return [self._estimate(t, self.belief_)]
+            return [self._estimate(t, rows, top=self.guesses_[-1])]
         if self.method == "smooth" and t >= self.lag_ticks:
             return [self._smoothed(t - self.lag_ticks, t)]
         return []
@@ -172,34 +188,55 @@ class Tracking(Attack):
         return []
 
     # ------------------------------------------------------------------ helpers
+    def _emission32(self, outputs: np.ndarray) -> np.ndarray | None:
+        """``(N, U)`` float32 likelihood of each slot's report, ones for silent slots."""
+        silent = outputs < 0
+        if np.all(silent):
+            return None
+        lik = self._lik32[:, np.where(silent, 0, outputs)]
+        if np.any(silent):
+            lik[:, silent] = 1.0
+        return lik
+
     def _learn(self) -> None:
-        self.kernel_ = learn_kernel(
-            self.support_,
-            self.prior_,
-            self.emissions_,
-            self.learners_,
-            iterations=self.em_iterations,
-            pseudo_count=self.pseudo_count,
-            start=self.kernel_,
+        self._use(
+            learn_kernel(
+                self.support_,
+                self.prior_,
+                self.emissions_,
+                self.learners_,
+                iterations=self.em_iterations,
+                pseudo_count=self.pseudo_count,
+                start=self.kernel_,
+            )
         )
 
     def _smoothed(self, s: int, t: int) -> LocationEstimate:
         """Belief about tick s given reports up to tick t (s >= t - lag_ticks)."""
-        alpha = self.alphas_[len(self.alphas_) - 1 - (t - s)]
+        back = t - s
+        alpha = self.alphas_[len(self.alphas_) - 1 - back]
         beta = np.ones_like(alpha)
         for r in range(t, s, -1):
-            beta = hmm.backward_step(self.kernel_, beta, self.emissions_.at(r))
-            beta[:, self.emissions_.resets[r]] = 1.0
+            lik = self.liks_[len(self.liks_) - 1 - (t - r)]
+            beta = self._back32 @ (beta if lik is None else lik * beta)
+            top = beta.max(axis=0)
+            beta[:, ~(top > 0) | self.emissions_.resets[r]] = 1.0  # no information from r on
+            beta /= np.where(top > 0, top, 1.0)  # rescaled: only ratios within a column matter
         post = alpha * beta
-        return self._estimate(s, hmm.normalise(post, alpha.copy()))
+        post = hmm.normalise(post, lambda dead: alpha[:, dead])
+        return self._estimate(s, np.ascontiguousarray(post.T))
 
-    def _estimate(self, s: int, belief, guess=None) -> LocationEstimate:
-        users = np.nonzero(self.emissions_.outputs[s] >= 0)[0]
-        if belief is None:
+    def _estimate(self, s: int, rows, *, guess=None, top=None) -> LocationEstimate:
+        """The estimate about tick index s of the slots that reported then; ``rows`` is
+        ``(U, N)`` beliefs (``None``: point guesses only)."""
+        users = np.flatnonzero(self.emissions_.outputs[s] >= 0)
+        everyone = len(users) == len(self.emissions_.outputs[s])
+        if rows is None:
             return LocationEstimate(tick=self.ticks_[s], users=users, guess=guess[users])
-        post = belief[:, users]
+        post = rows if everyone else rows[users]
+        best = post.argmax(axis=1) if top is None else (top if everyone else top[users])
         return LocationEstimate(
-            tick=self.ticks_[s], users=users, guess=post.argmax(axis=0), posterior=post
+            tick=self.ticks_[s], users=users, guess=best, posterior=post, top=best
         )
 
     def guesses(self) -> np.ndarray:
