@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.attacks import BayesAttack, TrackingAttack, upload_location_estimate
+from sim.attacks import BayesAttack, Context, Observation, Release, make, upload_location_estimate
 from sim.attacks.bayes import posterior_leakage_per_output
-from sim.mechanisms import make
+from sim.mechanisms import make as make_mechanism
 
 
 def _attack(domain, eps):
-    mech = make("em", epsilon=eps).fit(domain)
+    mech = make_mechanism("em", epsilon=eps).fit(domain)
     return mech, BayesAttack.fit(mech.matrix_, domain.prior, domain.dist_xx)
 
 
@@ -49,7 +49,7 @@ def test_posterior_leakage_of_every_output_stays_within_epsilon(road_domain_smal
 
 
 def test_leakage_check_can_fail_and_pairs_mode_is_exact(road_domain_small):
-    z = make("em", epsilon=4.0).fit(road_domain_small).matrix_.copy()
+    z = make_mechanism("em", epsilon=4.0).fit(road_domain_small).matrix_.copy()
     z[0] *= 3.0  # breaks mDP near secret 0 (rows need not sum to 1 for the check)
     full = posterior_leakage_per_output(z, road_domain_small.dist_xx)
     fast = posterior_leakage_per_output(
@@ -67,20 +67,19 @@ def test_zero_against_positive_leaks_infinitely():
 
 def test_tracking_filter_of_a_still_user_beats_one_report(road_domain_small):
     rng = np.random.default_rng(0)
-    mech = make("em", epsilon=8.0).fit(road_domain_small)
+    mech = make_mechanism("em", epsilon=8.0).fit(road_domain_small)
     n_users, ticks = 200, 8
     truth = rng.integers(road_domain_small.n_x, size=n_users)
-    track = TrackingAttack(
-        road_domain_small.dist_xx, road_domain_small.prior, reach_km=0.0, n_users=n_users
-    )
-    users = np.arange(n_users)
+    track = make("tracking")
+    track.start(Context(domain=road_domain_small, n_users=n_users, reach_km=0.0))
+    track.release(Release(tick=1, mechanism=mech))
     _, bayes = _attack(road_domain_small, 8.0)
     single = []
-    for _ in range(ticks):
+    for t in range(ticks):
         outs = mech.sample_many(truth, rng)
-        guess = track.step(mech.matrix_, users, outs)
+        (est,) = track.observe(Observation(tick=t + 1, outputs=outs, pseudonyms=np.arange(n_users)))
         single.append(np.mean(bayes.map_estimate[outs] == truth))
-    assert np.mean(guess == truth) > np.mean(single) + 0.15
+    assert np.mean(est.guess == truth) > np.mean(single) + 0.15
 
 
 def test_upload_attack_finds_the_closest_output():

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from dashboard import charts as ch
 from dashboard import model_view as mv
 from dashboard import resources
-from dashboard.mapview import STYLE, deck
+from dashboard.mapview import STYLE, deck, tracked_trace_layers
 from sim.errors import InputError, SolverError
 from sim.mechanisms import available
 
@@ -150,7 +151,23 @@ def map_view(model) -> None:
         show.append("true")
     net = model.config.network
     roads = resources.roads(net.source, net.network_type)
-    st.pydeck_chart(deck(roads, layers, show=tuple(show)), key="live_map", height=480)
+    extra, suite = (), model.server.attacks
+    tracking = next(  # the first tracking attack of the run draws the tracked trace
+        (a for a in (suite.attacks.values() if suite else ()) if getattr(a, "guesses_", None)),
+        None,
+    )
+    if tracking is not None and model.log.users:
+        user = st.number_input(  # the tracked trace against the true one
+            "user whose tracked trace to draw (-1: none)", -1, len(model.population.position) - 1,
+            -1, key="live_trace_user",
+        )  # fmt: skip
+        if user >= 0:
+            true = np.array([cols["secret"][user] for cols in model.log.users])
+            tracked = tracking.guesses()[-len(true) :, user]
+            crs = model.graph.graph["crs"]
+            extra = tuple(tracked_trace_layers(model.domain.x_xy, crs, true, tracked))
+            show += ["true_trace", "tracked_trace"]
+    st.pydeck_chart(deck(roads, layers, show=tuple(show), extra=extra), key="live_map", height=480)
     legend = " · ".join(
         f"<span style='color:rgb({r},{g},{b})'>●</span> {STYLE[name][0]}"
         for name in show

@@ -23,7 +23,6 @@ from sim.attacks.base import (
 )
 from sim.attacks.bayes import BayesAttack, posterior_leakage_per_output
 from sim.attacks.suite import AttackSuite
-from sim.attacks.tracking import TrackingAttack
 from sim.attacks.upload import upload_location_estimate
 
 __all__ = [
@@ -38,7 +37,6 @@ __all__ = [
     "PlacesEstimate",
     "Release",
     "Scores",
-    "TrackingAttack",
     "available",
     "make",
     "posterior_leakage_per_output",

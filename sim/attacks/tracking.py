@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-from scipy import sparse
 
 from sim.attacks import hmm
 from sim.attacks.base import Attack, Context, LocationEstimate, Observation, Release, register
@@ -242,43 +241,3 @@ class Tracking(Attack):
     def guesses(self) -> np.ndarray:
         """``(T, U)`` the forward filter's most likely secret of every slot, per tick."""
         return np.stack(self.guesses_)
-
-
-class TrackingAttack:
-    """Forward-filter beliefs of all users."""
-
-    def __init__(self, dist_xx: np.ndarray, prior: np.ndarray, *, reach_km, n_users: int):
-        reach = np.broadcast_to(np.asarray(reach_km, dtype=float), (len(dist_xx),))
-        rows, cols = np.nonzero(dist_xx <= reach[:, None])
-        kernel = sparse.csr_matrix(
-            (np.ones(len(rows)), (rows, cols)), shape=dist_xx.shape, dtype=np.float64
-        )
-        out_degree = np.asarray(kernel.sum(axis=1)).ravel()
-        self.kernel_t = (sparse.diags(1.0 / out_degree) @ kernel).T.tocsr()  # column-stochastic
-        self._belief_t = np.tile(prior[:, None], (1, n_users))  # (N, U)
-
-    @property
-    def belief(self) -> np.ndarray:
-        """Current posterior of every user, shape (U, N)."""
-        return self._belief_t.T
-
-    def step(self, matrix: np.ndarray, reporting: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """Advance one tick; ``outputs[u]`` is the report of user ``reporting[u]``.
-
-        Returns the MAP guess of every user's secret.
-        """
-        self._belief_t = self.kernel_t @ self._belief_t
-        if len(reporting):
-            everyone = len(reporting) == self._belief_t.shape[1]
-            cols = slice(None) if everyone else reporting  # avoid a gather when all report
-            updated = self._belief_t[:, cols]
-            updated *= matrix[:, outputs]
-            mass = updated.sum(axis=0)
-            # a report impossible under the belief (mass 0) restarts that user from the likelihood
-            restart = mass <= 0
-            updated[:, restart] = matrix[:, outputs[restart]]
-            mass[restart] = updated[:, restart].sum(axis=0)
-            updated /= mass
-            if not everyone:
-                self._belief_t[:, reporting] = updated
-        return self._belief_t.argmax(axis=0)
