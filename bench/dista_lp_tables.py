@@ -1,304 +1,315 @@
-"""Analogues of DistA-LP's Tables II, III-V and XIII on the Helsinki walk network.
+"""DistA-LP's Tables III-V analogues per upload mode, the upload-share curve, server quality.
 
-Prints Markdown. Utility loss is summed over the users' own rows (as the paper's artifact
-does), violation ratio is the exact verifier's (eps for baselines; eps_pt on the users'
-union U for DistA-LP), time is the fit in seconds (DistA-LP: server solve; total in brackets).
-Mean ± 1.96 standard error over repetitions. One domain per size (the paper's one dataset);
-each repetition draws new users and new upload noise, so DistA-LP's noise calibration, which
-depends on the domain only, is done once per size and eps.
+Prints Markdown (and writes the share plot). Sections (``--sections``):
 
-DistA-LP appears three times: ``dista_lp`` is the registered mechanism (each user's row from
-the matrix released over the union U, exact across all of U); ``dista_lp (own block)`` is the
-loss of each user's row in its own downloaded block, the paper's guarantee (eps_pt-mDP inside
-the user's neighbourhood); ``dista_lp (exact uploads)`` is an ablation with noise-free uploads
-(NOT private) that shows what the server's LP makes of exact coefficient blocks.
+* ``tables``: utility loss (km, summed over the users' rows, the paper's artifact rule),
+  violation ratio (exact verifier over ALL of X at the report budget), fit time, the upload
+  attack's median / 10th-percentile error and the guarantee, per mechanism and eps. Baselines
+  and ``dista_lp none`` do not depend on the users: one fit per size and eps, evaluated on
+  every repetition's users. The other modes are fitted per repetition (new users and noise).
+  ``(own block)`` rows are the paper's per-neighbourhood blocks (verified only on the user's
+  own neighbourhood: the paper's guarantee, not an mDP matrix over X).
+* ``share``: ``dista_lp location`` against ``eps_up / eps`` (0 is ``upload="none"``).
+* ``quality``: on domains where the optimal LP solves, the users' loss under DistA-LP with
+  noise-free uploads (``strict`` with zero noise: NOT private) against the optimal LP.
 
-    python bench/dista_lp_tables.py --sizes 300 --eps 4 7 10 --reps 5
+Mean ± 1.96 standard errors over repetitions. Every result is also logged on stderr as one
+JSON line.
+
+    python bench/dista_lp_tables.py --sizes 2000 --eps 4 7 10 --reps 5
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
+import json
 import math
-import os
-import re
 import sys
 import time
 
 import numpy as np
 
+from sim.attacks.upload import error_summary
 from sim.domain import Domain
 from sim.mechanisms import make
-from sim.mechanisms.dista_lp import server
 from sim.mechanisms.dista_lp.mechanism import DistALP
-from sim.mechanisms.dista_lp.user import (
-    UploadConfig,
-    calibrate_upload,
-    prepare_upload,
-    reconstruct,
-)
 from sim.network import load_network
 from sim.privacy.verify import verify
 
-BASELINES = ("em", "laplace", "rmp", "lp_a", "panda", "copt", "lp")
-FAMILIES = ("gaussian", "polynomial", "rbf", "svd")
-OWN_BLOCK = "dista_lp (own block)"
-EXACT = "dista_lp (exact uploads)"
+BASELINES = ("em", "laplace", "rmp", "lp_a", "panda", "copt")
+MODES = ("none", "location", "paper", "strict")
 NOISE_FREE_BETA = 1e-12
 
 
-class ExactUploadsDistALP(DistALP):
-    """Ablation, NOT private: DistA-LP whose users upload their fitted surrogate parameters
-    without noise (the calibrated scales times 1e-12), everything else unchanged."""
+class NoiseFreeDistALP(DistALP):
+    """Ablation, NOT private: ``strict`` uploads whose noise scales are 1e-12 of the
+    calibrated ones (the fitted surrogate parameters as they are)."""
 
-    def _upload_config(self, domain):
-        config = super()._upload_config(domain)
+    def _strict_config(self, domain, config):
+        config = super()._strict_config(domain, config)
         cal = config.calibration
         blocks = {t: dataclasses.replace(b, beta=NOISE_FREE_BETA) for t, b in cal.blocks.items()}
         return dataclasses.replace(config, calibration=dataclasses.replace(cal, blocks=blocks))
 
 
-def _ci(values: list[float]) -> str:
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)])
+def _ci(values) -> str:
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=float)
     if len(v) == 0:
         return "n/a"
     if len(v) == 1:
         return f"{v[0]:.4g} (one run)"
-    half = 1.96 * v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else 0.0
-    return f"{v.mean():.4g} ± {half:.2g}"
+    return f"{v.mean():.4g} ± {1.96 * v.std(ddof=1) / math.sqrt(len(v)):.2g}"
 
 
-def _fit(name, domain, eps, args, *, users=None, seed=0):
-    """(fitted mechanism, seconds), or an error string for the table."""
-    params = {"epsilon": eps}
-    if name == "copt":
-        params.update(time_limit_s=args.cap)
-    if name in ("dista_lp", EXACT):
+def _log(**row) -> None:
+    print(json.dumps(row, default=float), file=sys.stderr, flush=True)
+
+
+def _dista_params(mode: str, args, users, seed: int) -> dict:
+    params: dict = {"upload": mode, "user_indices": users, "seed": seed}
+    if mode in ("paper", "strict"):
         params.update(
-            user_indices=users, n_neighbours=args.neighbours, delta=args.delta,
-            confidence=args.confidence, audit_records=args.audit_records, seed=seed,
+            n_neighbours=args.neighbours, delta=args.delta, confidence=args.confidence,
+            audit_records=args.audit_records,
         )  # fmt: skip
-    if name == "lp" and domain.n_x > args.lp_max:
-        return f"skipped (|X| > {args.lp_max})"
-    if name == "copt" and domain.n_x > args.copt_max:
-        return f"skipped (|X| > {args.copt_max}: {domain.n_x * domain.n_y:.1e} LP variables)"
-    try:
-        start = time.perf_counter()
-        mech = ExactUploadsDistALP(**params) if name == EXACT else make(name, **params)
-        mech.fit(domain)
-        return mech, time.perf_counter() - start
-    except Exception as err:  # reported in the table, never hidden
-        if "Time limit" in str(err):
-            return f"> {args.cap:g} s (time limit)"
-        return f"{type(err).__name__}: {str(err)[:80]}"
+    return params
 
 
-def _baseline_rows(mech, seconds: float, users: np.ndarray, violation: float) -> tuple:
-    """(loss summed over users in km, violation ratio, seconds, total seconds)."""
-    loss = sum(float(mech.matrix_[x] @ mech.domain_.dist_xy[x]) for x in users)
-    return (loss, violation, seconds, seconds)
+def _loss(mech, users) -> float:
+    return float(sum(mech.matrix_[x] @ mech.domain_.dist_xy[x] for x in users))
 
 
-def _dista_rows(name: str, mech, seconds: float, domain, users: np.ndarray) -> dict:
-    """The registered union release (over the users' union U, ``mech.domain_``) and, for
-    ``dista_lp``, each user's own block; losses on the full ``domain``."""
+def _own_loss(mech, users) -> float:
     info = mech.info_
-    rows = {int(u): p for p, u in enumerate(info["union_rows"])}
-    loss = sum(float(mech.matrix_[rows[int(x)]] @ domain.dist_xy[x]) for x in users)
-    viol = verify(mech.matrix_, mech.domain_.dist_xx, info["epsilon_pt"]).violation_ratio
-    times = (info["server_seconds"], seconds)
-    out = {name: (loss, viol, *times)}
-    if name == "dista_lp":
-        # Each block is verified on its user's true local distances (0 violations there).
-        own = sum(
-            float(block[r] @ domain.dist_xy[x])
-            for block, r, x in zip(
-                info["final_blocks"], info["user_rows"], info["users"], strict=True
-            )
+    return float(
+        sum(
+            b[r] @ mech.domain_.dist_xy[x]
+            for b, r, x in zip(info["own_blocks"], info["own_rows"], users, strict=True)
         )
-        out[OWN_BLOCK] = (own, 0.0, *times)
-    return out
+    )
 
 
 def table_mechanisms(G, args) -> None:
-    """Tables III-V, printed per size as soon as the size is done. Every run's result is
-    also logged on stderr, one line each, which ``--from-logs`` reads back.
-
-    The baselines do not depend on the users, so each is fitted once per size and eps (its
-    time is that one fit) and evaluated on every repetition's users; DistA-LP is fitted per
-    repetition (its users and upload noise change)."""
+    """Tables III-V analogues with the upload-attack column, per size."""
     for size in args.sizes:
-        results = {}
         domain = Domain.from_network(G, n_points=size, seed=0)
-        reps = range(args.rep_start, args.rep_start + args.reps)
-        users = {rep: np.sort(np.random.default_rng(rep).choice(size, args.users, replace=False))
-                 for rep in reps}  # fmt: skip
+        reps = range(args.reps)
+        users = {r: np.sort(np.random.default_rng(r).choice(size, args.users, replace=False))
+                 for r in reps}  # fmt: skip
+        cells: dict = {}  # (name, eps) -> lists
         for eps in args.eps:
-            for name in BASELINES:
-                fitted = _fit(name, domain, eps, args)
-                if not isinstance(fitted, str):
-                    mech, seconds = fitted
-                    pairs = domain.constraint_pairs
-                    viol = verify(mech.matrix_, domain.dist_xx, eps, pairs=pairs).violation_ratio
-                for rep in reps:
-                    res = fitted
-                    if not isinstance(fitted, str):
-                        first = rep == args.rep_start  # one fit, one time
-                        row = _baseline_rows(mech, seconds if first else math.nan, users[rep], viol)
-                        res = {name: row}
-                    _log_and_collect(results, size, rep, eps, name, res)
-            for rep in reps:
-                for name in ("dista_lp", EXACT):
-                    fitted = _fit(name, domain, eps, args, users=users[rep], seed=rep)
-                    res = (
-                        fitted
-                        if isinstance(fitted, str)
-                        else _dista_rows(name, *fitted, domain, users[rep])
-                    )
-                    _log_and_collect(results, size, rep, eps, name, res)
-        print(_format_tables(results), flush=True)
+            for name in BASELINES + ("dista_lp none",):
+                if name == "copt" and size > args.copt_max:
+                    cells[(name, eps)] = f"skipped (|X| > {args.copt_max})"
+                    continue
+                params = {"epsilon": eps}
+                if name == "copt":
+                    params["time_limit_s"] = args.cap
+                try:
+                    t0 = time.perf_counter()
+                    if name == "dista_lp none":
+                        mech = make("dista_lp", upload="none", **params).fit(domain)
+                    else:
+                        mech = make(name, **params).fit(domain)
+                    sec = time.perf_counter() - t0
+                except Exception as err:  # reported in the table, never hidden
+                    cells[(name, eps)] = f"{type(err).__name__}: {str(err)[:60]}"
+                    _log(size=size, eps=eps, name=name, error=str(err)[:200])
+                    continue
+                rep_eps = mech.report_guarantee.epsilon_per_km
+                viol = verify(mech.matrix_, domain.dist_xx, rep_eps,
+                              pairs=domain.constraint_pairs).violation_ratio  # fmt: skip
+                losses = [_loss(mech, users[r]) for r in reps]
+                cells[(name, eps)] = {
+                    "loss": losses, "viol": [viol], "time": [sec], "attack": [],
+                    "guarantee": str(mech.guarantee).split(";")[0],
+                }  # fmt: skip
+                if name == "dista_lp none":  # no upload: the prior-only guess
+                    pg = int(np.argmin(domain.prior @ domain.dist_xy))
+                    cells[(name, eps)]["attack"] = [
+                        float(domain.dist_xy[x, pg]) for r in reps for x in users[r]
+                    ]
+                _log(size=size, eps=eps, name=name, loss=losses, viol=viol, seconds=sec)
+            for mode in MODES[1:]:
+                if mode in args.skip_modes:
+                    continue
+                name = f"dista_lp {mode}"
+                own = f"dista_lp {mode} (own block)"
+                for r in reps:
+                    try:
+                        t0 = time.perf_counter()
+                        params = _dista_params(mode, args, users[r], r)
+                        mech = make("dista_lp", epsilon=eps, **params).fit(domain)
+                        sec = time.perf_counter() - t0
+                    except Exception as err:
+                        cells[(name, eps)] = f"{type(err).__name__}: {str(err)[:60]}"
+                        _log(size=size, eps=eps, name=name, rep=r, error=str(err)[:200])
+                        break
+                    rep_eps = mech.report_guarantee.epsilon_per_km
+                    viol = verify(mech.matrix_, domain.dist_xx, rep_eps,
+                                  pairs=domain.constraint_pairs).violation_ratio  # fmt: skip
+                    c = cells.setdefault((name, eps), {"loss": [], "viol": [], "time": [],
+                                                       "attack": [], "guarantee": ""})  # fmt: skip
+                    c["loss"].append(_loss(mech, users[r]))
+                    c["viol"].append(viol)
+                    c["time"].append(sec)
+                    c["attack"].extend(mech.info_["upload_attack_error_km"])
+                    c["guarantee"] = str(mech.guarantee).split(";")[0]
+                    if "own_blocks" in mech.info_:
+                        empty = {"loss": [], "viol": [], "time": [], "attack": [], "guarantee": ""}
+                        o = cells.setdefault((own, eps), empty)
+                        o["loss"].append(_own_loss(mech, users[r]))
+                        o["viol"].append(float("nan"))
+                        o["time"].append(sec)
+                        o["guarantee"] = "the paper's per-neighbourhood guarantee (not over X)"
+                    att = list(mech.info_["upload_attack_error_km"])
+                    _log(size=size, eps=eps, name=name, rep=r, loss=c["loss"][-1], attack=att)
+        _print_tables(size, args, cells)
 
 
-def _log_and_collect(results: dict, size: int, rep: int, eps: float, name: str, res) -> None:
-    print(f"|X|={size} rep={rep} eps={eps:g} {name}: {res!r}", file=sys.stderr, flush=True)
-    _collect(results, size, eps, name, res)
-
-
-def _collect(results: dict, size: int, eps: float, name: str, res) -> None:
-    rows = [name, OWN_BLOCK] if name == "dista_lp" else [name]
-    for row in rows:
-        results.setdefault((size, row, eps), []).append(res if isinstance(res, str) else res[row])
-
-
-def tables_from_logs(paths: list[str]) -> str:
-    """The tables of earlier runs (possibly split over processes) from their stderr logs."""
-    pattern = re.compile(r"^\|X\|=(\d+) rep=(\d+) eps=(\S+) (.+?): (.*)$")
-    results: dict = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                m = pattern.match(line.rstrip("\n"))
-                if m:
-                    size, _, eps, name, res = m.groups()
-                    if not res.startswith(("{", "'", '"')):
-                        res = repr(res)  # an error or skip message
-                    res = re.sub(r"\bnan\b", "None", res)  # a baseline's time after its one fit
-                    _collect(results, int(size), float(eps), name, ast.literal_eval(res))
-    return _format_tables(results)
-
-
-def _format_tables(results: dict) -> str:
-    """{(size, row, eps): [per-repetition tuple or error]} -> Markdown, one block per size."""
-    out = []
-    names = (*BASELINES, "dista_lp", OWN_BLOCK, EXACT)
-    for size in sorted({k[0] for k in results}):
-        eps_all = sorted({k[2] for k in results if k[0] == size})
-        n_reps = max(len(v) for k, v in results.items() if k[0] == size)
-        head = " | ".join(f"eps={e:g}" for e in eps_all)
-        for title, idx in (("violation ratio", 1), ("utility loss (km, sum over users)", 0),
-                           ("time (s)", 2)):  # fmt: skip
-            out += [f"\n### |X| = {size:,}: {title} ({n_reps} repetitions)\n",
-                    f"| mechanism | {head} |", "|---|" + "---|" * len(eps_all)]  # fmt: skip
-            for name in names:
-                cells = []
-                for eps in eps_all:
-                    runs = results.get((size, name, eps), [])
-                    errors = [r for r in runs if isinstance(r, str)]
-                    ok = [r for r in runs if not isinstance(r, str)]
-                    cell = _ci([r[idx] for r in ok]) if ok else (errors[0] if errors else "")
-                    if name.startswith("dista_lp") and idx == 2 and ok:
-                        cell += f" (total {_ci([r[3] for r in ok])})"
-                    if errors and ok:
-                        cell += f" ({len(errors)} failed: {errors[0]})"
-                    cells.append(cell)
-                out.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(out)
-
-
-def table_surrogates(G, args) -> list[str]:
-    """Table II (RelErr, ViolRatio after repair, upload loss) and XIII (bytes up)."""
-    size, eps = args.sizes[0], args.eps[0]
-    domain = Domain.from_network(G, n_points=size, seed=0)
-    rng = np.random.default_rng(0)
-    users = np.sort(rng.choice(size, args.users, replace=False))
-    rows2, rows13 = [], []
-    for family in FAMILIES:
-        config = UploadConfig(
-            epsilon=eps, family=family, n_neighbours=args.neighbours, delta=args.delta,
-            confidence=args.confidence, audit_records=args.audit_records,
-        )  # fmt: skip
-        try:
-            config = calibrate_upload(domain, config, rng=rng)
-        except Exception as err:
-            rows2.append(f"| {family} | {type(err).__name__}: {str(err)[:80]} |||||||")
+def _print_tables(size: int, args, cells: dict) -> None:
+    names = sorted({n for n, _ in cells}, key=_order)
+    for title, key in (("utility loss (km, sum over 10 users)", "loss"),
+                       ("violation ratio over all of X (report budget)", "viol"),
+                       ("fit time (s)", "time")):  # fmt: skip
+        print(f"\n### |X| = {size:,}: {title} ({args.reps} repetitions)\n")
+        print("| mechanism | " + " | ".join(f"eps={e:g}" for e in args.eps) + " |")
+        print("|---|" + "---|" * len(args.eps))
+        for n in names:
+            row = []
+            for e in args.eps:
+                c = cells.get((n, e), "n/a")
+                row.append(c if isinstance(c, str) else _ci(c[key]))
+            print(f"| {n} | " + " | ".join(row) + " |")
+    print(f"\n### |X| = {size:,}: upload attack (km; median / 10th percentile over all users)"
+          " and end-to-end guarantee\n")  # fmt: skip
+    print("| mechanism | " + " | ".join(f"eps={e:g}" for e in args.eps) + " | guarantee (eps 7) |")
+    print("|---|" + "---|" * (len(args.eps) + 1))
+    for n in names:
+        if "(own block)" in n:
             continue
-        rel = {t: [] for t in ("dx", "dy", "cy")}
-        vio = {t: [] for t in ("dx", "dy")}
-        up = []
-        for x in users:
-            state, upload = prepare_upload(domain, int(x), config, rng)
-            true = state.permuted_blocks()
-            rep = server.repair_blocks(reconstruct(upload), gamma_km=0.0)
-            for t in rel:
-                rel[t].append(server.relative_error(true[t], rep[t]))
-            vio["dx"].append(server.violation_ratio(true["dx"], rep["dx"], exclude_diagonal=True))
-            vio["dy"].append(server.violation_ratio(true["dy"], rep["dy"]))
-            up.append(upload.bytes_up)
-        upload_eps = config.eps_dx + config.eps_dy + config.eps_cy
-        rows2.append(
-            f"| {family} | {_ci(rel['dx'])} | {_ci(vio['dx'])} | {_ci(rel['dy'])} | "
-            f"{_ci(vio['dy'])} | {_ci(rel['cy'])} | {upload_eps:g} "
-            f"(conf {config.calibration.confidence:.3f}) |"
-        )
-        n, K = args.neighbours, domain.n_y
-        rows13.append(f"| {family} | {np.mean(up):,.0f} | {8 * (n * n + 2 * n * K):,} |")
-    return [
-        f"\n### Table II analogue (|X| = {size:,}, eps = {eps:g}/km, {args.users} users)\n",
-        "| surrogate | dx RelErr | dx ViolRatio | dy RelErr | dy ViolRatio | cy RelErr | "
-        "upload eps (confidence) |",
-        "|---|---|---|---|---|---|---|",
-        *rows2,
-        "\n### Table XIII analogue: bytes uploaded per user\n",
-        "| surrogate | released parameters (bytes) | raw blocks (bytes) |",
-        "|---|---|---|",
-        *rows13,
+        row = []
+        for e in args.eps:
+            c = cells.get((n, e), "n/a")
+            if isinstance(c, str) or not c["attack"]:
+                row.append("no upload" if not isinstance(c, str) else c)
+            else:
+                s = error_summary(c["attack"])
+                row.append(f"{s['median_km']:.3f} / {s['p10_km']:.3f}")
+        g = cells.get((n, 7.0))
+        text = g["guarantee"] if isinstance(g, dict) else ""
+        print(f"| {n} | " + " | ".join(row) + f" | {text} |")
+    sys.stdout.flush()
+
+
+def _order(name: str) -> tuple:
+    base = list(BASELINES) + [f"dista_lp {m}" for m in MODES]
+    key = name.replace(" (own block)", "")
+    return (base.index(key) if key in base else 99, name)
+
+
+def table_share(G, args) -> None:
+    """Loss of ``location`` against the upload share eps_up / eps (0: ``none``)."""
+    domain = Domain.from_network(G, n_points=args.share_size, seed=0)
+    eps = args.share_eps
+    rows = []
+    for share in args.shares:
+        losses, attacks = [], []
+        for r in range(args.reps):
+            users = np.sort(np.random.default_rng(r).choice(domain.n_x, args.users, replace=False))
+            params = (
+                {"upload": "none"} if share == 0 else {"upload": "location", "upload_share": share}
+            )
+            mech = make("dista_lp", epsilon=eps, user_indices=users, seed=r, **params).fit(domain)
+            losses.append(_loss(mech, users))
+            attacks.extend(mech.info_["upload_attack_error_km"])
+            _log(section="share", share=share, rep=r, loss=losses[-1])
+        rows.append((share, losses, error_summary(attacks)))
+    em = make("em", epsilon=eps).fit(domain)
+    em_loss = [
+        _loss(em, np.sort(np.random.default_rng(r).choice(domain.n_x, args.users, replace=False)))
+        for r in range(args.reps)
     ]
+    print(f"\n### Loss against the upload share (|X| = {domain.n_x:,}, eps = {eps:g}/km, "
+          f"{args.reps} repetitions; EM {_ci(em_loss)})\n")  # fmt: skip
+    print("| eps_up / eps | eps_up (1/km) | eps_pt (1/km) | loss (km, sum over users) "
+          "| upload attack median / p10 (km) |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for share, losses, att in rows:
+        print(f"| {share:g} | {share * eps:.3g} | {(1 - share) * eps:.3g} | {_ci(losses)} "
+              f"| {att['median_km']:.3f} / {att['p10_km']:.3f} |")  # fmt: skip
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        means = [np.mean(losses) for _, losses, _ in rows]
+        ax.plot(args.shares, means, "o-", label="dista_lp location (share 0: none)")
+        ax.axhline(np.mean(em_loss), color="grey", ls="--", label=f"EM at {eps:g}/km")
+        ax.set_xlabel("upload share eps_up / eps")
+        ax.set_ylabel("loss (km, sum over users)")
+        ax.set_title(f"|X| = {domain.n_x:,}, eps = {eps:g}/km")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=120)
+        print(f"\n![loss against the upload share]({args.plot.split('docs/', 1)[-1]})")
+
+
+def table_quality(G, args) -> None:
+    """Noise-free DistA-LP against the optimal LP on the same users (small N)."""
+    print("\n### Server quality: noise-free DistA-LP / optimal LP (same users' loss)\n")
+    print("| N | eps | optimal LP (km) | released over X / LP | own block / LP |")
+    print("|---|---|---|---|---|")
+    for size in args.quality_sizes:
+        domain = Domain.from_network(G, n_points=size, seed=0)
+        for eps in args.quality_eps:
+            lp = make("lp", epsilon=eps).fit(domain)
+            ratios, own, lp_loss = [], [], []
+            for r in range(args.reps):
+                users = np.sort(np.random.default_rng(r).choice(size, args.users, replace=False))
+                mech = NoiseFreeDistALP(
+                    eps, upload="strict", user_indices=users, seed=r, n_neighbours=min(20, size),
+                    delta=args.delta, confidence=args.confidence, audit_records=args.audit_records,
+                ).fit(domain)  # fmt: skip
+                base = _loss(lp, users)
+                lp_loss.append(base)
+                ratios.append(_loss(mech, users) / base)
+                own.append(_own_loss(mech, users) / base)
+                _log(section="quality", size=size, eps=eps, rep=r, ratio=ratios[-1], own=own[-1])
+            print(f"| {size} | {eps:g} | {_ci(lp_loss)} | {_ci(ratios)} | {_ci(own)} |")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sections", nargs="+", default=["tables", "share", "quality"])
     p.add_argument("--sizes", type=int, nargs="+", default=[2000, 4000, 6000])
     p.add_argument("--eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument(
-        "--rep-start", type=int, default=0, help="first repetition (to split a run over processes)"
-    )
     p.add_argument("--users", type=int, default=10)
     p.add_argument("--neighbours", type=int, default=20)
-    p.add_argument("--cap", type=float, default=600.0, help="COPT time limit (s)")
-    p.add_argument("--lp-max", type=int, default=300, help="largest |X| for the full LP")
-    p.add_argument(
-        "--copt-max", type=int, default=2000, help="largest |X| for COPT's whole-domain LP"
-    )
-    p.add_argument("--delta", type=float, default=1e-4)
-    p.add_argument("--confidence", type=float, default=0.99)
-    p.add_argument("--audit-records", type=int, default=200)
-    p.add_argument("--skip-surrogates", action="store_true")
-    p.add_argument("--skip-mechanisms", action="store_true")
-    p.add_argument("--from-logs", nargs="+", help="only rebuild Tables III-V from stderr logs")
+    p.add_argument("--cap", type=float, default=60.0, help="COPT time limit (s)")
+    p.add_argument("--copt-max", type=int, default=2000)
+    p.add_argument("--delta", type=float, default=0.01)
+    p.add_argument("--confidence", type=float, default=0.9)
+    p.add_argument("--audit-records", type=int, default=50)
+    p.add_argument("--skip-modes", nargs="*", default=[])
+    p.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.05, 0.1, 0.2, 0.3])
+    p.add_argument("--share-size", type=int, default=2000)
+    p.add_argument("--share-eps", type=float, default=7.0)
+    p.add_argument("--plot", default="docs/img/dista_lp_upload_share.png")
+    p.add_argument("--quality-sizes", type=int, nargs="+", default=[100])
+    p.add_argument("--quality-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     args = p.parse_args()
-    if args.from_logs:
-        print(tables_from_logs(args.from_logs))
-        return
-    os.environ.setdefault("MDPSIM_CACHE", "/tmp/mdpcache")
     G = load_network("helsinki", network_type="walk")
-    print(f"Arguments: {vars(args)}", flush=True)
-    if not args.skip_surrogates:
-        print("\n".join(table_surrogates(G, args)), flush=True)
-    if not args.skip_mechanisms:
+    if "tables" in args.sections:
         table_mechanisms(G, args)
+    if "share" in args.sections:
+        table_share(G, args)
+    if "quality" in args.sections:
+        table_quality(G, args)
 
 
 if __name__ == "__main__":

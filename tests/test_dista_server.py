@@ -74,6 +74,7 @@ def fitted(road_domain_small):
     )
 
 
+@pytest.mark.slow
 def test_matrix_has_a_row_for_every_secret_verified_over_all_of_x(fitted, road_domain_small):
     assert fitted.matrix_.shape == (road_domain_small.n_x, road_domain_small.n_y)
     assert fitted.domain_ is road_domain_small
@@ -84,6 +85,7 @@ def test_matrix_has_a_row_for_every_secret_verified_over_all_of_x(fitted, road_d
         assert verify(own, local, eps_pt).passed  # the paper's per-neighbourhood check
 
 
+@pytest.mark.slow
 def test_strict_guarantee_composes_upload_and_report(fitted):
     g, up, rep = fitted.guarantee, fitted.upload_guarantee, fitted.report_guarantee
     assert g.kind == "pmdp" and g.epsilon_per_km == pytest.approx(4.0)
@@ -92,11 +94,13 @@ def test_strict_guarantee_composes_upload_and_report(fitted):
     assert g.delta == up.delta == pytest.approx(0.05) and up.confidence is not None
 
 
+@pytest.mark.slow
 def test_bytes_are_counted_per_user(fitted):
     assert len(fitted.info_["bytes_up"]) == 3 and min(fitted.info_["bytes_up"]) > 0
     assert fitted.info_["bytes_down"] == [8 * 8 * 40] * 3
 
 
+@pytest.mark.slow
 def test_same_seed_gives_same_matrix(fitted, road_domain_small):
     again = make("dista_lp", epsilon=4.0, upload="strict", seed=3, **SURROGATE)
     np.testing.assert_array_equal(again.fit(road_domain_small).matrix_, fitted.matrix_)

@@ -384,7 +384,7 @@ class DistALP(Mechanism):
                 local.append(local_blocks(domain, int(x), n_neighbours=self.n_neighbours))
             info["paper_calibration"] = cal
         else:
-            config = calibrated_config(domain, config, calibration_seed=self.calibration_seed)
+            config = self._strict_config(domain, config)
             self.upload_confidence_ = config.calibration.confidence
             states = []
             for x in users:
@@ -431,6 +431,10 @@ class DistALP(Mechanism):
             )
             for b, u in zip(recon, uploads, strict=True)
         ]
+
+    def _strict_config(self, domain, config: UploadConfig) -> UploadConfig:
+        """The strict upload configuration with its calibrated (memoised) noise scales."""
+        return calibrated_config(domain, config, calibration_seed=self.calibration_seed)
 
     def _paper_calibration(self, domain, config: UploadConfig):
         per_domain = _CALIBRATED.setdefault(domain, {})
