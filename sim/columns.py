@@ -11,6 +11,8 @@ from __future__ import annotations
 #: Headline per-tick metrics (means over the users of a tick): name -> label.
 TICK_METRICS: dict[str, str] = {
     "utility_loss_km": "utility loss (km)",
+    "expected_loss_km": "mechanism's expected loss over the prior (km)",
+    "em_expected_loss_km": "EM's expected loss at the same eps (km)",
     "bayes_error_km": "single-report attack: expected error (km)",
     "bayes_hit": "single-report attack: top-1 hit rate",
     "tracking_error_km": "tracking attack: expected error (km)",

@@ -130,6 +130,9 @@ class CuriousServer(mesa.Agent):
             if not per_user and self.mechanism_cache is not None:
                 self.mechanism_cache[key] = mech
         self.generation_seconds = time.perf_counter() - start
+        # the reference printed beside the mechanism's loss: EM at the same total eps
+        em = make("em", epsilon=self.settings.epsilon_per_km).fit(model.domain)
+        self.em_expected_loss_km = em.expected_loss()
         self.mechanism, self.generated_at = mech, model.tick
         self.n_generations += 1
         self.report_charge = model.budget.charge(mech.report_guarantee)  # after fit: certified
@@ -178,6 +181,8 @@ class CuriousServer(mesa.Agent):
             "report_cost": self.report_charge.cost,
             "mechanism_generations": self.n_generations,
             "solver_status": str(info.get("solver_status", info.get("status", "n/a"))),
+            "expected_loss_km": self.expected_loss_km,
+            "em_expected_loss_km": getattr(self, "em_expected_loss_km", float("nan")),
         }
 
     @property
