@@ -90,7 +90,7 @@ def draw_world(
         return model, out
 
     mobility, traces = walks(n_users, users_ss)
-    _, public = walks(n_public or n_users, public_ss)
+    _, public = walks(n_public or n_users, public_ss)  # fmt: skip
     return World(
         domain=domain,
         traces=traces,
@@ -99,6 +99,25 @@ def draw_world(
         reports_seed=reports_ss,
         seed=seed,
     )
+
+
+def public_walks(scenario, domain, *, seed: int) -> np.ndarray:
+    """``(ticks, users.count)`` walks of a public population for a live model's adversary:
+    other people on the same roads with their own places (the users' walks are not used)."""
+    u, s = scenario.users, scenario.scenario
+    world = draw_world(
+        domain,
+        n_users=1,
+        n_public=u.count,
+        ticks=s.ticks,
+        seed=seed,
+        n_places=u.n_places,
+        speed_mps=u.speed_mps,
+        tick_seconds=s.tick_seconds,
+        dwell_ticks=(u.dwell_ticks[0], u.dwell_ticks[1]),
+        personal_places=u.personal_places,
+    )
+    return world.public_traces
 
 
 def run(

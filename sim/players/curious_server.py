@@ -19,6 +19,7 @@ import mesa
 import numpy as np
 
 from sim.attacks import AttackSuite, Context, Observation, Release
+from sim.attacks.harness import public_walks
 from sim.attacks.suite import TickResult
 from sim.mechanisms import Mechanism, make
 from sim.privacy.filters import Charge
@@ -72,6 +73,9 @@ class CuriousServer(mesa.Agent):
                     domain=model.domain,
                     n_users=model.population.n_users,
                     reach_km=model.mobility.reach_km,
+                    public_traces=public_walks(model.config, model.domain, seed=model.seed)
+                    if any(spec.get("mobility") == "public" for spec in specs)
+                    else None,
                     seed=model.seed,
                 )
             )
