@@ -183,12 +183,18 @@ def charts(model, ticks) -> None:
         st.info("Step the model to see utility, attacks, leakage, savings and budgets over time.")
         return
     cols = st.columns(2)
-    for i, (title, columns) in enumerate(mv.CHARTS.items()):
+    # every attack the run has, one chart per metric; then the other charts
+    panels = ch.attack_panels(ticks.columns)
+    if "Posterior leakage (1/km)" in panels:
+        panels["Posterior leakage (1/km)"].append("report_epsilon_per_km")  # the bound
+    others = {t: c for t, c in mv.CHARTS.items() if not t.startswith(("Attack", "Posterior"))}
+    panels.update(others)
+    for i, (title, columns) in enumerate(panels.items()):
         frame = ch.long_form(mv.chart_frame(ticks, columns))
         with cols[i % 2]:
             st.markdown(f"**{title}**")
             st.vega_lite_chart(frame, ch.lines(), height=240)
-    with cols[len(mv.CHARTS) % 2]:
+    with cols[len(panels) % 2]:
         st.markdown("**Remaining budgets now**")
         spec = ch.histogram(field="remaining_budget", title="rho left (1/km²)", color="halted")
         st.vega_lite_chart(mv.budgets(model), spec, height=240)
