@@ -243,13 +243,13 @@ class DistALP(Mechanism):
         return math.fsum(split.upload.values()), split.pt
 
     def _split(self) -> BudgetSplit:
-        parts = (self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt)
-        if all(p is None for p in parts):
+        given = [p for p in (self.eps_dx, self.eps_dy, self.eps_cy, self.eps_pt) if p is not None]
+        if not given:
             return BudgetSplit.default(self.epsilon)
-        if any(p is None for p in parts):
+        if len(given) < 4:
             raise InputError("give all of eps_dx, eps_dy, eps_cy, eps_pt or none of them")
         try:
-            return BudgetSplit(self.epsilon, *parts)
+            return BudgetSplit(self.epsilon, *given)
         except PrivacyBudgetError as err:
             raise InputError(str(err)) from None
 
