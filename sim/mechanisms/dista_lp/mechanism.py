@@ -385,6 +385,7 @@ class DistALP(Mechanism):
             info["paper_calibration"] = cal
         else:
             config = self._strict_config(domain, config)
+            assert config.calibration is not None  # set by calibrated_config
             self.upload_confidence_ = config.calibration.confidence
             states = []
             for x in users:
