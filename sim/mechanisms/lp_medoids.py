@@ -16,7 +16,8 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
 3. **Certified lower bound** on the optimal LP's loss over ALL outputs
    (``lower_bound_``): the optimum of a relaxation, ``cluster_lower_bound`` (argument in
    docs/lp.md): outputs grouped by their nearest medoid, each group's cost for secret i the
-   SMALLEST cost of its members (``pi_i min_{y in group} d(x_i, y)``), and only a subset of
+   SMALLEST cost of its members (``pi_i min_{y in group} d(x_i, y)``; ``bound_groups``
+   groups around k-medoids of their own), and only a subset of
    the mDP constraints (each medoid's shortest-path tree plus ``bound_rounds`` rounds of
    the violated ones). ``info_["gap"]`` is the released loss over that bound.
 """
@@ -38,6 +39,15 @@ from sim.mechanisms.lp_outputs import tight_constraints
 from sim.mechanisms.repair import check_margin
 
 _LLOYD_STEPS = 30
+
+
+def outputs_for(epsilon: float) -> int:
+    """Default number of outputs: ``max(4, round(2 eps))`` (eps per km; docs/lp.md).
+
+    More outputs lower the quantisation loss but the LP time grows with them and falls with
+    eps; this keeps |X| = 2,000 on Helsinki within the 120 s target at eps 4-10.
+    """
+    return max(4, round(2 * epsilon))
 
 
 def prior_medoids(prior: np.ndarray, dist_xy: np.ndarray, k: int) -> np.ndarray:
@@ -166,9 +176,13 @@ class MedoidOutputLP(Mechanism):
     epsilon
         Budget per km.
     n_outputs
-        Outputs the LP may use (k-medoids of the prior), at most the domain's.
+        Outputs the LP may use (k-medoids of the prior), at most the domain's. ``None``
+        (default): ``outputs_for(epsilon)``, i.e. ``max(4, round(2 eps km))`` (docs/lp.md).
     margin
         The LP is solved at ``epsilon (1 - margin)``; doubled on a failed exact check.
+    bound_groups
+        Output groups of the lower bound's relaxation (k-medoids of their own; more groups:
+        a tighter bound and a larger LP). ``None``: 3 per output of the mechanism.
     bound_rounds
         Rounds of constraint generation in the lower bound's relaxation (0: trees only).
     time_limit, threads
@@ -181,15 +195,19 @@ class MedoidOutputLP(Mechanism):
         self,
         epsilon: float,
         *,
-        n_outputs: int = 20,
+        n_outputs: int | None = None,
         margin: float = 1e-3,
+        bound_groups: int | None = None,
         bound_rounds: int = 2,
         time_limit: float | None = None,
         threads: int | None = None,
     ) -> None:
         super().__init__(epsilon)
-        self.n_outputs = check_positive_int(n_outputs, "n_outputs")
+        self.n_outputs = None if n_outputs is None else check_positive_int(n_outputs, "n_outputs")
         self.margin = check_margin(margin)
+        self.bound_groups = (
+            None if bound_groups is None else check_positive_int(bound_groups, "bound_groups")
+        )
         self.bound_rounds = check_positive_int(bound_rounds, "bound_rounds", minimum=0)
         self.time_limit = time_limit
         self.threads = threads
@@ -204,7 +222,8 @@ class MedoidOutputLP(Mechanism):
         return self.lower_bound_
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
-        medoids = prior_medoids(domain.prior, domain.dist_xy, self.n_outputs)
+        k = outputs_for(self.epsilon) if self.n_outputs is None else self.n_outputs
+        medoids = prior_medoids(domain.prior, domain.dist_xy, min(k, domain.n_y))
         weighted = domain.prior[:, None] * domain.dist_xy[:, medoids]
         released, sol = release_optimal(
             weighted,
@@ -216,9 +235,10 @@ class MedoidOutputLP(Mechanism):
         )
         Z = np.zeros((domain.n_x, domain.n_y))
         Z[:, medoids] = released.matrix
+        groups = 3 * len(medoids) if self.bound_groups is None else self.bound_groups
         bound = cluster_lower_bound(
             domain,
-            medoids,
+            prior_medoids(domain.prior, domain.dist_xy, min(groups, domain.n_y)),
             self.epsilon,
             rounds=self.bound_rounds,
             options=HighsOptions(

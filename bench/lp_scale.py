@@ -1,0 +1,173 @@
+"""N against time for the exact optimal LP and for ``lp_medoids`` on Helsinki (road metric).
+
+Usage: ``python bench/lp_scale.py [--sections exact medoids] [--exact-sizes 50 100 150 200]
+[--exact-eps 4 7 10] [--exact-cap 120] [--medoid-sizes 2000 4000 6000] [--medoid-eps 4 7 10]
+[--medoid-cap 600] [--plot docs/img/lp_scale.png]``. Prints Markdown tables:
+
+* ``exact``: ``make("lp")`` fit (incl. margin, repair, exact check) per N and eps, with the
+  nonzeros of the full chaining LP (``N K`` row-sum entries plus 4 per mDP constraint pair and
+  output: ``N K + 4 P K``) and the wall time per nonzero; stops at the first N over the cap.
+* ``medoids``: ``make("lp_medoids")`` fit per N and eps: loss, EM's loss, the ratio, the
+  certified lower bound on the optimal LP and the gap (loss / bound), time, CPU, peak RSS,
+  exact check (smallest eps with the domain's chaining pairs).
+
+Each fit runs in a forked child with a wall-clock cap; peak RSS is the child's (includes the
+interpreter, the network and the domain). ``--plot`` writes a log-log plot of N against
+wall time for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import time
+
+import numpy as np
+
+from sim.domain import Domain
+from sim.mechanisms import make
+from sim.network import load_network
+from sim.privacy.verify import verify
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _child(name: str, eps: float, domain: Domain, queue) -> None:
+    start, cpu = time.perf_counter(), _cpu_seconds()
+    try:
+        mech = make(name, epsilon=eps).fit(domain)
+        row = {"loss": mech.expected_loss(), "info": {
+            k: v for k, v in mech.info_.items() if isinstance(v, (int, float, str))
+        }}  # fmt: skip
+        row["seconds"] = time.perf_counter() - start
+        row["cpu"] = _cpu_seconds() - cpu
+        check = verify(mech.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs)
+        row["smallest_eps"] = check.smallest_epsilon
+    except Exception as err:  # reported in the table, never hidden
+        row = {"error": f"{type(err).__name__}: {str(err)[:70]}"}
+    row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put(row)
+
+
+def run_capped(name: str, eps: float, domain: Domain, cap: float) -> dict:
+    """Fit in a forked child; ``{"error": ...}`` if it raises or passes ``cap`` s."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(name, eps, domain, queue))
+    proc.start()
+    deadline = time.perf_counter() + cap
+    while proc.is_alive() and queue.empty() and time.perf_counter() < deadline:
+        time.sleep(0.2)
+    if queue.empty():
+        proc.kill()
+        proc.join()
+        return {"error": f"> {cap:g} s cap"}
+    row = queue.get()
+    proc.join()
+    return row
+
+
+def exact(G, sizes, epsilons, cap: float, points: list) -> None:
+    print("| N = K | eps /km | pairs P | LP nonzeros | loss (km) | time (s) | CPU (s) "
+          "| us per nonzero | peak RSS (MB) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for eps in epsilons:
+        for n in sizes:
+            domain = Domain.from_network(G, n_points=n)
+            p = len(domain.constraint_pairs)
+            nnz = n * n + 4 * p * n
+            row = run_capped("lp", eps, domain, cap)
+            if "error" in row:
+                print(f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['error']} | | | | |", flush=True)
+                break
+            points.append(("lp", eps, n, row["seconds"]))
+            print(
+                f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['loss']:.4f} | {row['seconds']:.1f} "
+                f"| {row['cpu']:.1f} | {1e6 * row['seconds'] / nnz:.2f} "
+                f"| {row['peak_rss_mb']:.0f} |",
+                flush=True,
+            )
+
+
+def medoids(G, sizes, epsilons, cap: float, points: list) -> None:
+    print("| N | eps /km | outputs | loss (km) | EM (km) | loss / EM | lower bound (km) | gap "
+          "| time (s) | CPU (s) | bound (s) | peak RSS (MB) | smallest eps /km |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        domain = Domain.from_network(G, n_points=n)
+        for eps in epsilons:
+            em = make("em", epsilon=eps).fit(domain).expected_loss()
+            row = run_capped("lp_medoids", eps, domain, cap)
+            if "error" in row:
+                print(f"| {n} | {eps:g} | | {row['error']} | {em:.4f} | | | | | | | | |",
+                      flush=True)  # fmt: skip
+                continue
+            info = row["info"]
+            points.append(("lp_medoids", eps, n, row["seconds"]))
+            print(
+                f"| {n} | {eps:g} | {info['outputs_used']} | {row['loss']:.4f} | {em:.4f} "
+                f"| {row['loss'] / em:.3f} | {info['lower_bound_km']:.4f} | {info['gap']:.2f} "
+                f"| {row['seconds']:.1f} | {row['cpu']:.1f} | {info['lower_bound_seconds']:.1f} "
+                f"| {row['peak_rss_mb']:.0f} | {row['smallest_eps']:.4f} |",
+                flush=True,
+            )
+
+
+def plot(points: list, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, marker in (("lp", "o"), ("lp_medoids", "s")):
+        for eps in sorted({p[1] for p in points if p[0] == name}):
+            pts = sorted((p[2], p[3]) for p in points if p[0] == name and p[1] == eps)
+            if pts:
+                ax.plot(*np.array(pts).T, marker=marker, label=f"{name}, eps {eps:g}/km")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("|X| (secrets)")
+    ax.set_ylabel("fit wall time (s)")
+    ax.set_title("Helsinki walk, road metric")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="+", default=["exact", "medoids"],
+                        choices=["exact", "medoids"])  # fmt: skip
+    parser.add_argument("--exact-sizes", type=int, nargs="+", default=[50, 100, 150, 200])
+    parser.add_argument("--exact-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
+    parser.add_argument("--exact-cap", type=float, default=120.0)
+    parser.add_argument("--medoid-sizes", type=int, nargs="+", default=[2000, 4000, 6000])
+    parser.add_argument("--medoid-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
+    parser.add_argument("--medoid-cap", type=float, default=600.0)
+    parser.add_argument("--plot", default=None)
+    args = parser.parse_args()
+    os.environ.setdefault("MDPSIM_CACHE", "/tmp/mdpcache")
+    G = load_network("helsinki")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min)\n")
+    points: list = []
+    if "medoids" in args.sections:
+        medoids(G, args.medoid_sizes, args.medoid_eps, args.medoid_cap, points)
+        print()
+    if "exact" in args.sections:
+        exact(G, args.exact_sizes, args.exact_eps, args.exact_cap, points)
+        print()
+    print(f"load average at end: {os.getloadavg()[0]:.2f} (1 min)")
+    if args.plot:
+        plot(points, args.plot)
+        print(f"plot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
