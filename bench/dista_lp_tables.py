@@ -114,7 +114,10 @@ def table_mechanisms(G, args) -> None:
                         mech = make(name, **params).fit(domain)
                     sec = time.perf_counter() - t0
                 except Exception as err:  # reported in the table, never hidden
-                    cells[(name, eps)] = f"{type(err).__name__}: {str(err)[:60]}"
+                    text = f"{type(err).__name__}: {str(err)[:60]}"
+                    if "Time limit" in str(err):
+                        text = f"> {args.cap:g} s (HiGHS time limit)"
+                    cells[(name, eps)] = text
                     _log(size=size, eps=eps, name=name, error=str(err)[:200])
                     continue
                 rep_eps = mech.report_guarantee.epsilon_per_km
