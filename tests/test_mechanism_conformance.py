@@ -39,16 +39,6 @@ _FITTED: dict = {}
 _PARAMS_BEFORE_FIT: dict = {}
 
 
-def _pending(names: list[str], reasons: dict[str, str]) -> list:
-    """``names`` with a strict xfail on those whose owner has not landed the fix yet."""
-    return [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=reasons[n]))
-        if n in reasons
-        else n
-        for n in names
-    ]
-
-
 def _params(name: str) -> dict:
     return dict(_REGISTRY[name].conformance_params)
 
