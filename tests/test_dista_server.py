@@ -126,6 +126,12 @@ def test_release_is_never_worse_than_the_em_for_the_planned_weights(road_domain_
     assert mech.expected_loss() < em.expected_loss()
 
 
+def test_the_lp_medoids_planner_releases_an_exact_matrix_over_x(road_domain_small):
+    mech = make("dista_lp", epsilon=6.0, planner="lp_medoids").fit(road_domain_small)
+    assert mech.matrix_.shape[0] == road_domain_small.n_x
+    assert verify(mech.matrix_, road_domain_small.dist_xx, 6.0).passed
+
+
 def test_the_matrix_does_not_depend_on_the_true_locations_without_uploads(road_domain_small):
     a = make("dista_lp", epsilon=6.0, user_indices=[0, 5], tile_size=20, sweeps=1)
     b = make("dista_lp", epsilon=6.0, user_indices=[7, 30, 31], tile_size=20, sweeps=1)
@@ -161,6 +167,8 @@ def test_fit_leaves_public_parameters_unchanged(road_domain_small):
         ({"gamma_km": -1.0}, "gamma"),
         ({"user_indices": [1, 1]}, "user_indices"),
         ({"tile_size": 1}, "tile_size"),
+        ({"planner": "simplex"}, "planner"),
+        ({"upload": "strict", "planner": "lp_medoids"}, "planner"),
     ],
 )
 def test_dista_lp_rejects_bad_parameters_naming_them(params, field):

@@ -46,7 +46,7 @@ from sim.attacks.upload import (
     prior_guess,
 )
 from sim.errors import InputError, PrivacyBudgetError
-from sim.mechanisms.base import Guarantee, Mechanism, check_positive_int, register
+from sim.mechanisms.base import Guarantee, Mechanism, check_positive_int, make, register
 from sim.mechanisms.dista_lp import block_repair
 from sim.mechanisms.dista_lp.benders import solve_benders
 from sim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
@@ -68,6 +68,7 @@ from sim.sampling import sample_rows
 UPLOADS = ("none", "location", "strict", "paper")
 DEFAULT_UPLOAD = "none"
 DEFAULT_UPLOAD_SHARE = 0.1
+PLANNERS = ("blocks", "lp_medoids")
 BYTES_PER_FLOAT = 8
 # Noise calibrations depend on (domain, configuration, seed) only, and are the costliest
 # step of a surrogate-mode fit: done once per process and reused by every regeneration.
@@ -142,6 +143,9 @@ class DistALP(Mechanism):
         The exact release: tiles of X (``none``, ``location``), outputs optimised freely per
         row, passes over the blocks, and the block size around each located user
         (surrogate modes).
+    planner
+        ``"blocks"`` (the release above) or ``"lp_medoids"`` (``none``/``location`` only: the
+        city-scale LP over medoid outputs, planned for the prior or the posterior).
     margin
         LPs run at ``eps_pt (1 - margin)``; the lift absorbs solver round-off in it.
     seed, calibration_seed
@@ -179,6 +183,7 @@ class DistALP(Mechanism):
         n_near: int = 15,
         sweeps: int = 2,
         release_neighbours: int = 40,
+        planner: str = "blocks",
         margin: float = 1e-3,
         seed: int = 0,
         calibration_seed: int = 0,
@@ -218,6 +223,12 @@ class DistALP(Mechanism):
         self.n_near = check_positive_int(n_near, "n_near")
         self.sweeps = check_positive_int(sweeps, "sweeps", minimum=0)
         self.release_neighbours = check_positive_int(release_neighbours, "release_neighbours")
+        if planner not in PLANNERS:
+            raise InputError(f"planner={planner!r} must be one of {', '.join(PLANNERS)}")
+        if planner == "lp_medoids" and upload not in ("none", "location"):
+            raise InputError("planner='lp_medoids' plans for X's prior or posterior: "
+                             "upload must be 'none' or 'location'")  # fmt: skip
+        self.planner = planner
         self.margin = check_budget_margin(margin)
         self.seed = check_positive_int(seed, "seed", minimum=0)
         self.calibration_seed = check_positive_int(calibration_seed, "calibration_seed", minimum=0)
@@ -335,10 +346,15 @@ class DistALP(Mechanism):
         info["upload_seconds"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        Z, release = release_full_domain(
-            domain, eps_pt, blocks, weights,
-            n_near=self.n_near, sweeps=self.sweeps, margin=self.margin,
-        )  # fmt: skip
+        if self.planner == "lp_medoids":  # the city-scale LP (sim/mechanisms/lp_medoids.py)
+            planned = make("lp_medoids", epsilon=eps_pt, margin=self.margin)
+            planned.fit(domain.with_prior(weights / weights.sum()))
+            Z, release = planned.matrix_, {"planner_info": planned.info_}
+        else:
+            Z, release = release_full_domain(
+                domain, eps_pt, blocks, weights,
+                n_near=self.n_near, sweeps=self.sweeps, margin=self.margin,
+            )  # fmt: skip
         info["server_seconds"] = time.perf_counter() - t0
         pg = prior_guess(domain)
         info.update(
