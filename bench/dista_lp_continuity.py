@@ -17,7 +17,8 @@ import os
 import numpy as np
 
 from sim.domain import Domain
-from sim.mechanisms.dista_lp.user import UploadConfig, _fit_record, public_scales
+from sim.mechanisms.dista_lp.calibration import _fit_record
+from sim.mechanisms.dista_lp.user import UploadConfig, public_scales
 from sim.network import load_network
 
 FAMILIES = ("gaussian", "polynomial", "rbf", "svd")

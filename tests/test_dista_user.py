@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.errors import InputError, PrivacyBudgetError
+from sim.mechanisms.dista_lp.calibration import calibrate_upload
 from sim.mechanisms.dista_lp.user import (
     UploadConfig,
-    calibrate_upload,
     finalize_block,
     local_blocks,
     prepare_upload,

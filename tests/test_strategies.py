@@ -223,3 +223,27 @@ def test_budgeter_share_starts_over_with_each_window_of_a_renewing_budget():
     in_window = sum(v for k, v in by_component.items() if str(k).startswith("query_"))
     np.testing.assert_allclose(share.spent, in_window, rtol=1e-12)
     assert in_window.sum() > 0 and np.all(in_window <= 100.0 * (1 + 1e-12))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("upload", ["none", "location"])
+def test_dista_lp_regenerates_at_the_same_ticks_whatever_the_true_walks(upload):
+    """Regeneration timing is public: two populations walking differently (other speeds and
+    dwell times, same seed and schedule) regenerate DistA-LP at exactly the same ticks."""
+
+    def run(speed_mps, dwell_ticks):
+        s = _scenario(
+            {"refresh": {"name": "every", "ticks": 2}},
+            users={"count": 4, "speed_mps": speed_mps, "dwell_ticks": dwell_ticks},
+            mechanism={"name": "dista_lp", "epsilon_per_km": 7.0, "params": {"upload": upload}},
+            queries={"every_ticks": 0},
+        )
+        return simulate(s)
+
+    slow_ticks, slow_users, _ = run(0.5, [1, 2])
+    fast_ticks, fast_users, _ = run(6.0, [3, 5])
+    assert not slow_users["secret"].equals(fast_users["secret"])  # other true walks
+    assert slow_ticks["mechanism_regenerated"].tolist() == [False, True] * 3
+    assert (
+        fast_ticks["mechanism_regenerated"].tolist() == slow_ticks["mechanism_regenerated"].tolist()
+    )

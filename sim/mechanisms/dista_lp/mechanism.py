@@ -49,12 +49,12 @@ from sim.errors import InputError, PrivacyBudgetError
 from sim.mechanisms.base import Guarantee, Mechanism, check_positive_int, make, register
 from sim.mechanisms.dista_lp import block_repair
 from sim.mechanisms.dista_lp.benders import solve_benders
+from sim.mechanisms.dista_lp.calibration import calibrate_upload
 from sim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
 from sim.mechanisms.dista_lp.paper_upload import calibrate_paper, check_tau_c, paper_upload
 from sim.mechanisms.dista_lp.user import (
     UploadConfig,
     _repaired,
-    calibrate_upload,
     finalize_block,
     local_blocks,
     prepare_upload,
