@@ -58,7 +58,8 @@ def test_live_page_opens_on_the_small_default_model(live):
     assert model.tick == 0
     assert model.domain.n_x == model_view.LIVE_DEFAULT["domain"]["n_points"]
     assert live.number_input(key="live_users_count").value == 30
-    assert live.selectbox(key="live_mechanism_name").value == "em"
+    assert live.selectbox(key="live_mechanism_name").value == "dista_lp"  # the honest default
+    assert model.server.mechanism.get_params()["upload"] == "none"
     assert live.metric[0].value == "0"
     assert any("Step the model" in i.value for i in live.info)  # no charts before a tick
 
