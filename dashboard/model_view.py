@@ -177,21 +177,15 @@ def budgets(model: PrivacyModel) -> pd.DataFrame:
 def user_row(model: PrivacyModel, user: int) -> pd.DataFrame:
     """The mechanism row of ``user``'s current secret: ``Pr[y | x]`` against ``d(x, y)`` (km).
 
-    Raises :class:`~sim.errors.InputError` if there is no mechanism yet, the user does not
-    exist, or the user's secret lies outside the rows the current mechanism covers.
+    Raises :class:`~sim.errors.InputError` if there is no mechanism yet or the user does not
+    exist.
     """
     mech = _mechanism(model)
     n = model.population.n_users
     if not 0 <= user < n:
         raise InputError(f"user {user} does not exist; users are 0..{n - 1}")
     secret = int(model.population.position[user])
-    row = int(model.server.row_of[secret])
-    if row < 0:
-        raise InputError(
-            f"user {user}'s secret {secret} is outside the current mechanism's rows; "
-            "the user reports again once the refresh schedule regenerates the mechanism"
-        )
-    probability = mech.matrix_[row]
+    probability = mech.matrix_[secret]  # the matrix contract: row i is secret i
     return pd.DataFrame(
         {
             "output": np.arange(len(probability)),

@@ -35,13 +35,11 @@ class Leaky(Mechanism):
 
 def _suite_on(mech, domain, outputs_per_row: int = 3) -> tuple[AttackSuite, np.ndarray]:
     """Every secret of the mechanism reports ``outputs_per_row`` times (one slot each)."""
-    rows = np.repeat(mech.domain_.rows_in_parent if mech.domain_.rows_in_parent is not None
-                     else np.arange(mech.domain_.n_x), outputs_per_row)  # fmt: skip
+    rows = np.repeat(np.arange(mech.domain_.n_x), outputs_per_row)  # row i is secret i
     suite = AttackSuite.from_specs([{"name": "bayes"}])
     suite.start(Context(domain=domain, n_users=len(rows)))
     suite.release(Release(tick=1, mechanism=mech))
-    local = np.repeat(np.arange(mech.domain_.n_x), outputs_per_row)
-    outputs = mech.sample_many(local, np.random.default_rng(0))
+    outputs = mech.sample_many(rows, np.random.default_rng(0))
     suite.observe(Observation(tick=1, outputs=outputs, pseudonyms=np.arange(len(rows))), rows)
     return suite, outputs
 

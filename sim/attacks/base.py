@@ -91,10 +91,9 @@ class Context:
 class Release:
     """A mechanism the server (re)generated at ``tick``.
 
-    ``mechanism`` is fitted: ``matrix_`` over the secrets of ``mechanism.domain_`` (a
-    sub-domain for DistA-LP, whose ``rows_in_parent`` are their global indices),
-    ``report_guarantee`` (what one report may leak), ``info_`` (e.g. DistA-LP's
-    ``server_blocks``). ``uploads[u]`` is the index of slot u's upload in
+    ``mechanism`` is fitted: ``matrix_`` has one row per secret of the domain (the mechanism
+    contract: row ``i`` is secret ``i``), ``report_guarantee`` (what one report may leak),
+    ``info_`` (e.g. DistA-LP's ``server_blocks``). ``uploads[u]`` is the index of slot u's upload in
     ``info_["server_blocks"]`` (-1: none), or ``None`` when the mechanism takes no uploads.
     """
 
@@ -104,22 +103,8 @@ class Release:
 
     @property
     def matrix(self) -> np.ndarray:
-        """The released matrix over the mechanism's own secrets, ``(n, K)``."""
+        """The released matrix ``Pr[y | x]``, ``(N, K)``: row ``i`` is secret ``i``."""
         return self.mechanism.matrix_
-
-    @cached_property
-    def rows(self) -> np.ndarray:
-        """Global secret index of every matrix row."""
-        sub = self.mechanism.domain_
-        return sub.rows_in_parent if sub.rows_in_parent is not None else np.arange(sub.n_x)
-
-    def likelihood(self, n_x: int) -> np.ndarray:
-        """``Pr[y | x]`` over all ``n_x`` secrets of the full domain (0 off the released rows)."""
-        if len(self.rows) == n_x:
-            return self.matrix
-        full = np.zeros((n_x, self.matrix.shape[1]))
-        full[self.rows] = self.matrix
-        return full
 
     @property
     def report_epsilon_per_km(self) -> float | None:

@@ -76,12 +76,10 @@ class Bayes(Attack):
         """Tabulate posteriors, estimates and leakage for every output of the new matrix."""
         sub = release.mechanism.domain_
         tables = BayesAttack.fit(release.matrix, sub.prior, sub.dist_xx, pairs=sub.constraint_pairs)
-        rows = release.rows
-        post_t = np.zeros((release.matrix.shape[1], self.context.domain.n_x))
-        post_t[:, rows] = tables.posterior.T
-        self.posterior_t_ = post_t  # (K, N): a report's posterior is one contiguous row
-        self.guess_ = rows[tables.optimal_estimate]
-        self.top_ = rows[tables.map_estimate]
+        # (K, N): a report's posterior is one contiguous row
+        self.posterior_t_ = np.ascontiguousarray(tables.posterior.T)
+        self.guess_ = tables.optimal_estimate
+        self.top_ = tables.map_estimate
         self.entropy_ = entropy_bits(tables.posterior.T)
         self.tables_ = tables
 

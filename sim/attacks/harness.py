@@ -138,19 +138,16 @@ def run(
     suite.release(release)
     rng = np.random.default_rng(world.reports_seed)
     n_ticks, n_users = world.traces.shape
-    rows_of = np.full(world.domain.n_x, -1, dtype=np.int64)
-    rows = release.rows
-    rows_of[rows] = np.arange(len(rows))
     pseudonyms = np.arange(n_users, dtype=np.int64)
     for t in range(n_ticks):
         tick = t + 1
         if pseudonym_change_tick and tick == pseudonym_change_tick:
             pseudonyms = n_users + rng.permutation(n_users)
-        secret_rows = rows_of[world.traces[t]]
-        reporting = (rng.random(n_users) < report_probability) & (secret_rows >= 0)
+        secrets = world.traces[t]
+        reporting = np.less(rng.random(n_users), report_probability)
         outputs = np.full(n_users, -1, dtype=np.int64)
         idx = np.nonzero(reporting)[0]
-        outputs[idx] = mechanism.sample_many(secret_rows[idx], rng)
+        outputs[idx] = mechanism.sample_many(secrets[idx], rng)
         suite.observe(
             Observation(tick=tick, outputs=outputs, pseudonyms=pseudonyms), world.traces[t]
         )

@@ -157,7 +157,7 @@ class Linkage(Attack):
         loglik = np.zeros((len(labels), len(profile)))
         for r, c in counts.items():
             release = self.releases_[r]
-            lik = release.likelihood(self.context.domain.n_x)  # (N, K)
+            lik = release.matrix  # (N, K)
             with np.errstate(divide="ignore"):
                 log_py = np.log(profile @ lik)  # (A, K)
             c = np.vstack([c, np.zeros((len(labels) - len(c), n_y))])

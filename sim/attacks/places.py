@@ -41,8 +41,7 @@ class VisitDensity:
 
     def release(self, release: Release) -> None:
         """Tabulate the single-report posterior of the new matrix over all secrets."""
-        post = np.zeros((self.n_x, release.matrix.shape[1]))
-        post[release.rows] = posterior_table(release.matrix, release.mechanism.domain_.prior)
+        post = posterior_table(release.matrix, release.mechanism.domain_.prior)
         self._post_t = np.ascontiguousarray(post.T)
 
     def add(self, obs: Observation) -> None:

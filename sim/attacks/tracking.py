@@ -134,7 +134,7 @@ class Tracking(Attack):
     def release(self, release: Release) -> None:
         """Keep the new likelihood over all secrets: ``(K, N)`` for the history, and a float32
         ``(N, K)`` copy whose columns the filter gathers."""
-        likelihood = release.likelihood(self.context.domain.n_x)
+        likelihood = release.matrix
         self._lik_t = np.ascontiguousarray(likelihood.T)
         self._lik32 = likelihood.astype(np.float32)
 

@@ -59,8 +59,6 @@ class CuriousServer(mesa.Agent):
         self.generation_seconds = float("nan")
         self.n_generations = 0
         self.report_charge = Charge(float("nan"))
-        self.row_of = np.full(model.domain.n_x, -1, dtype=np.int64)
-        self.rows_global = np.arange(model.domain.n_x)
         self.silent_active_last = 0
         self.active_last = 0
         self.hit_probability = float("nan")
@@ -140,13 +138,9 @@ class CuriousServer(mesa.Agent):
         self.mechanism, self.generated_at = mech, model.tick
         self.n_generations += 1
         self.report_charge = model.budget.charge(mech.report_guarantee)  # after fit: certified
-        sub = mech.domain_
-        rows = sub.rows_in_parent if sub.rows_in_parent is not None else np.arange(sub.n_x)
-        self.rows_global = rows
-        self.row_of = np.full(model.domain.n_x, -1, dtype=np.int64)
-        self.row_of[rows] = np.arange(len(rows))
         # prior-averaged chance that the MAP guess of one report is exact (public)
-        self.hit_probability = float((sub.prior[:, None] * mech.matrix_).max(axis=0).sum())
+        prior = mech.domain_.prior
+        self.hit_probability = float((prior[:, None] * mech.matrix_).max(axis=0).sum())
         self.uploaded = np.ones(model.population.n_users, dtype=bool)
         if mech.upload_guarantee is not None:
             self._charge_uploads(mech, active)
@@ -196,16 +190,14 @@ class CuriousServer(mesa.Agent):
 
     # ------------------------------------------------------------------ 3. reports
     def collect_reports(self, willing: np.ndarray) -> Reports:
-        """Willing users whose secret has a row and who can pay report one output each."""
+        """Willing users who can pay report one output each (matrix row ``i``: secret ``i``)."""
         model = self.model
         pos = model.population.position
-        rows = self.row_of[pos]
-        eligible = willing & (rows >= 0)
-        costs = np.where(eligible, self.report_charge.cost, 0.0)
+        costs = np.where(willing, self.report_charge.cost, 0.0)
         paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
         users = np.nonzero(paid)[0]
         assert self.mechanism is not None, "the first mechanism is generated at tick 0"
-        outputs = self.mechanism.sample_many(rows[users], model.streams["reports"])
+        outputs = self.mechanism.sample_many(pos[users], model.streams["reports"])
         secrets = pos[users]
         active = ~model.filters.halted
         self.active_last = int(active.sum())
