@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +24,7 @@ import pandas as pd
 from sim.columns import TICK_METRICS
 from sim.errors import InputError
 from sim.model import PrivacyModel
+from sim.outputs import atomic_folder
 from sim.scenario import Scenario
 
 SUMMARY_METRICS = tuple(TICK_METRICS)  # means over the ticks
@@ -143,20 +141,12 @@ def write_outputs(
     doc = {"scenario": scenario.to_dict(), "seed": seed, "summary": summary}
     if budget_guarantee is not None:
         doc["budget_guarantee"] = budget_guarantee
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         ticks_df.to_parquet(tmp / "ticks.parquet", index=False)
         timings_df.to_parquet(tmp / "timings.parquet", index=False)
         if len(users_df):
             users_df.to_parquet(tmp / "users.parquet", index=False)
         (tmp / "summary.json").write_text(json.dumps(doc, indent=2, default=_json_default))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return summary
 
 

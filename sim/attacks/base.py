@@ -35,13 +35,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sim.errors import InputError
+from sim.registry import Registry
 
 if TYPE_CHECKING:
     from sim.domain import Domain
     from sim.mechanisms.base import Mechanism
 
-_REGISTRY: dict[str, type[Attack]] = {}
 
 #: The metric family every attack reports, one value per user (NaN where it does not apply).
 METRICS = {
@@ -217,34 +216,13 @@ class Attack(ABC):
         return f"{type(self).__name__}({params})"
 
 
-def register(name: str):
-    """Class decorator: make an attack available as ``make(name, ...)``."""
-
-    def deco(cls: type[Attack]) -> type[Attack]:
-        if name in _REGISTRY:
-            raise ValueError(f"attack name {name!r} registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def available() -> list[str]:
-    """Names of all registered attacks, in registration order."""
-    return list(_REGISTRY)
-
-
-def make(name: str, **params) -> Attack:
-    """Construct a registered attack, e.g. ``make("tracking", method="smooth", lag_ticks=3)``."""
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise InputError(f"unknown attack {name!r}; available: {', '.join(available())}") from None
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise InputError(f"attack {name!r}: {exc}") from None
+_ATTACKS: Registry[Attack] = Registry("attack")
+#: Class decorator: make an attack available as ``make(name, ...)``.
+register = _ATTACKS.register
+#: Names of all registered attacks, in registration order.
+available = _ATTACKS.available
+#: Construct a registered attack, e.g. ``make("tracking", method="smooth", lag_ticks=3)``.
+make = _ATTACKS.make
 
 
 # ---------------------------------------------------------------------- scoring

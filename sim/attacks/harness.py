@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,7 @@ from sim.attacks.mobility_models import counted_kernel, reach_kernel
 from sim.attacks.suite import AttackSuite
 from sim.errors import InputError
 from sim.mobility import MobilityModel, Population
+from sim.outputs import atomic_folder
 
 if TYPE_CHECKING:
     from sim.domain import Domain
@@ -325,26 +327,13 @@ def heatmap(summary: pd.DataFrame, path, *, metric: str = "hit") -> None:
 def write_outputs(summary: pd.DataFrame, per_tick: pd.DataFrame, out, *, overwrite: bool):
     """``attacks.parquet``, ``attacks_ticks.parquet``, ``attacks.md``, ``attack_success.png``,
     written into a hidden sibling folder and renamed at the end; returns the paths."""
-    import os
-    import shutil
-    import tempfile
-    from pathlib import Path
-
     out = Path(out)
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     names = ["attacks.parquet", "attacks_ticks.parquet", "attacks.md", "attack_success.png"]
-    try:
+    with atomic_folder(out) as tmp:
         summary.to_parquet(tmp / names[0], index=False)
         per_tick.to_parquet(tmp / names[1], index=False)
         (tmp / names[2]).write_text(success_markdown(summary) + "\n", encoding="utf-8")
         heatmap(summary, tmp / names[3])
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return [out / n for n in names]

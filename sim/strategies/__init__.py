@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import InputError
+from sim.registry import Registry
 from sim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
 from sim.strategies.query_planner import QUERY_PLANNERS, QueryPlanner
 from sim.strategies.refresh import REFRESH_SCHEDULES, RefreshSchedule
-from sim.strategies.registry import Registry
 from sim.strategies.report import REPORT_POLICIES, ReportContext, ReportPolicy
 
 REGISTRIES: dict[str, Registry] = {

@@ -30,7 +30,7 @@ from sim.privacy.filters import (
     currency_of,
     query_costs_in,
 )
-from sim.strategies.registry import Registry
+from sim.registry import Registry
 
 BUDGET_POLICIES: Registry[BudgetPolicy] = Registry("budget policy")
 

@@ -28,7 +28,7 @@ from sim.queries.elimination import QueryAnswer
 from sim.queries.kde import kde, l1_err, true_kde
 from sim.queries.knn import dist_err, knn
 from sim.queries.range_count import Disk, count_err, range_count, true_count
-from sim.strategies.registry import Registry
+from sim.registry import Registry
 
 if TYPE_CHECKING:
     from sim.scenario import QueriesTable

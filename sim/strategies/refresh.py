@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from sim.errors import InputError
-from sim.strategies.registry import Registry
+from sim.registry import Registry
 
 REFRESH_SCHEDULES: Registry[RefreshSchedule] = Registry("refresh schedule")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
-from sim.strategies.registry import Registry
+from sim.registry import Registry
 
 REPORT_POLICIES: Registry[ReportPolicy] = Registry("report policy")
 

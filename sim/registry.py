@@ -1,6 +1,7 @@
-"""One registry per strategy kind: ``register(name)``, ``make(name, **params)``, ``available()``.
+"""Named constructors: ``register(name)``, ``make(name, **params)``, ``available()``.
 
-A strategy is named in the scenario with its parameters, e.g. ``{name = "budget_aware"}``;
+One registry per strategy kind, and one for the attacks. A strategy or attack is named in the
+scenario with its parameters, e.g. ``{name = "budget_aware"}``;
 :meth:`Registry.make` builds it and turns a wrong name or parameter into one
 :class:`~sim.errors.InputError` line that names the kind and what would work.
 """
@@ -15,7 +16,7 @@ from sim.errors import InputError
 
 
 class Registry[T]:
-    """Named constructors of one strategy kind (``kind`` is used in error messages)."""
+    """Named constructors of one kind (``kind`` is used in error messages)."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -38,7 +39,7 @@ class Registry[T]:
         return list(self._classes)
 
     def make(self, name: str, **params: Any) -> T:
-        """Build strategy ``name`` with ``params`` (keyword arguments of its constructor)."""
+        """Build ``name`` with ``params`` (keyword arguments of its constructor)."""
         cls = self._classes.get(name)
         if cls is None:
             raise InputError(
