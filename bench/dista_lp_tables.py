@@ -66,6 +66,21 @@ def _log(**row) -> None:
     print(json.dumps(row, default=float), file=sys.stderr, flush=True)
 
 
+def _variants(args) -> list[tuple[str, str, dict]]:
+    """(row name, upload mode, extra parameters) of every DistA-LP row with an upload."""
+    rows = []
+    for mode in MODES[1:]:
+        if mode in args.skip_modes:
+            continue
+        if mode != "paper":
+            rows.append((f"dista_lp {mode}", mode, {}))
+            continue
+        for noise in args.paper_noise:
+            name = "dista_lp paper" + ("" if noise == "lipschitz" else f" ({noise})")
+            rows.append((name, mode, {"paper_noise": noise}))
+    return rows
+
+
 def _dista_params(mode: str, args, users, seed: int) -> dict:
     params: dict = {"upload": mode, "user_indices": users, "seed": seed}
     if mode in ("paper", "strict"):
@@ -74,6 +89,15 @@ def _dista_params(mode: str, args, users, seed: int) -> dict:
             audit_records=args.audit_records,
         )  # fmt: skip
     return params
+
+
+def _audit_text(mech) -> str:
+    """The paper's S = 100 audit of a paper-mode upload: violation rate per block."""
+    cal = mech.info_.get("paper_calibration")
+    if cal is None:
+        return ""
+    rates = " / ".join(f"{cal.p_hat[t]:.2f}" for t in ("dx", "dy", "cy"))
+    return f"; paper audit p_hat dx/dy/cy {rates} (delta {mech.delta:g})"
 
 
 def _loss(mech, users) -> float:
@@ -99,7 +123,7 @@ def table_mechanisms(G, args) -> None:
                  for r in reps}  # fmt: skip
         cells: dict = {}  # (name, eps) -> lists
         for eps in args.eps:
-            for name in BASELINES + ("dista_lp none",):
+            for name in args.baselines + ["dista_lp none"]:
                 if name == "copt" and size > args.copt_max:
                     cells[(name, eps)] = f"skipped (|X| > {args.copt_max})"
                     continue
@@ -134,15 +158,12 @@ def table_mechanisms(G, args) -> None:
                         float(domain.dist_xy[x, pg]) for r in reps for x in users[r]
                     ]
                 _log(size=size, eps=eps, name=name, loss=losses, viol=viol, seconds=sec)
-            for mode in MODES[1:]:
-                if mode in args.skip_modes:
-                    continue
-                name = f"dista_lp {mode}"
-                own = f"dista_lp {mode} (own block)"
+            for name, mode, extra in _variants(args):
+                own = f"{name} (own block)"
                 for r in reps:
                     try:
                         t0 = time.perf_counter()
-                        params = _dista_params(mode, args, users[r], r)
+                        params = _dista_params(mode, args, users[r], r) | extra
                         mech = make("dista_lp", epsilon=eps, **params).fit(domain)
                         sec = time.perf_counter() - t0
                     except Exception as err:
@@ -158,7 +179,7 @@ def table_mechanisms(G, args) -> None:
                     c["viol"].append(viol)
                     c["time"].append(sec)
                     c["attack"].extend(mech.info_["upload_attack_error_km"])
-                    c["guarantee"] = str(mech.guarantee).split(";")[0]
+                    c["guarantee"] = str(mech.guarantee).split(";")[0] + _audit_text(mech)
                     if "own_blocks" in mech.info_:
                         empty = {"loss": [], "viol": [], "time": [], "attack": [], "guarantee": ""}
                         o = cells.setdefault((own, eps), empty)
@@ -208,7 +229,7 @@ def _print_tables(size: int, args, cells: dict) -> None:
 
 def _order(name: str) -> tuple:
     base = list(BASELINES) + [f"dista_lp {m}" for m in MODES]
-    key = name.replace(" (own block)", "")
+    key = name.replace(" (own block)", "").split(" (fidelity")[0]
     return (base.index(key) if key in base else 99, name)
 
 
@@ -299,6 +320,9 @@ def main() -> None:
     p.add_argument("--confidence", type=float, default=0.9)
     p.add_argument("--audit-records", type=int, default=50)
     p.add_argument("--skip-modes", nargs="*", default=[])
+    p.add_argument("--baselines", nargs="*", default=list(BASELINES), choices=BASELINES)
+    p.add_argument("--paper-noise", nargs="+", default=["lipschitz"],
+                   help="paper rows: 'lipschitz' (the paper's rule) and/or 'fidelity:f'")
     p.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.05, 0.1, 0.2, 0.3])
     p.add_argument("--share-size", type=int, default=2000)
     p.add_argument("--share-eps", type=float, default=7.0)

@@ -159,6 +159,8 @@ def test_fit_leaves_public_parameters_unchanged(road_domain_small):
         ({"upload": "strict", "eps_dx": 1.0}, "eps_dx"),  # all four parts or none
         ({"upload": "strict", "eps_dx": 1.0, "eps_dy": 1.0, "eps_cy": 1.0, "eps_pt": 2.0}, "eps_"),
         ({"upload": "paper", "paper_tau_c": 0.1}, "paper_tau_c"),
+        ({"upload": "paper", "paper_noise": "fidelity:0"}, "paper_noise"),
+        ({"upload": "paper", "paper_noise": "laplace"}, "paper_noise"),
         ({"n_users": 0}, "n_users"),
         ({"n_neighbours": 1}, "n_neighbours"),
         ({"upload": "strict", "family": "spline"}, "family"),

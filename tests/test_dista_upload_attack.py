@@ -76,3 +76,23 @@ def test_paper_uploads_leak_and_say_they_are_not_certified(road_domain_small):
         assert err <= _radius(road_domain_small, x) + 1e-12
     # the report part is still exact over all of X
     assert mech.report_guarantee.kind == "pure"
+
+
+def test_fidelity_noise_is_smaller_than_the_papers_rule_and_its_audit_says_so(road_domain_small):
+    from sim.mechanisms.dista_lp.paper_upload import calibrate_paper
+
+    records = np.arange(road_domain_small.n_x)
+    budgets = {"dx": 0.7, "dy": 0.7, "cy": 0.7}
+
+    def cal(noise):
+        return calibrate_paper(
+            road_domain_small, budgets, rank=3, n_neighbours=N_LOCAL, tau_c=0.5, delta=1e-4,
+            records=records, rng=np.random.default_rng(0), noise=noise,
+        )  # fmt: skip
+
+    rule, fidelity = cal("lipschitz"), cal("fidelity:0.03")
+    assert fidelity.noise == "fidelity:0.03"
+    for t in ("dx", "dy"):
+        assert fidelity.scales[t] < rule.scales[t]
+        assert fidelity.p_hat[t] >= rule.p_hat[t]
+    assert max(fidelity.p_hat.values()) > 0.1  # the audit sees the violations

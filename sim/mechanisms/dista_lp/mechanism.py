@@ -51,7 +51,12 @@ from sim.mechanisms.dista_lp import block_repair
 from sim.mechanisms.dista_lp.benders import solve_benders
 from sim.mechanisms.dista_lp.calibration import calibrate_upload
 from sim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
-from sim.mechanisms.dista_lp.paper_upload import calibrate_paper, check_tau_c, paper_upload
+from sim.mechanisms.dista_lp.paper_upload import (
+    calibrate_paper,
+    check_paper_noise,
+    check_tau_c,
+    paper_upload,
+)
 from sim.mechanisms.dista_lp.user import (
     UploadConfig,
     _repaired,
@@ -134,6 +139,10 @@ class DistALP(Mechanism):
         ``"strict"``: surrogate family and SVD rank; ``"paper"`` always uses the SVD.
     paper_tau_c
         ``"paper"``: ``tau = c * eps_t``, ``c`` in [0.3, 1].
+    paper_noise
+        ``"paper"``: ``"lipschitz"`` (the paper's ``b = Delta_s / eps_t``) or ``"fidelity:f"``
+        (a diagnostic: ``b = f * median s1``, the noise the paper's Table II fidelity needs;
+        the audit still reports what it violates).
     n_exempt, gamma_km, gap, max_iter, workers
         The paper's server (surrogate modes): exempt columns per row, gamma repair (km),
         Benders gap, iteration cap and threads.
@@ -171,6 +180,7 @@ class DistALP(Mechanism):
         family: str = "svd",
         rank: int = 5,
         paper_tau_c: float = 0.5,
+        paper_noise: str = "lipschitz",
         n_exempt: int = 10,
         gamma_km: float = 0.0,
         delta: float = 1e-4,
@@ -208,6 +218,7 @@ class DistALP(Mechanism):
         self.family = family
         self.rank = rank
         self.paper_tau_c = check_tau_c(paper_tau_c)
+        self.paper_noise = check_paper_noise(paper_noise)
         self.n_exempt = check_positive_int(n_exempt, "n_exempt")
         block_repair.gamma_repair(np.zeros(1), gamma_km)  # validates gamma_km
         self.gamma_km = float(gamma_km)
@@ -455,7 +466,7 @@ class DistALP(Mechanism):
 
     def _paper_calibration(self, domain, config: UploadConfig):
         per_domain = _CALIBRATED.setdefault(domain, {})
-        key = ("paper", config, self.paper_tau_c, self.calibration_seed)
+        key = ("paper", config, self.paper_tau_c, self.paper_noise, self.calibration_seed)
         if key not in per_domain:
             rng = np.random.default_rng([self.calibration_seed, 0xCA11B])
             n_rec = (
@@ -465,6 +476,7 @@ class DistALP(Mechanism):
             per_domain[key] = calibrate_paper(
                 domain, config.split.upload, rank=self.rank, n_neighbours=self.n_neighbours,
                 tau_c=self.paper_tau_c, delta=self.delta, records=records, rng=rng,
+                noise=self.paper_noise,
             )  # fmt: skip
         return per_domain[key]
 
