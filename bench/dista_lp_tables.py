@@ -321,8 +321,12 @@ def main() -> None:
     p.add_argument("--audit-records", type=int, default=50)
     p.add_argument("--skip-modes", nargs="*", default=[])
     p.add_argument("--baselines", nargs="*", default=list(BASELINES), choices=BASELINES)
-    p.add_argument("--paper-noise", nargs="+", default=["lipschitz"],
-                   help="paper rows: 'lipschitz' (the paper's rule) and/or 'fidelity:f'")
+    p.add_argument(
+        "--paper-noise",
+        nargs="+",
+        default=["lipschitz"],
+        help="paper rows: 'lipschitz' (the paper's rule) and/or 'fidelity:f'",
+    )
     p.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.05, 0.1, 0.2, 0.3])
     p.add_argument("--share-size", type=int, default=2000)
     p.add_argument("--share-eps", type=float, default=7.0)
