@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,34 @@ def test_benders_rejects_bad_parameters(road_domain_small, kwargs):
 def test_benders_rejects_no_blocks():
     with pytest.raises(InputError):
         solve_benders([])
+
+
+def test_a_subproblem_with_status_unknown_is_solved_again_cold(road_domain_small, monkeypatch):
+    """HiGHS once returned 'Unknown' after 0 s from a warm basis (|X| = 2,000, eps 4): the
+    subproblem re-solves from scratch instead of failing the fit."""
+    from sim.mechanisms.dista_lp import benders
+    from sim.mechanisms.highs import HighsLP
+
+    blocks = _blocks(
+        road_domain_small, [3, 17], n_neighbours=8, exempt=lambda dy: _row_exempt(dy, 6), eps=4.0
+    )
+    real_solve, calls = HighsLP.solve, {"unknown": 0, "cleared": 0}
+    real_clear = HighsLP.clear_basis
+
+    def flaky_solve(self, *, basis=None, accept=()):
+        sol = real_solve(self, basis=basis, accept=accept)
+        if "subproblem" in self.name and "Unknown" in accept and calls["unknown"] == 0:
+            calls["unknown"] += 1
+            return dataclasses.replace(sol, status="Unknown")
+        return sol
+
+    def counted_clear(self):
+        calls["cleared"] += 1
+        real_clear(self)
+
+    monkeypatch.setattr(HighsLP, "solve", flaky_solve)
+    monkeypatch.setattr(HighsLP, "clear_basis", counted_clear)
+    result = benders.solve_benders(blocks, gap=1e-9, max_iter=500)
+    assert calls == {"unknown": 1, "cleared": 1}
+    assert result.converged
+    assert result.objective == pytest.approx(solve_direct(blocks).objective, rel=1e-6, abs=1e-9)

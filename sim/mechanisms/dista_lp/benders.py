@@ -92,7 +92,10 @@ class _Subproblem:
         shift = self.block.G @ w
         lo, up = self.block.h_lo + shift, self.block.h_up + shift
         self.h.set_row_bounds(lo, up)
-        sol = self.h.solve(accept=_INFEASIBLE)
+        sol = self.h.solve(accept=_INFEASIBLE + ("Unknown",))
+        if sol.status == "Unknown":  # warm start went astray (seen after 0 s): once, cold
+            self.h.clear_basis()
+            sol = self.h.solve(accept=_INFEASIBLE)
         if sol.status in _INFEASIBLE:
             return self._feasibility_cut(lo, up), None, np.inf
         z = sol.x
