@@ -253,6 +253,14 @@ class Domain:
         )
 
     @cached_property
+    def dist_xx32(self) -> np.ndarray:
+        """``dist_xx`` in float32 (read-only, built on first use): the scorer's distance rows
+        for float32 posteriors, gathered at half the memory traffic."""
+        out = self.dist_xx.astype(np.float32)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
     def constraint_pairs(self) -> np.ndarray:
         """Pairs ``(i, j)``, ``i < j``, whose mDP constraints imply every other pair.
 

@@ -154,3 +154,43 @@ def test_a_new_pseudonym_restarts_the_tracking_belief(world):
     post = domain.prior * mech.matrix_[:, 3]
     np.testing.assert_allclose(est.posterior[1], post / post.sum(), rtol=1e-5)
     assert not np.allclose(est.posterior[0], est.posterior[1])
+
+
+def test_the_float32_filter_is_the_float64_forward_filter(world, monkeypatch):
+    """Row layout, user blocks, the scaled likelihood and the flush keep the filter's
+    posteriors, top-1 and entropies those of hmm.filtered_beliefs (float64), to float32."""
+    from sim.attacks import tracking
+
+    monkeypatch.setattr(tracking, "_USER_BLOCK", 16)  # three blocks of the 40 users
+    domain, n_users = world.domain, world.traces.shape[1]
+    mech = make_mechanism("em", epsilon=12.0).fit(domain)  # sharp: far beliefs underflow
+    attack = make("tracking")
+    attack.start(Context(domain=domain, n_users=n_users, reach_km=world.mobility.reach_km))
+    attack.release(Release(tick=1, mechanism=mech))
+    rng = np.random.default_rng(3)
+    emissions, pseudonyms, estimates = hmm.Emissions(), np.arange(n_users), []
+    for t, secrets in enumerate(world.traces):
+        outputs = mech.sample_many(secrets, rng)
+        outputs[rng.random(n_users) < 0.2] = -1  # silent slots
+        resets = np.ones(n_users, bool) if t == 0 else rng.random(n_users) < 0.1
+        pseudonyms = np.where(resets, pseudonyms + 1000, pseudonyms)
+        emissions.add(outputs, mech.matrix_.T, resets)
+        estimates += attack.observe(Observation(tick=t + 1, outputs=outputs, pseudonyms=pseudonyms))
+    reference = hmm.filtered_beliefs(attack.kernel_, domain.prior, emissions, np.arange(n_users))
+    for est, ref in zip(estimates, reference, strict=True):
+        ref_rows = ref.T[est.users]
+        np.testing.assert_allclose(est.posterior, ref_rows, atol=1e-5)
+        best = ref_rows[np.arange(len(est.users)), est.top]
+        assert np.all(best >= ref_rows.max(axis=1) - 1e-5)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ref_entropy = -np.nansum(ref_rows * np.log2(ref_rows), axis=1)
+        np.testing.assert_allclose(est.entropy_bits, ref_entropy, rtol=1e-4, atol=1e-5)
+
+
+def test_the_filters_likelihood_is_scaled_by_a_power_of_two():
+    lik = np.array([[0.5, 1e-30, 0.0], [0.25, 3e-12, 1e-3]])
+    scaled = hmm.scaled32(lik)
+    shift = np.log2(scaled[0, 0] / 0.5)
+    assert shift.is_integer() and shift > 0
+    np.testing.assert_array_equal(scaled, np.ldexp(lik.astype(np.float32), int(shift)))
+    assert 0.5 <= scaled[lik > 0].min() < 1.0

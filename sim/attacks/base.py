@@ -277,8 +277,11 @@ class Scores:
 def entropy_bits(posterior: np.ndarray) -> np.ndarray:
     """Shannon entropy (bits) of every row of a row-stochastic array (0 log 0 = 0)."""
     p = np.asarray(posterior)
-    tiny = np.finfo(p.dtype if p.dtype.kind == "f" else np.float64).tiny
-    return -(p * np.log(np.maximum(p, tiny))).sum(axis=-1) / np.log(2.0)
+    if p.dtype.kind != "f":
+        p = p.astype(float)
+    log_p = np.maximum(p, np.finfo(p.dtype).tiny)  # one temporary, logged in place
+    np.log(log_p, out=log_p)
+    return -np.einsum("...x,...x->...", p, log_p) / np.log(2.0)
 
 
 def score(estimate: Estimate, truth: Truth, domain) -> Scores:
@@ -305,7 +308,8 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
     if est.posterior is not None:
         post = np.ascontiguousarray(est.posterior)  # rows: every reduction below is contiguous
         # row u: sum_x post[u, x] d(truth_u, x)
-        dist_rows = domain.dist_xx[secrets].astype(post.dtype, copy=False)
+        dist = domain.dist_xx32 if post.dtype == np.float32 else domain.dist_xx
+        dist_rows = dist[secrets].astype(post.dtype, copy=False)
         values["error_km"] = np.einsum("ux,ux->u", post, dist_rows).astype(float)
         top = est.top if est.top is not None else post.argmax(axis=1)
         values["hit"] = (top == secrets).astype(float)

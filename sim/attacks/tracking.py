@@ -15,7 +15,9 @@ per report:
 ``b_t(x) ∝ Z[x, y_t] * sum_x' b_{t-1}(x') T[x', x]``.
 
 Users that do not report at a tick only get the prediction step. Beliefs of all users are one
-(N, U) array, so a tick is one sparse product and one elementwise product.
+(N, U) array for the prediction (one sparse product over all users) and one (U, N) copy, a
+contiguous row per user, for the likelihood (one gathered row per report), the normalisation
+and the scores (docs/attacks.md, Speed).
 """
 
 from __future__ import annotations
@@ -25,11 +27,20 @@ from collections import deque
 import numpy as np
 
 from sim.attacks import hmm
-from sim.attacks.base import Attack, Context, LocationEstimate, Observation, Release, register
+from sim.attacks.base import (
+    Attack,
+    Context,
+    LocationEstimate,
+    Observation,
+    Release,
+    entropy_bits,
+    register,
+)
 from sim.attacks.mobility_models import MODELS, counted_kernel, learn_kernel, reach_kernel
 from sim.errors import InputError
 
 METHODS = ("filter", "smooth", "viterbi")
+_USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
 
 
 @register("tracking")
@@ -111,14 +122,14 @@ class Tracking(Attack):
             kernel = self.support_
         self._use(kernel)
         self.prior_ = np.asarray(domain.prior, dtype=float)
-        self._prior32 = self.prior_.astype(np.float32)[:, None]
+        self._prior_row32 = self.prior_.astype(np.float32)[None, :]
         u = context.n_users
-        self.belief_ = np.tile(self._prior32, (1, u))  # (N, U) float32, columns sum to 1
+        self.belief_ = np.tile(self._prior_row32.T, (1, u))  # (N, U) float32, columns sum to 1
         self.emissions_ = hmm.Emissions()  # every tick's reports, for EM and Viterbi
         self.ticks_: list[int] = []
         self.pseudonyms_: np.ndarray | None = None
         self.alphas_: deque = deque(maxlen=self.lag_ticks + 1)  # filtered beliefs
-        self.liks_: deque = deque(maxlen=self.lag_ticks + 1)  # their emissions (or None)
+        self.liks_: deque = deque(maxlen=self.lag_ticks + 1)  # smooth: their (N, U) emissions
         self.guesses_: list[np.ndarray] = []  # the filter's MAP of every slot, per tick
         rng = np.random.default_rng(context.seed)
         self.learners_ = np.sort(rng.choice(u, size=min(u, self.learn_users), replace=False))
@@ -132,11 +143,11 @@ class Tracking(Attack):
         self._back32 = kernel.forward.astype(np.float32)
 
     def release(self, release: Release) -> None:
-        """Keep the new likelihood over all secrets: ``(K, N)`` for the history, and a float32
-        ``(N, K)`` copy whose columns the filter gathers."""
-        likelihood = release.matrix
-        self._lik_t = np.ascontiguousarray(likelihood.T)
-        self._lik32 = likelihood.astype(np.float32)
+        """Keep the new likelihood over all secrets, ``(K, N)``: float64 for the history, and a
+        float32 copy, scaled clear of underflow, whose rows (one per output) the filter
+        gathers."""
+        self._lik_t = np.ascontiguousarray(release.matrix.T)
+        self._lik_t32 = hmm.scaled32(self._lik_t)
 
     # ------------------------------------------------------------------ per tick
     def observe(self, obs: Observation) -> list[LocationEstimate]:
@@ -149,25 +160,17 @@ class Tracking(Attack):
         self.emissions_.add(obs.outputs, self._lik_t, resets)
         self.ticks_.append(obs.tick)
         t = len(self.ticks_) - 1
-        lik = self._emission32(obs.outputs)
-        if first:
-            belief = np.tile(self._prior32, (1, len(obs.outputs)))
-        else:
-            belief = self._predict32 @ self.belief_
-            belief[:, resets] = self._prior32
-        if lik is not None:
-            belief *= lik
-        self.belief_ = hmm.normalise(
-            belief, lambda dead: (1.0 if lik is None else lik[:, dead]) * self._prior32
-        )
+        predicted = None if first else self._predict32 @ self.belief_
+        rows, self.belief_, top, entropy = self._update(predicted, obs.outputs, resets)
         self.alphas_.append(self.belief_)
-        self.liks_.append(lik)
-        rows = np.ascontiguousarray(self.belief_.T)  # (U, N): one contiguous row per user
-        self.guesses_.append(rows.argmax(axis=1))
+        if self.method == "smooth":
+            lik = self._emission_rows32(obs.outputs)
+            self.liks_.append(None if lik is None else hmm.transpose(lik))
+        self.guesses_.append(top)
         if self.mobility == "learned" and (t + 1) % self.learn_every_ticks == 0:
             self._learn()
         if self.method == "filter":
-            return [self._estimate(t, rows, top=self.guesses_[-1])]
+            return [self._estimate(t, rows, top=top, entropy=entropy)]
         if self.method == "smooth" and t >= self.lag_ticks:
             return [self._smoothed(t - self.lag_ticks, t)]
         return []
@@ -187,14 +190,50 @@ class Tracking(Attack):
         return []
 
     # ------------------------------------------------------------------ helpers
-    def _emission32(self, outputs: np.ndarray) -> np.ndarray | None:
-        """``(N, U)`` float32 likelihood of each slot's report, ones for silent slots."""
+    def _update(
+        self, predicted: np.ndarray | None, outputs: np.ndarray, resets: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Filtered beliefs from the prediction ``(N, U)`` (``None``: the prior) and the
+        reports. Returns the ``(U, N)`` rows, their ``(N, U)`` copy for the next prediction,
+        and each row's most likely secret and entropy (bits)."""
+        n_users = len(outputs)
+        if predicted is None:
+            rows = np.tile(self._prior_row32, (n_users, 1))
+        else:
+            rows = hmm.transpose(predicted)
+        top = np.empty(n_users, dtype=np.int64)
+        entropy = np.empty(n_users)
+        for start in range(0, n_users, _USER_BLOCK):
+            users = slice(start, start + _USER_BLOCK)
+            top[users], entropy[users] = self._update_block(
+                rows[users], outputs[users], resets[users]
+            )
+        return rows, hmm.transpose(rows), top, entropy
+
+    def _update_block(
+        self, block: np.ndarray, outputs: np.ndarray, resets: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Bayes' rule on a block of predicted rows, in place (the block stays in cache from
+        the likelihood to the entropy); returns each row's most likely secret and entropy."""
+        block[resets] = self._prior_row32
+        lik = self._emission_rows32(outputs)
+        if lik is not None:
+            block *= lik
+        hmm.normalise_rows(
+            block, lambda dead: (1.0 if lik is None else lik[dead]) * self._prior_row32
+        )
+        hmm.flush_tiny(block)
+        return block.argmax(axis=1), entropy_bits(block)
+
+    def _emission_rows32(self, outputs: np.ndarray) -> np.ndarray | None:
+        """``(U, N)`` float32 likelihood of each slot's report (a row per slot), ones for
+        silent slots; ``None`` if no slot reported."""
         silent = outputs < 0
         if np.all(silent):
             return None
-        lik = self._lik32[:, np.where(silent, 0, outputs)]
+        lik = self._lik_t32[np.where(silent, 0, outputs)]
         if np.any(silent):
-            lik[:, silent] = 1.0
+            lik[silent] = 1.0
         return lik
 
     def _learn(self) -> None:
@@ -223,19 +262,27 @@ class Tracking(Attack):
             beta /= np.where(top > 0, top, 1.0)  # rescaled: only ratios within a column matter
         post = alpha * beta
         post = hmm.normalise(post, lambda dead: alpha[:, dead])
-        return self._estimate(s, np.ascontiguousarray(post.T))
+        return self._estimate(s, hmm.transpose(post))
 
-    def _estimate(self, s: int, rows, *, guess=None, top=None) -> LocationEstimate:
+    def _estimate(self, s: int, rows, *, guess=None, top=None, entropy=None) -> LocationEstimate:
         """The estimate about tick index s of the slots that reported then; ``rows`` is
-        ``(U, N)`` beliefs (``None``: point guesses only)."""
+        ``(U, N)`` beliefs (``None``: point guesses only), ``top`` and ``entropy`` their most
+        likely secrets and entropies when known."""
         users = np.flatnonzero(self.emissions_.outputs[s] >= 0)
         everyone = len(users) == len(self.emissions_.outputs[s])
         if rows is None:
             return LocationEstimate(tick=self.ticks_[s], users=users, guess=guess[users])
         post = rows if everyone else rows[users]
         best = post.argmax(axis=1) if top is None else (top if everyone else top[users])
+        if entropy is not None and not everyone:
+            entropy = entropy[users]
         return LocationEstimate(
-            tick=self.ticks_[s], users=users, guess=best, posterior=post, top=best
+            tick=self.ticks_[s],
+            users=users,
+            guess=best,
+            posterior=post,
+            top=best,
+            entropy_bits=entropy,
         )
 
     def guesses(self) -> np.ndarray:
