@@ -28,6 +28,7 @@ from sim.run import simulate
 SPECS = [
     {"name": "bayes"},
     {"name": "tracking", "label": "tracking (filter, reach)"},
+    {"name": "tracking", "label": "tracking (filter, reach, 1 thread)", "threads": 1},
     {"name": "tracking", "label": "tracking (smooth, lag 3)", "method": "smooth", "lag_ticks": 3},
     {"name": "tracking", "label": "tracking (viterbi)", "method": "viterbi"},
     {"name": "tracking", "label": "tracking (learned, EM every 4)", "mobility": "learned",
@@ -78,6 +79,7 @@ def main() -> None:
     )
     print("| attack | per tick (ms) | release (ms) | end of run (ms) | per tick incl. end (ms) |")
     print("|---|---:|---:|---:|---:|")
+    per_tick_s: dict[str, float] = {}
     for spec in SPECS:
         suite = AttackSuite.from_specs([spec])
         suite.start(nnz)
@@ -95,6 +97,7 @@ def main() -> None:
         end_s = time.perf_counter() - start
         per_tick = float(np.mean(ticks_s[1:]))  # the first tick allocates the beliefs
         label = spec.get("label", spec["name"])
+        per_tick_s[label] = per_tick
         print(
             f"| {label} | {per_tick * 1e3:.1f} | {release_s * 1e3:.0f} | {end_s * 1e3:.0f} "
             f"| {(per_tick + end_s / args.ticks) * 1e3:.1f} |"
@@ -104,6 +107,12 @@ def main() -> None:
         f"\nsimulation's own tick (move + reports + queries), same users and |X|: "
         f"{sim['own'] * 1e3:.0f} ms"
     )
+    for filter_label in ("tracking (filter, reach)", "tracking (filter, reach, 1 thread)"):
+        pair = per_tick_s["bayes"] + per_tick_s[filter_label]
+        print(
+            f"bayes + {filter_label}: {pair * 1e3:.1f} ms per tick, "
+            f"{pair / sim['own']:.2f}x the simulation's tick"
+        )
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

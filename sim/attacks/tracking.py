@@ -22,9 +22,13 @@ and the scores (docs/attacks.md, Speed).
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy import sparse
 
 from sim.attacks import hmm
 from sim.attacks.base import (
@@ -41,6 +45,12 @@ from sim.errors import InputError
 
 METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
+
+
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One process-wide pool per thread count, shared by all tracking attacks."""
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tracking")
 
 
 @register("tracking")
@@ -64,6 +74,10 @@ class Tracking(Attack):
     learn_every_ticks, em_iterations, learn_users
         ``learned``: re-estimate the kernel every this many ticks from the reports so far, by
         this many EM iterations, on this many slots (drawn once with the context's seed).
+    threads
+        Threads of the filter's tick (the prediction split by secrets, the update by users;
+        numpy and scipy's sparse product release the GIL). The beliefs are the same bits
+        whatever the number.
     """
 
     def __init__(
@@ -76,6 +90,7 @@ class Tracking(Attack):
         learn_every_ticks: int = 10,
         em_iterations: int = 3,
         learn_users: int = 200,
+        threads: int = 2,
     ) -> None:
         if method not in METHODS:
             raise InputError(f"tracking: method={method!r} must be one of {', '.join(METHODS)}")
@@ -86,6 +101,7 @@ class Tracking(Attack):
             ("learn_every_ticks", learn_every_ticks),
             ("em_iterations", em_iterations),
             ("learn_users", learn_users),
+            ("threads", threads),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"tracking: {name}={value!r} must be an integer >= 1")
@@ -98,6 +114,7 @@ class Tracking(Attack):
         self.learn_every_ticks = learn_every_ticks
         self.em_iterations = em_iterations
         self.learn_users = learn_users
+        self.threads = threads
 
     # ------------------------------------------------------------------ setup
     def start(self, context: Context) -> None:
@@ -140,6 +157,10 @@ class Tracking(Attack):
         traffic; beliefs are renormalised every tick), EM and Viterbi on float64."""
         self.kernel_ = kernel
         self._predict32 = kernel.transposed.astype(np.float32)
+        bounds = np.linspace(0, kernel.n, self.threads + 1).astype(int)
+        self._predict_parts = [
+            (slice(a, b), self._predict32[a:b]) for a, b in itertools.pairwise(bounds)
+        ]  # rows of T^T: one part of the predicted secrets per thread
         self._back32 = kernel.forward.astype(np.float32)
 
     def release(self, release: Release) -> None:
@@ -160,8 +181,7 @@ class Tracking(Attack):
         self.emissions_.add(obs.outputs, self._lik_t, resets)
         self.ticks_.append(obs.tick)
         t = len(self.ticks_) - 1
-        predicted = None if first else self._predict32 @ self.belief_
-        rows, self.belief_, top, entropy = self._update(predicted, obs.outputs, resets)
+        rows, self.belief_, top, entropy = self._update(first, obs.outputs, resets)
         self.alphas_.append(self.belief_)
         if self.method == "smooth":
             lik = self._emission_rows32(obs.outputs)
@@ -191,24 +211,41 @@ class Tracking(Attack):
 
     # ------------------------------------------------------------------ helpers
     def _update(
-        self, predicted: np.ndarray | None, outputs: np.ndarray, resets: np.ndarray
+        self, first: bool, outputs: np.ndarray, resets: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Filtered beliefs from the prediction ``(N, U)`` (``None``: the prior) and the
-        reports. Returns the ``(U, N)`` rows, their ``(N, U)`` copy for the next prediction,
-        and each row's most likely secret and entropy (bits)."""
-        n_users = len(outputs)
-        if predicted is None:
+        """One filter step from ``self.belief_`` (the prior at the first tick) and the reports.
+        Returns the ``(U, N)`` rows, their ``(N, U)`` copy for the next prediction, and each
+        row's most likely secret and entropy (bits)."""
+        n_users, n = len(outputs), len(self.prior_)
+        if first:
             rows = np.tile(self._prior_row32, (n_users, 1))
         else:
-            rows = hmm.transpose(predicted)
-        top = np.empty(n_users, dtype=np.int64)
-        entropy = np.empty(n_users)
-        for start in range(0, n_users, _USER_BLOCK):
-            users = slice(start, start + _USER_BLOCK)
-            top[users], entropy[users] = self._update_block(
-                rows[users], outputs[users], resets[users]
-            )
-        return rows, hmm.transpose(rows), top, entropy
+            rows = np.empty((n_users, n), dtype=np.float32)
+
+            def predict(part: tuple[slice, sparse.csr_matrix]) -> None:
+                secrets, kernel_rows = part
+                hmm.transpose(kernel_rows @ self.belief_, rows[:, secrets])
+
+            self._map(predict, self._predict_parts)
+        blocks = [slice(a, a + _USER_BLOCK) for a in range(0, n_users, _USER_BLOCK)]
+        scores = self._map(
+            lambda users: self._update_block(rows[users], outputs[users], resets[users]), blocks
+        )
+        columns = np.empty((n, n_users), dtype=np.float32)
+
+        def copy_back(part: tuple[slice, sparse.csr_matrix]) -> None:
+            hmm.transpose(rows[:, part[0]], columns[part[0]])
+
+        self._map(copy_back, self._predict_parts)
+        top = np.concatenate([t for t, _ in scores])
+        entropy = np.concatenate([e for _, e in scores])
+        return rows, columns, top, entropy
+
+    def _map(self, fn, items: list) -> list:
+        """``[fn(item) for item in items]``, on ``threads`` threads."""
+        if self.threads == 1:
+            return [fn(item) for item in items]
+        return list(_pool(self.threads).map(fn, items))
 
     def _update_block(
         self, block: np.ndarray, outputs: np.ndarray, resets: np.ndarray
