@@ -56,6 +56,16 @@ def _sim_tick_seconds(n_users: int, n_points: int, ticks: int) -> dict[str, floa
     return {"own": float(own), "server_attacks": float(steady["attack_s"].mean())}
 
 
+def _product_seconds(tracking, repeats: int = 5) -> float:
+    """Median time of the filter's prediction, the sparse product over all users."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        tracking._predict32 @ tracking.belief_
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=1000)
@@ -98,6 +108,8 @@ def main() -> None:
         per_tick = float(np.mean(ticks_s[1:]))  # the first tick allocates the beliefs
         label = spec.get("label", spec["name"])
         per_tick_s[label] = per_tick
+        if spec.get("threads") == 1:
+            product_s = _product_seconds(suite.attacks[label])
         print(
             f"| {label} | {per_tick * 1e3:.1f} | {release_s * 1e3:.0f} | {end_s * 1e3:.0f} "
             f"| {(per_tick + end_s / args.ticks) * 1e3:.1f} |"
@@ -107,6 +119,7 @@ def main() -> None:
         f"\nsimulation's own tick (move + reports + queries), same users and |X|: "
         f"{sim['own'] * 1e3:.0f} ms"
     )
+    print(f"the filter's prediction alone (one sparse product, 1 thread): {product_s * 1e3:.1f} ms")
     for filter_label in ("tracking (filter, reach)", "tracking (filter, reach, 1 thread)"):
         pair = per_tick_s["bayes"] + per_tick_s[filter_label]
         print(

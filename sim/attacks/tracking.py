@@ -4,9 +4,6 @@
 fixed-lag forward-backward smoothing or Viterbi, over a mobility model the adversary has
 (``reach``, ``public``, ``true`` when the scenario grants it) or learns by EM (``learned``).
 
-:class:`TrackingAttack` below is the older forward filter with the reach kernel (the server
-now tracks through :mod:`sim.attacks.suite`).
-
 The server knows the mobility model's reach: between consecutive ticks a user at secret x'
 moves at most ``reach_km[x']`` along the roads. Its transition kernel is uniform over the
 secrets within that reach (staying put included), and its belief about each user is updated
