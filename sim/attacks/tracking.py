@@ -74,7 +74,7 @@ class Tracking(Attack):
     threads
         Threads of the filter's tick (the prediction split by secrets, the update by users;
         numpy and scipy's sparse product release the GIL). The beliefs are the same bits
-        whatever the number.
+        whatever the number; more than 1 pays only with free cores (docs/attacks.md, Speed).
     """
 
     def __init__(
@@ -87,7 +87,7 @@ class Tracking(Attack):
         learn_every_ticks: int = 10,
         em_iterations: int = 3,
         learn_users: int = 200,
-        threads: int = 2,
+        threads: int = 1,
     ) -> None:
         if method not in METHODS:
             raise InputError(f"tracking: method={method!r} must be one of {', '.join(METHODS)}")
