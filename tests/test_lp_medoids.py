@@ -9,7 +9,7 @@ from scipy import sparse
 from sim.domain import Domain
 from sim.errors import InputError, SolverError
 from sim.mechanisms import lp_medoids, make
-from sim.mechanisms.lp import solve_optimal
+from sim.mechanisms.lp import directed_constraints, solve_optimal
 from sim.privacy.verify import verify
 
 
@@ -84,3 +84,50 @@ def test_a_failed_bound_lp_raises_with_its_status(road_domain_small, monkeypatch
     monkeypatch.setattr(lp_medoids, "HighsLP", infeasible)
     with pytest.raises(SolverError, match="lower bound: HiGHS stopped with model status 'Inf"):
         make("lp_medoids", epsilon=4.0, n_outputs=6).fit(road_domain_small)
+
+
+def _bound_inputs(domain, eps: float, n_groups: int):
+    medoids = lp_medoids.prior_medoids(domain.prior, domain.dist_xy, n_groups)
+    dist, _ = lp_medoids._group_distances(domain, medoids)
+    group_cost = domain.prior[:, None] * dist
+    pairs = domain.constraint_pairs
+    src, dst, gain = directed_constraints(pairs, domain.dist_xx[pairs[:, 0], pairs[:, 1]], eps)
+    return group_cost, src, dst, gain
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_any_non_negative_flows_give_a_bound_below_the_optimum(road_domain_small, seed):
+    eps = 4.0
+    group_cost, src, dst, gain = _bound_inputs(road_domain_small, eps, 6)
+    rng = np.random.default_rng(seed)
+    con = np.tile(np.arange(len(src)), group_cost.shape[1])
+    col = np.repeat(np.arange(group_cost.shape[1]), len(src))
+    flow = rng.exponential(rng.choice([1e-4, 1e-2, 1.0]), len(con)) * (rng.random(len(con)) < 0.3)
+    value = lp_medoids.certified_bound(group_cost, src, dst, gain, con, col, flow)
+    assert value <= _optimum(road_domain_small, eps)
+    no_flow = lp_medoids.certified_bound(group_cost, src, dst, gain, con, col, 0 * flow)
+    assert no_flow == pytest.approx(group_cost.min(axis=1).sum())  # every secret at its group
+
+
+def test_the_certified_bound_matches_the_relaxation_optimum(road_domain_small):
+    mech = make("lp_medoids", epsilon=6.0, n_outputs=6).fit(road_domain_small)
+    info = mech.info_
+    assert info["lower_bound_km"] == pytest.approx(info["lower_bound_relaxation_km"], rel=1e-6)
+    assert info["lower_bound_km"] <= info["lower_bound_relaxation_km"] + 1e-12
+
+
+def test_a_smaller_reach_keeps_fewer_entries_and_a_valid_bound(road_domain_small):
+    local = make("lp_medoids", epsilon=6.0, n_outputs=6, bound_reach=1.0).fit(road_domain_small)
+    every = make("lp_medoids", epsilon=6.0, n_outputs=6, bound_reach=np.inf).fit(road_domain_small)
+    assert local.info_["lower_bound_variables"] < every.info_["lower_bound_variables"]
+    optimum = _optimum(road_domain_small, 6.0)
+    assert 0 < local.lower_bound <= optimum and 0 < every.lower_bound <= optimum
+
+
+def test_without_the_bound_the_matrix_is_the_same(road_domain_small):
+    full = make("lp_medoids", epsilon=4.0, n_outputs=6).fit(road_domain_small)
+    bare = make("lp_medoids", epsilon=4.0, n_outputs=6, with_bound=False).fit(road_domain_small)
+    np.testing.assert_array_equal(bare.matrix_, full.matrix_)
+    assert bare.lower_bound is None and "gap" not in bare.info_
+    with pytest.raises(InputError, match="with_bound"):
+        make("lp_medoids", epsilon=4.0, with_bound="no")

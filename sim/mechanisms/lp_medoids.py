@@ -14,12 +14,15 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    outputs get probability 0 (a zero column meets every constraint). So the released matrix
    is pure eps-mDP over all of X, and its loss uses the domain's true cost.
 3. **Certified lower bound** on the optimal LP's loss over ALL outputs
-   (``lower_bound_``): the optimum of a relaxation, ``cluster_lower_bound`` (argument in
-   docs/lp.md): outputs grouped by their nearest medoid, each group's cost for secret i the
-   SMALLEST cost of its members (``pi_i min_{y in group} d(x_i, y)``; ``bound_groups``
-   groups around k-medoids of their own), and only a subset of
-   the mDP constraints (each medoid's shortest-path tree plus ``bound_rounds`` rounds of
-   the violated ones). ``info_["gap"]`` is the released loss over that bound.
+   (``lower_bound_``; skipped with ``with_bound=False``): weak duality for the mDP
+   constraints. For ANY flows ``f >= 0`` on the constraints of each output group,
+   ``sum_i min_g (pi_i min_{y in g} d(x_i, y) + a_g[i])`` (``certified_bound``) is at most
+   the optimum (argument in docs/lp.md); it is evaluated in floating point with an explicit
+   rounding allowance. The flows come from a small relaxation, ``cluster_lower_bound``:
+   ``bound_groups`` groups of outputs (around k-medoids of their own), only the entries
+   within ``bound_reach / eps`` of each secret's nearest group, each medoid's
+   shortest-path tree plus ``bound_rounds`` rounds of the violated constraints.
+   ``info_["gap"]`` is the released loss over that bound.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from sim.mechanisms.lp_outputs import tight_constraints
 from sim.mechanisms.repair import check_margin
 
 _LLOYD_STEPS = 30
+_MAX_KEPT_SHARE = 1 / 3  # the reach pays only when it drops most entries (docs/lp.md)
 
 
 def outputs_for(epsilon: float) -> int:
@@ -84,49 +88,92 @@ def prior_medoids(prior: np.ndarray, dist_xy: np.ndarray, k: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LowerBound:
-    """A certified lower bound on the optimal LP's loss (km) and how it was obtained."""
+    """A certified lower bound on the optimal LP's loss (km) and how it was obtained.
+
+    ``value`` is :func:`certified_bound` of the last relaxation solved; ``relaxation`` that
+    relaxation's objective as HiGHS reports it (equal to ``value`` up to the solver's
+    tolerance; reported, never used as the bound).
+    """
 
     value: float
+    relaxation: float
     rounds: int
     constraints: int
+    variables: int
     seconds: float
 
 
+def certified_bound(group_cost: np.ndarray, src, dst, gain, con, col, flow) -> float:
+    """``sum_i min_g (group_cost[i,g] + a_g[i])`` minus a floating-point allowance (km).
+
+    ``a_g[i] = sum_{src=i} f - sum_{dst=i} gain f`` over the flows ``f >= 0`` of the
+    constraints ``(con, col)`` (``Z[src,g] <= gain Z[dst,g]`` for group ``col``). It is at
+    most the optimal LP's loss for ANY non-negative flows (weak duality, docs/lp.md), so no
+    optimality or tolerance of the solver enters. The allowance covers the rounding of the
+    sums: ``(terms + N + 2) 2^-53`` times the sum of the absolute values involved.
+    """
+    n, k = group_cost.shape
+    f = np.maximum(np.asarray(flow, dtype=np.float64), 0.0)
+    a = np.zeros((n, k))
+    np.add.at(a, (src[con], col), f)
+    np.add.at(a, (dst[con], col), -gain[con] * f)
+    size = np.abs(group_cost)
+    np.add.at(size, (src[con], col), f)
+    np.add.at(size, (dst[con], col), gain[con] * f)
+    terms = np.bincount(src[con] * k + col, minlength=n * k) + np.bincount(
+        dst[con] * k + col, minlength=n * k
+    )
+    allowance = (int(terms.max(initial=0)) + n + 2) * 2.0**-53 * float(size.max(axis=1).sum())
+    return float((group_cost + a).min(axis=1).sum()) - allowance
+
+
 def cluster_lower_bound(
-    domain, medoids: np.ndarray, epsilon: float, *, rounds: int, options: HighsOptions
+    domain,
+    medoids: np.ndarray,
+    epsilon: float,
+    *,
+    rounds: int,
+    reach: float,
+    options: HighsOptions,
 ) -> LowerBound:
-    """The optimum of a relaxation of the optimal LP (all outputs): a lower bound on its loss.
+    """A certified lower bound on the optimal LP's loss from a relaxation of it (docs/lp.md).
 
     Outputs are grouped by the medoid nearest to them (via their nearest secret); group g
-    costs secret i ``pi_i min_{y in g} d(x_i, y)``; the mDP constraints kept are those tight
-    on each medoid's Laplace ray (its shortest-path tree) plus ``rounds`` rounds of the
-    chaining constraints the relaxed optimum breaks. Solved by HiGHS: IPM with crossover
-    first, then the dual simplex from the last basis after each round of added rows (at
-    N = 2,000, eps 4, 24 groups, 2 rounds: 22 s against 76 s with IPM every round, same
-    bound). A status other than optimal raises ``SolverError``.
+    costs secret i ``pi_i min_{y in g} d(x_i, y)``. The LP keeps only the entries ``(i, g)``
+    with ``d(x_i, g)`` at most ``reach / eps`` above secret i's nearest group (the others
+    get no variable) if that drops at least 2/3 of them, and of the mDP constraints between
+    kept entries those tight on each medoid's Laplace ray (its shortest-path tree) plus
+    ``rounds`` rounds of those the LP's optimum breaks. Solved by HiGHS: IPM with
+    crossover first, then the dual simplex from the last basis after each round of added
+    rows. Whatever was left out, the bound is :func:`certified_bound` of the last solve's
+    row duals, valid for ANY flows. A status
+    other than optimal raises ``SolverError``.
     """
     start = time.perf_counter()
-    dist_xy, prior = domain.dist_xy, domain.prior
-    nearest_secret = np.argmin(dist_xy, axis=0)
-    group = np.argmin(dist_xy[nearest_secret][:, medoids], axis=1)
-    present = np.unique(group)  # a medoid's own group holds it unless a tie says otherwise
-    medoids = medoids[present]
-    n, k = domain.n_x, len(present)
-    group_cost = np.empty((n, k))
-    for g, label in enumerate(present):
-        group_cost[:, g] = dist_xy[:, group == label].min(axis=1)
-    cost = (prior[:, None] * group_cost).ravel()
+    dist, medoids = _group_distances(domain, medoids)
+    group_cost = domain.prior[:, None] * dist
+    n, k = group_cost.shape
+    kept = dist <= dist.min(axis=1, keepdims=True) + reach / epsilon
+    if kept.mean() > _MAX_KEPT_SHARE:
+        kept[:] = True
+    var = np.full((n, k), -1, dtype=np.int64)
+    var[kept] = np.arange(int(kept.sum()))
     pairs = domain.constraint_pairs
     src, dst, gain = directed_constraints(pairs, domain.dist_xx[pairs[:, 0], pairs[:, 1]], epsilon)
-    trees = [tight_constraints(np.exp(-epsilon * dist_xy[:, y]), src, dst, gain) for y in medoids]
+    allowed = kept[src] & kept[dst]  # constraints between kept entries only
+    trees = [
+        tight_constraints(np.exp(-epsilon * domain.dist_xy[:, y]), src, dst, gain) for y in medoids
+    ]
     con = np.concatenate(trees)
     col = np.repeat(np.arange(k), [len(t) for t in trees])
+    con, col = con[allowed[con, col]], col[allowed[con, col]]
+    rows = np.nonzero(kept)[0]
     row_sums = sparse.csr_array(
-        (np.ones(n * k), (np.repeat(np.arange(n), k), np.arange(n * k))), shape=(n, n * k)
+        (np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(n, len(rows))
     )
     lp = HighsLP(
-        cost,
-        sparse.vstack([row_sums, _mdp_rows(src, dst, gain, con, col, n, k)]),
+        group_cost[kept],
+        sparse.vstack([row_sums, _mdp_rows(src, dst, gain, con, col, var)]),
         np.concatenate([np.ones(n), np.full(len(con), -np.inf)]),
         np.concatenate([np.ones(n), np.zeros(len(con))]),
         options=options,
@@ -137,34 +184,53 @@ def cluster_lower_bound(
     done = 0
     while True:
         sol = lp.solve()
-        value = sol.objective
         if done == rounds:
             break
-        Z = np.maximum(sol.x.reshape(n, k), 0.0)
-        new_con, new_col = np.nonzero(
-            (Z[src] - gain[:, None] * Z[dst] > FEASIBILITY_TOL) & ~in_model
-        )
+        Z = np.zeros((n, k))
+        Z[kept] = np.maximum(sol.x, 0.0)
+        broken = Z[src] - gain[:, None] * Z[dst] > FEASIBILITY_TOL
+        new_con, new_col = np.nonzero(broken & allowed & ~in_model)
         if not len(new_con):
             break
         in_model[new_con, new_col] = True
-        lp.add_rows(-np.inf, 0.0, _mdp_rows(src, dst, gain, new_con, new_col, n, k))
+        lp.add_rows(-np.inf, 0.0, _mdp_rows(src, dst, gain, new_con, new_col, var))
+        con, col = np.concatenate([con, new_con]), np.concatenate([col, new_col])
         lp.set_option("solver", "simplex")  # added rows: the last basis stays dual feasible
         done += 1
+    flow = -sol.row_dual[n:]  # HiGHS: the dual of an active upper bound is <= 0 (minimising)
     return LowerBound(
-        value=float(value),
+        value=certified_bound(group_cost, src, dst, gain, con, col, flow),
+        relaxation=sol.objective,
         rounds=done,
-        constraints=int(in_model.sum()),
+        constraints=len(con),
+        variables=len(rows),
         seconds=time.perf_counter() - start,
     )
 
 
-def _mdp_rows(src, dst, gain, con, col, n: int, k: int) -> sparse.csr_array:
-    """Rows ``Z[src,g] - gain Z[dst,g] <= 0`` over the flattened ``Z`` (N x k, row-major)."""
+def _group_distances(domain, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``min_{y in g} d(x_i, y)`` (km, N x groups) and the medoids of the non-empty groups.
+
+    Each output joins the group of the medoid nearest to its nearest secret; a medoid's own
+    group holds it unless a tie says otherwise (empty groups are dropped).
+    """
+    dist_xy = domain.dist_xy
+    nearest_secret = np.argmin(dist_xy, axis=0)
+    group = np.argmin(dist_xy[nearest_secret][:, medoids], axis=1)
+    present = np.unique(group)
+    dist = np.empty((domain.n_x, len(present)))
+    for g, label in enumerate(present):
+        dist[:, g] = dist_xy[:, group == label].min(axis=1)
+    return dist, medoids[present]
+
+
+def _mdp_rows(src, dst, gain, con, col, var: np.ndarray) -> sparse.csr_array:
+    """Rows ``Z[src,g] - gain Z[dst,g] <= 0``; ``var[i, g]`` is the LP column of ``Z[i,g]``."""
     m = len(con)
     rows = np.repeat(np.arange(m), 2)
-    cols = np.column_stack([src[con] * k + col, dst[con] * k + col]).ravel()
+    cols = np.column_stack([var[src[con], col], var[dst[con], col]]).ravel()
     vals = np.column_stack([np.ones(m), -gain[con]]).ravel()
-    return sparse.csr_array((vals, (rows, cols)), shape=(m, n * k))
+    return sparse.csr_array((vals, (rows, cols)), shape=(m, int(var.max()) + 1))
 
 
 @register("lp_medoids")
@@ -188,11 +254,20 @@ class MedoidOutputLP(Mechanism):
         a tighter bound and a larger LP). ``None``: 3 per output of the mechanism.
     bound_rounds
         Rounds of constraint generation in the lower bound's relaxation (0: trees only).
+    bound_reach
+        The relaxation keeps the entries ``(i, g)`` within ``bound_reach / eps`` km of
+        secret i's nearest group (default 6: entries ``e^-6`` down from the nearest; the
+        others get no variable), when that drops at least 2/3 of them (else all are kept).
+        Larger: a tighter bound and a larger LP.
+    with_bound
+        Compute the lower bound (default). ``False`` skips it (``lower_bound`` is ``None``,
+        no ``gap``): for callers that need only the matrix, e.g. DistA-LP's planner.
     time_limit, threads
         Wall-clock limit of the LP solve (s; hitting it raises ``SolverError``), HiGHS threads.
     """
 
     conformance_params: ClassVar[dict] = {"n_outputs": 6}
+    lower_bound_: float | None
 
     def __init__(
         self,
@@ -202,6 +277,8 @@ class MedoidOutputLP(Mechanism):
         margin: float = 1e-3,
         bound_groups: int | None = None,
         bound_rounds: int = 2,
+        bound_reach: float = 6.0,
+        with_bound: bool = True,
         time_limit: float | None = None,
         threads: int | None = None,
     ) -> None:
@@ -212,6 +289,12 @@ class MedoidOutputLP(Mechanism):
             None if bound_groups is None else check_positive_int(bound_groups, "bound_groups")
         )
         self.bound_rounds = check_positive_int(bound_rounds, "bound_rounds", minimum=0)
+        if not (isinstance(bound_reach, (int, float)) and bound_reach > 0):
+            raise InputError(f"bound_reach={bound_reach!r} must be a number > 0")
+        self.bound_reach = float(bound_reach)
+        if not isinstance(with_bound, bool):
+            raise InputError(f"with_bound={with_bound!r} must be True or False")
+        self.with_bound = with_bound
         self.time_limit = time_limit
         self.threads = threads
         self._options()  # validates time_limit, threads
@@ -220,9 +303,26 @@ class MedoidOutputLP(Mechanism):
         return HighsOptions(time_limit=self.time_limit, threads=self.threads)
 
     @property
-    def lower_bound(self) -> float:
-        """Certified lower bound (km) on the optimal eps-mDP LP's loss over all outputs."""
+    def lower_bound(self) -> float | None:
+        """Certified lower bound (km) on the optimal eps-mDP LP's loss over all outputs
+        (``None`` when fitted with ``with_bound=False``)."""
         return self.lower_bound_
+
+    def _bound(self, domain, n_outputs: int) -> LowerBound:
+        groups = 3 * n_outputs if self.bound_groups is None else self.bound_groups
+        return cluster_lower_bound(
+            domain,
+            prior_medoids(domain.prior, domain.dist_xy, min(groups, domain.n_y)),
+            self.epsilon,
+            rounds=self.bound_rounds,
+            reach=self.bound_reach,
+            options=HighsOptions(
+                threads=self.threads,
+                solver="ipm",
+                primal_feasibility_tolerance=FEASIBILITY_TOL,
+                dual_feasibility_tolerance=FEASIBILITY_TOL,
+            ),
+        )
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         k = outputs_for(self.epsilon) if self.n_outputs is None else self.n_outputs
@@ -238,21 +338,7 @@ class MedoidOutputLP(Mechanism):
         )
         Z = np.zeros((domain.n_x, domain.n_y))
         Z[:, medoids] = released.matrix
-        groups = 3 * len(medoids) if self.bound_groups is None else self.bound_groups
-        bound = cluster_lower_bound(
-            domain,
-            prior_medoids(domain.prior, domain.dist_xy, min(groups, domain.n_y)),
-            self.epsilon,
-            rounds=self.bound_rounds,
-            options=HighsOptions(
-                threads=self.threads,
-                solver="ipm",
-                primal_feasibility_tolerance=FEASIBILITY_TOL,
-                dual_feasibility_tolerance=FEASIBILITY_TOL,
-            ),
-        )
         loss = float(domain.prior @ np.einsum("ik,ik->i", Z, domain.dist_xy))
-        self.lower_bound_ = bound.value
         info = {
             "medoids": medoids,
             "solver_status": sol.status,
@@ -264,10 +350,18 @@ class MedoidOutputLP(Mechanism):
             "generated_constraints": sol.generated,
             "lp_rows": sol.full + domain.n_x,
             "outputs_used": int(np.count_nonzero(released.matrix.sum(axis=0) > 0)),
-            "lower_bound_km": bound.value,
-            "lower_bound_rounds": bound.rounds,
-            "lower_bound_constraints": bound.constraints,
-            "lower_bound_seconds": bound.seconds,
-            "gap": loss / bound.value if bound.value > 0 else float("inf"),
         }
+        self.lower_bound_ = None
+        if self.with_bound:
+            bound = self._bound(domain, len(medoids))
+            self.lower_bound_ = bound.value
+            info.update(
+                lower_bound_km=bound.value,
+                lower_bound_relaxation_km=bound.relaxation,
+                lower_bound_rounds=bound.rounds,
+                lower_bound_constraints=bound.constraints,
+                lower_bound_variables=bound.variables,
+                lower_bound_seconds=bound.seconds,
+                gap=loss / bound.value if bound.value > 0 else float("inf"),
+            )
         return Z, info

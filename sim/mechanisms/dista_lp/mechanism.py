@@ -358,7 +358,7 @@ class DistALP(Mechanism):
 
         t0 = time.perf_counter()
         if self.planner == "lp_medoids":  # the city-scale LP (sim/mechanisms/lp_medoids.py)
-            planned = make("lp_medoids", epsilon=eps_pt, margin=self.margin)
+            planned = make("lp_medoids", epsilon=eps_pt, margin=self.margin, with_bound=False)
             planned.fit(domain.with_prior(weights / weights.sum()))
             Z, release = planned.matrix_, {"planner_info": planned.info_}
         else:
