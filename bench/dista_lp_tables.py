@@ -43,6 +43,7 @@ from sim.privacy.verify import verify
 BASELINES = ("em", "laplace", "rmp", "lp_a", "panda", "copt")
 MODES = ("none", "location", "paper", "strict")
 NOISE_FREE_BETA = 1e-12
+NONE_ROWS = {"default": "dista_lp none", "blocks": "dista_lp none (blocks)"}
 
 
 class NoiseFreeDistALP(DistALP):
@@ -126,7 +127,8 @@ def table_mechanisms(G, args) -> None:
                  for r in reps}  # fmt: skip
         cells: dict = {}  # (name, eps) -> lists
         for eps in args.eps:
-            for name in args.baselines + ["dista_lp none"]:
+            nones = [NONE_ROWS[p] for p in args.none_planners]
+            for name in args.baselines + nones:
                 if name == "copt" and size > args.copt_max:
                     cells[(name, eps)] = f"skipped (|X| > {args.copt_max})"
                     continue
@@ -135,7 +137,9 @@ def table_mechanisms(G, args) -> None:
                     params["time_limit_s"] = args.cap
                 try:
                     t0 = time.perf_counter()
-                    if name == "dista_lp none":
+                    if name in nones:
+                        planner = {v: k for k, v in NONE_ROWS.items()}[name]
+                        params["planner"] = None if planner == "default" else planner
                         mech = make("dista_lp", upload="none", **params).fit(domain)
                     else:
                         mech = make(name, **params).fit(domain)
@@ -155,7 +159,7 @@ def table_mechanisms(G, args) -> None:
                     "loss": losses, "viol": [viol], "time": [sec], "attack": [],
                     "guarantee": str(mech.guarantee).split(";")[0],
                 }  # fmt: skip
-                if name == "dista_lp none":  # no upload: the prior-only guess
+                if name in nones:  # no upload: the prior-only guess
                     pg = int(np.argmin(domain.prior @ domain.dist_xy))
                     cells[(name, eps)]["attack"] = [
                         float(domain.dist_xy[x, pg]) for r in reps for x in users[r]
@@ -232,7 +236,7 @@ def _print_tables(size: int, args, cells: dict) -> None:
 
 def _order(name: str) -> tuple:
     base = list(BASELINES) + [f"dista_lp {m}" for m in MODES]
-    key = name.replace(" (own block)", "").split(" (fidelity")[0]
+    key = name.replace(" (own block)", "").split(" (fidelity")[0].replace(" (blocks)", "")
     return (base.index(key) if key in base else 99, name)
 
 
@@ -355,6 +359,13 @@ def main() -> None:
     p.add_argument("--audit-records", type=int, default=50)
     p.add_argument("--skip-modes", nargs="*", default=[])
     p.add_argument("--baselines", nargs="*", default=list(BASELINES), choices=BASELINES)
+    p.add_argument(
+        "--none-planners",
+        nargs="*",
+        default=["default"],
+        choices=list(NONE_ROWS),
+        help="dista_lp none rows: its default planner (lp_medoids) and/or blocks",
+    )
     p.add_argument(
         "--paper-noise",
         nargs="+",

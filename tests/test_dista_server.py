@@ -119,7 +119,9 @@ def test_pure_modes_compose_exactly_and_verify_over_x(upload, road_domain_small)
 
 
 def test_release_is_never_worse_than_the_em_for_the_planned_weights(road_domain_small):
-    mech = make("dista_lp", epsilon=6.0, tile_size=20, sweeps=1).fit(road_domain_small)
+    mech = make("dista_lp", epsilon=6.0, planner="blocks", tile_size=20, sweeps=1)
+    mech.fit(road_domain_small)
+    assert mech.info_["planner"] == "blocks"
     info = mech.info_
     assert info["planner_weighted_loss"] <= info["planner_em_weighted_loss"] * (1 + 1e-6)
     em = make("em", epsilon=6.0).fit(road_domain_small)
@@ -130,6 +132,20 @@ def test_the_lp_medoids_planner_releases_an_exact_matrix_over_x(road_domain_smal
     mech = make("dista_lp", epsilon=6.0, planner="lp_medoids").fit(road_domain_small)
     assert mech.matrix_.shape[0] == road_domain_small.n_x
     assert verify(mech.matrix_, road_domain_small.dist_xx, 6.0).passed
+
+
+@pytest.mark.parametrize(
+    "upload, planner", [("none", "lp_medoids"), ("location", "lp_medoids"), ("paper", "blocks")]
+)
+def test_the_default_planner_is_the_best_measured_one_for_the_mode(
+    upload, planner, road_domain_small
+):
+    mech = make("dista_lp", epsilon=6.0, upload=upload, n_users=2, n_neighbours=8)
+    assert mech.get_params()["planner"] is None  # the parameter stays as given
+    if upload != "paper":  # (paper fits are slow; its planner is resolved without fitting)
+        mech.fit(road_domain_small)
+        assert mech.info_["planner"] == planner
+    assert mech._planner() == planner
 
 
 def test_the_matrix_does_not_depend_on_the_true_locations_without_uploads(road_domain_small):
