@@ -131,3 +131,16 @@ def test_without_the_bound_the_matrix_is_the_same(road_domain_small):
     assert bare.lower_bound is None and "gap" not in bare.info_
     with pytest.raises(InputError, match="with_bound"):
         make("lp_medoids", epsilon=4.0, with_bound="no")
+
+
+@pytest.mark.parametrize("eps", [2.0, 6.0])
+@pytest.mark.parametrize("reach", [1.0, 2.0])
+def test_the_localized_relaxation_optimum_is_its_certified_bound(road_domain_small, eps, reach):
+    """The rest columns charge left-out entries as the bound does: the LP maximises B."""
+    mech = make("lp_medoids", epsilon=eps, n_outputs=6, bound_reach=reach).fit(road_domain_small)
+    info = mech.info_
+    every = make("lp_medoids", epsilon=eps, n_outputs=6, bound_reach=np.inf).fit(road_domain_small)
+    assert info["lower_bound_variables"] <= 2 / 3 * every.info_["lower_bound_variables"]
+    assert info["lower_bound_km"] == pytest.approx(info["lower_bound_relaxation_km"], rel=1e-6)
+    assert 0 < mech.lower_bound <= _optimum(road_domain_small, eps) * (1 + 1e-7)
+    assert mech.expected_loss() >= mech.lower_bound

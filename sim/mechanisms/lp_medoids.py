@@ -20,8 +20,9 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    the optimum (argument in docs/lp.md); it is evaluated in floating point with an explicit
    rounding allowance. The flows come from a small relaxation, ``cluster_lower_bound``:
    ``bound_groups`` groups of outputs (around k-medoids of their own), only the entries
-   within ``bound_reach / eps`` of each secret's nearest group, each medoid's
-   shortest-path tree plus ``bound_rounds`` rounds of the violated constraints.
+   within ``bound_reach / eps`` of each secret's nearest group (the others: one "rest"
+   variable per secret at their cheapest cost), each medoid's shortest-path tree plus
+   ``bound_rounds`` rounds of the violated constraints.
    ``info_["gap"]`` is the released loss over that bound.
 """
 
@@ -42,7 +43,7 @@ from sim.mechanisms.lp_outputs import tight_constraints
 from sim.mechanisms.repair import check_margin
 
 _LLOYD_STEPS = 30
-_MAX_KEPT_SHARE = 1 / 3  # the reach pays only when it drops most entries (docs/lp.md)
+_MAX_KEPT_SHARE = 2 / 3  # the reach pays only when it drops a third of the entries (docs/lp.md)
 
 
 def outputs_for(epsilon: float) -> int:
@@ -140,14 +141,15 @@ def cluster_lower_bound(
 
     Outputs are grouped by the medoid nearest to them (via their nearest secret); group g
     costs secret i ``pi_i min_{y in g} d(x_i, y)``. The LP keeps only the entries ``(i, g)``
-    with ``d(x_i, g)`` at most ``reach / eps`` above secret i's nearest group (the others
-    get no variable) if that drops at least 2/3 of them, and of the mDP constraints between
-    kept entries those tight on each medoid's Laplace ray (its shortest-path tree) plus
+    with ``d(x_i, g)`` at most ``reach / eps`` above secret i's nearest group if that drops
+    at least 1/3 of them; a secret with left-out entries gets one "rest" variable at the
+    cost of the cheapest, with no mDP constraint (the bound charges left-out entries at
+    full cost, so the LP then maximises the bound itself). Of the mDP constraints between
+    kept entries, those tight on each medoid's Laplace ray (its shortest-path tree) plus
     ``rounds`` rounds of those the LP's optimum breaks. Solved by HiGHS: IPM with
     crossover first, then the dual simplex from the last basis after each round of added
     rows. Whatever was left out, the bound is :func:`certified_bound` of the last solve's
-    row duals, valid for ANY flows. A status
-    other than optimal raises ``SolverError``.
+    row duals, valid for ANY flows. A status other than optimal raises ``SolverError``.
     """
     start = time.perf_counter()
     dist, medoids = _group_distances(domain, medoids)
@@ -167,13 +169,13 @@ def cluster_lower_bound(
     con = np.concatenate(trees)
     col = np.repeat(np.arange(k), [len(t) for t in trees])
     con, col = con[allowed[con, col]], col[allowed[con, col]]
-    rows = np.nonzero(kept)[0]
+    cost, rows = _columns(group_cost, kept)
     row_sums = sparse.csr_array(
         (np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(n, len(rows))
     )
     lp = HighsLP(
-        group_cost[kept],
-        sparse.vstack([row_sums, _mdp_rows(src, dst, gain, con, col, var)]),
+        cost,
+        sparse.vstack([row_sums, _mdp_rows(src, dst, gain, con, col, var, len(rows))]),
         np.concatenate([np.ones(n), np.full(len(con), -np.inf)]),
         np.concatenate([np.ones(n), np.zeros(len(con))]),
         options=options,
@@ -187,13 +189,13 @@ def cluster_lower_bound(
         if done == rounds:
             break
         Z = np.zeros((n, k))
-        Z[kept] = np.maximum(sol.x, 0.0)
+        Z[kept] = np.maximum(sol.x[var[kept]], 0.0)
         broken = Z[src] - gain[:, None] * Z[dst] > FEASIBILITY_TOL
         new_con, new_col = np.nonzero(broken & allowed & ~in_model)
         if not len(new_con):
             break
         in_model[new_con, new_col] = True
-        lp.add_rows(-np.inf, 0.0, _mdp_rows(src, dst, gain, new_con, new_col, var))
+        lp.add_rows(-np.inf, 0.0, _mdp_rows(src, dst, gain, new_con, new_col, var, len(rows)))
         con, col = np.concatenate([con, new_con]), np.concatenate([col, new_col])
         lp.set_option("solver", "simplex")  # added rows: the last basis stays dual feasible
         done += 1
@@ -203,9 +205,18 @@ def cluster_lower_bound(
         relaxation=sol.objective,
         rounds=done,
         constraints=len(con),
-        variables=len(rows),
+        variables=int(kept.sum()),
         seconds=time.perf_counter() - start,
     )
+
+
+def _columns(group_cost: np.ndarray, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cost and secret (row-sum row) of each LP column: the kept entries in row-major order,
+    then one rest column per secret with left-out entries, at the cheapest one's cost."""
+    left_out = np.where(kept, np.inf, group_cost).min(axis=1)
+    with_rest = np.flatnonzero(np.isfinite(left_out))
+    cost = np.concatenate([group_cost[kept], left_out[with_rest]])
+    return cost, np.concatenate([np.nonzero(kept)[0], with_rest])
 
 
 def _group_distances(domain, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -224,13 +235,14 @@ def _group_distances(domain, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return dist, medoids[present]
 
 
-def _mdp_rows(src, dst, gain, con, col, var: np.ndarray) -> sparse.csr_array:
-    """Rows ``Z[src,g] - gain Z[dst,g] <= 0``; ``var[i, g]`` is the LP column of ``Z[i,g]``."""
+def _mdp_rows(src, dst, gain, con, col, var: np.ndarray, n_cols: int) -> sparse.csr_array:
+    """Rows ``Z[src,g] - gain Z[dst,g] <= 0`` over ``n_cols`` columns; ``var[i, g]`` is the
+    LP column of ``Z[i,g]``."""
     m = len(con)
     rows = np.repeat(np.arange(m), 2)
     cols = np.column_stack([var[src[con], col], var[dst[con], col]]).ravel()
     vals = np.column_stack([np.ones(m), -gain[con]]).ravel()
-    return sparse.csr_array((vals, (rows, cols)), shape=(m, int(var.max()) + 1))
+    return sparse.csr_array((vals, (rows, cols)), shape=(m, n_cols))
 
 
 @register("lp_medoids")
@@ -257,7 +269,8 @@ class MedoidOutputLP(Mechanism):
     bound_reach
         The relaxation keeps the entries ``(i, g)`` within ``bound_reach / eps`` km of
         secret i's nearest group (default 6: entries ``e^-6`` down from the nearest; the
-        others get no variable), when that drops at least 2/3 of them (else all are kept).
+        others share one "rest" variable per secret), when that drops at least 1/3 of them
+        (else all are kept).
         Larger: a tighter bound and a larger LP.
     with_bound
         Compute the lower bound (default). ``False`` skips it (``lower_bound`` is ``None``,
