@@ -69,3 +69,18 @@ class Registry[T]:
         if any(isinstance(spec, cls) for cls in self._classes.values()):
             return spec
         raise InputError(f"{spec!r} is not a {self.kind} (a name, a table or an instance)")
+
+
+def init_param_names(cls: type) -> list[str]:
+    """Names of ``cls.__init__``'s parameters, the ones ``make(name, **params)`` takes.
+
+    As in scikit-learn, every parameter is stored under its own name and ``*args`` or
+    ``**kwargs`` are not allowed (they would hide parameters from ``get_params``).
+    """
+    names = []
+    for p in inspect.signature(cls.__init__).parameters.values():  # type: ignore[misc]
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"{cls.__name__}.__init__ must list its parameters, not *{p.name}")
+        if p.name != "self":
+            names.append(p.name)
+    return names

@@ -217,3 +217,12 @@ def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch)
     for one, three in zip(*runs, strict=True):
         np.testing.assert_array_equal(one.posterior, three.posterior)
         np.testing.assert_array_equal(one.entropy_bits, three.entropy_bits)
+
+
+@pytest.mark.parametrize("name", available())
+def test_every_attack_rebuilds_from_its_params(name):
+    attack = make(name)
+    params = attack.get_params()
+    assert "context" not in params
+    assert make(name, **params).get_params() == params
+    assert repr(attack).startswith(type(attack).__name__ + "(")

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sim.registry import Registry
+from sim.registry import Registry, init_param_names
 
 if TYPE_CHECKING:
     from sim.domain import Domain
@@ -208,8 +208,8 @@ class Attack(ABC):
         return []
 
     def get_params(self) -> dict:
-        """Constructor parameters (public attributes not ending in ``_``, but the context)."""
-        return {k: v for k, v in vars(self).items() if not k.endswith("_") and k != "context"}
+        """Constructor parameters and their values: ``make(name, **a.get_params())`` rebuilds."""
+        return {name: getattr(self, name) for name in init_param_names(type(self))}
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -28,7 +28,6 @@ small-instance parameters to use there as a class attribute, e.g.
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from abc import ABC, abstractmethod
@@ -39,6 +38,7 @@ import numpy as np
 
 from sim.errors import InputError
 from sim.privacy.verify import ROW_SUM_TOL, PrivacyViolation, verify
+from sim.registry import init_param_names
 from sim.sampling import sample_rows
 
 SELF_CHECK_RTOL = 1e-9
@@ -201,18 +201,8 @@ class Mechanism(ABC):
 
     @classmethod
     def param_names(cls) -> list[str]:
-        """Names of the constructor parameters, read from the ``__init__`` signature.
-
-        As in scikit-learn, every parameter is stored under its own name and ``*args`` or
-        ``**kwargs`` are not allowed (they would hide parameters from :meth:`get_params`).
-        """
-        names = []
-        for p in inspect.signature(cls.__init__).parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise TypeError(f"{cls.__name__}.__init__ must list its parameters, not *{p.name}")
-            if p.name != "self":
-                names.append(p.name)
-        return names
+        """Names of the constructor parameters, read from the ``__init__`` signature."""
+        return init_param_names(cls)
 
     def get_params(self) -> dict:
         """Constructor parameters and their values: ``make(name, **m.get_params())`` rebuilds."""
