@@ -127,8 +127,8 @@ def table_mechanisms(G, args) -> None:
                  for r in reps}  # fmt: skip
         cells: dict = {}  # (name, eps) -> lists
         for eps in args.eps:
-            nones = [NONE_ROWS[p] for p in args.none_planners]
-            for name in args.baselines + nones:
+            nones = {NONE_ROWS[p]: p for p in args.none_planners}  # row name -> planner
+            for name in args.baselines + list(nones):
                 if name == "copt" and size > args.copt_max:
                     cells[(name, eps)] = f"skipped (|X| > {args.copt_max})"
                     continue
@@ -138,8 +138,7 @@ def table_mechanisms(G, args) -> None:
                 try:
                     t0 = time.perf_counter()
                     if name in nones:
-                        planner = {v: k for k, v in NONE_ROWS.items()}[name]
-                        params["planner"] = None if planner == "default" else planner
+                        params["planner"] = None if nones[name] == "default" else nones[name]
                         mech = make("dista_lp", upload="none", **params).fit(domain)
                     else:
                         mech = make(name, **params).fit(domain)
@@ -312,7 +311,7 @@ def table_paper_audit(G, args) -> None:
                 records=records,
                 rng=np.random.default_rng(r),
                 noise=noise,
-            )  # fmt: skip
+            )
             for r in range(args.reps)
         ]
         scales = " / ".join(f"{cals[0].scales[t]:.3g}" for t in ("dx", "dy", "cy"))

@@ -259,6 +259,10 @@ class DistALP(Mechanism):
             return self.planner
         return "lp_medoids" if self.upload in ("none", "location") else "blocks"
 
+    def _tiles(self, domain) -> list[np.ndarray]:
+        """The blocks planner's tiles of X (none for ``lp_medoids``, which plans on all of X)."""
+        return tiles(domain.x_xy, self.tile_size) if self._planner() == "blocks" else []
+
     # ------------------------------------------------------------------ budgets
     def _budgets(self) -> tuple[float, float]:
         """``(eps_upload, eps_pt)`` per km for this mode."""
@@ -350,13 +354,13 @@ class DistALP(Mechanism):
         t0 = time.perf_counter()
         if self.upload == "none":
             users = np.array([], dtype=np.int64) if self.user_indices is None else self.user_indices
-            weights, blocks = domain.prior, tiles(domain.x_xy, self.tile_size)
+            weights, blocks = domain.prior, self._tiles(domain)
             guesses = np.full(len(users), prior_guess(domain))
             info["bytes_up"] = [0] * len(users)
         elif self.upload == "location":
             users = self._users(domain, rng)
             weights, guesses = self._location_uploads(domain, users, eps_up, rng, info)
-            blocks = tiles(domain.x_xy, self.tile_size)
+            blocks = self._tiles(domain)
         else:
             users = self._users(domain, rng)
             located = self._surrogate_uploads(domain, users, eps_pt, rng, info)
