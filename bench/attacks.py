@@ -20,6 +20,7 @@ import numpy as np
 from sim import scenario as sc
 from sim.attacks import AttackSuite, Observation, Release
 from sim.attacks.harness import draw_world
+from sim.attacks.tracking import MAX_THREADS, available_cores
 from sim.domain import Domain
 from sim.mechanisms import make
 from sim.network import load_network
@@ -28,7 +29,7 @@ from sim.run import simulate
 SPECS = [
     {"name": "bayes"},
     {"name": "tracking", "label": "tracking (filter, reach)"},
-    {"name": "tracking", "label": "tracking (filter, reach, 2 threads)", "threads": 2},
+    {"name": "tracking", "label": "tracking (filter, reach, 1 thread)", "threads": 1},
     {"name": "tracking", "label": "tracking (smooth, lag 3)", "method": "smooth", "lag_ticks": 3},
     {"name": "tracking", "label": "tracking (viterbi)", "method": "viterbi"},
     {"name": "tracking", "label": "tracking (learned, EM every 4)", "mobility": "learned",
@@ -85,7 +86,8 @@ def main() -> None:
     nnz = world.context(grant_true_mobility=False)
     print(
         f"{args.users:,} users, |X| = |Y| = {domain.n_x:,}, {args.ticks} ticks, em at 7/km, "
-        f"everyone reports every tick; load average {os.getloadavg()[0]:.1f} (2 cores)\n"
+        f"everyone reports every tick; tracking threads by default: "
+        f"{min(MAX_THREADS, available_cores())}; load average {os.getloadavg()[0]:.1f}\n"
     )
     print("| attack | per tick (ms) | release (ms) | end of run (ms) | per tick incl. end (ms) |")
     print("|---|---:|---:|---:|---:|")
@@ -120,7 +122,7 @@ def main() -> None:
         f"{sim['own'] * 1e3:.0f} ms"
     )
     print(f"the filter's prediction alone (one sparse product, 1 thread): {product_s * 1e3:.1f} ms")
-    for filter_label in ("tracking (filter, reach)", "tracking (filter, reach, 2 threads)"):
+    for filter_label in ("tracking (filter, reach)", "tracking (filter, reach, 1 thread)"):
         pair = per_tick_s["bayes"] + per_tick_s[filter_label]
         print(
             f"bayes + {filter_label}: {pair * 1e3:.1f} ms per tick, "

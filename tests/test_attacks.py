@@ -87,3 +87,25 @@ def test_upload_attack_finds_the_closest_output():
     assert upload_location_estimate(dy) == 1
     with pytest.raises(ValueError):
         upload_location_estimate(np.empty((0, 3)))
+
+
+def test_bayes_scores_from_its_risk_table_match_the_posterior_rows(road_domain_small, rng):
+    from sim.attacks.base import LocationEstimate, TabulatedPosterior, Truth, score
+
+    domain = road_domain_small
+    mech = make_mechanism("em", epsilon=4.0).fit(domain)
+    bayes = make("bayes")
+    bayes.release(Release(tick=1, mechanism=mech))
+    truth_secrets = rng.integers(0, domain.n_x, size=40)
+    outputs = mech.sample_many(truth_secrets, rng)
+    obs = Observation(tick=1, outputs=outputs, pseudonyms=np.arange(40))
+    (est,) = bayes.observe(obs)
+    assert isinstance(est.posterior, TabulatedPosterior)
+    truth = Truth()
+    truth.record(1, truth_secrets, obs.pseudonyms, 4.0)
+    tabulated = score(est, truth, domain).values
+    rows = LocationEstimate(tick=1, users=est.users, guess=est.guess, posterior=est.posterior.rows)
+    explicit = score(rows, truth, domain).values
+    for metric in ("error_km", "hit", "entropy_bits"):
+        np.testing.assert_allclose(tabulated[metric], explicit[metric], rtol=1e-12, atol=1e-12)
+    assert tabulated["error_km"].std() > 0

@@ -196,7 +196,8 @@ def test_the_filters_likelihood_is_scaled_by_a_power_of_two():
     assert 0.5 <= scaled[lik > 0].min() < 1.0
 
 
-def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch):
+@pytest.mark.parametrize("method", ["filter", "smooth"])
+def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch, method):
     from sim.attacks import tracking
 
     monkeypatch.setattr(tracking, "_USER_BLOCK", 16)
@@ -206,14 +207,15 @@ def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch)
     outputs = [mech.sample_many(secrets, rng) for secrets in world.traces]
     runs = []
     for threads in (1, 3):
-        attack = make("tracking", threads=threads)
+        attack = make("tracking", method=method, lag_ticks=2, threads=threads)
         attack.start(Context(domain=domain, n_users=n_users, reach_km=world.mobility.reach_km))
         attack.release(Release(tick=1, mechanism=mech))
         obs = [
             Observation(tick=t + 1, outputs=o, pseudonyms=np.arange(n_users))
             for t, o in enumerate(outputs)
         ]
-        runs.append([attack.observe(o)[0] for o in obs])
+        runs.append([e for o in obs for e in attack.observe(o)] + list(attack.finish()))
+    assert len(runs[0]) == len(outputs)
     for one, three in zip(*runs, strict=True):
         np.testing.assert_array_equal(one.posterior, three.posterior)
         np.testing.assert_array_equal(one.entropy_bits, three.entropy_bits)

@@ -128,12 +128,32 @@ class Observation:
 
 # ---------------------------------------------------------------------- what an attack returns
 @dataclass(frozen=True, eq=False)
+class TabulatedPosterior:
+    """Posteriors that are rows of a per-output table: user i's is ``table[index[i]]``.
+
+    ``risk_km[x, k] = sum_i table[k, i] d(x, x_i)`` is the expected distance from a truth x
+    under posterior k, tabulated once per release, so the scorer's expected error is one
+    lookup per user instead of a gathered row and a dot product (docs/attacks.md, Speed).
+    """
+
+    table: np.ndarray  # (K, N)
+    index: np.ndarray  # (R,)
+    risk_km: np.ndarray  # (N, K)
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The ``(R, N)`` posterior rows."""
+        return self.table[self.index]
+
+
+@dataclass(frozen=True, eq=False)
 class LocationEstimate:
     """Beliefs about where ``users`` (slots) were at ``tick``.
 
     ``posterior`` is ``(R, N)``: one row per user over all secrets (sums to 1; float32 or
-    float64), or ``None`` for point-only attacks. ``guess`` is the attack's point estimate per
-    user: a secret index (``space="x"``) or an output index (``space="y"``).
+    float64), a :class:`TabulatedPosterior`, or ``None`` for point-only attacks. ``guess`` is
+    the attack's point estimate per user: a secret index (``space="x"``) or an output index
+    (``space="y"``).
     ``leakage_per_km`` per user, where it applies (a single report's posterior leakage).
     ``top`` (the most likely secret) and ``entropy_bits`` may be given when the attack has
     them already (e.g. tabulated per output); the scorer computes them otherwise.
@@ -142,7 +162,7 @@ class LocationEstimate:
     tick: int
     users: np.ndarray
     guess: np.ndarray
-    posterior: np.ndarray | None = None
+    posterior: np.ndarray | TabulatedPosterior | None = None
     space: str = "x"
     leakage_per_km: np.ndarray | None = None
     top: np.ndarray | None = None
@@ -306,14 +326,11 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
     dist = domain.dist_xx if est.space == "x" else domain.dist_xy
     values = {"guess_error_km": dist[secrets, est.guess]}
     if est.posterior is not None:
-        post = np.ascontiguousarray(est.posterior)  # rows: every reduction below is contiguous
-        # row u: sum_x post[u, x] d(truth_u, x)
-        dist = domain.dist_xx32 if post.dtype == np.float32 else domain.dist_xx
-        dist_rows = dist[secrets].astype(post.dtype, copy=False)
-        values["error_km"] = np.einsum("ux,ux->u", post, dist_rows).astype(float)
-        top = est.top if est.top is not None else post.argmax(axis=1)
+        post = est.posterior
+        values["error_km"] = _expected_error_km(post, secrets, domain)
+        top = est.top if est.top is not None else _rows(post).argmax(axis=1)
         values["hit"] = (top == secrets).astype(float)
-        ent = est.entropy_bits if est.entropy_bits is not None else entropy_bits(post)
+        ent = est.entropy_bits if est.entropy_bits is not None else entropy_bits(_rows(post))
         values["entropy_bits"] = np.asarray(ent, dtype=float)
     else:  # a point estimate: its error is its expected error, certainty unknown
         values["error_km"] = values["guess_error_km"]
@@ -328,3 +345,17 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
             float
         )
     return Scores(tick=est.tick, users=est.users, values=values)
+
+
+def _rows(posterior) -> np.ndarray:
+    return posterior.rows if isinstance(posterior, TabulatedPosterior) else posterior
+
+
+def _expected_error_km(posterior, secrets: np.ndarray, domain) -> np.ndarray:
+    """``sum_x post[u, x] d(truth_u, x)`` for every row u (Shokri et al.'s expected error)."""
+    if isinstance(posterior, TabulatedPosterior):
+        return posterior.risk_km[secrets, posterior.index]
+    post = np.ascontiguousarray(posterior)  # rows: every reduction below is contiguous
+    dist = domain.dist_xx32 if post.dtype == np.float32 else domain.dist_xx
+    dist_rows = dist[secrets].astype(post.dtype, copy=False)
+    return np.einsum("ux,ux->u", post, dist_rows).astype(float)

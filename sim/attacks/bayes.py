@@ -7,6 +7,8 @@ For a mechanism ``Z`` (N x K) and prior ``pi``, a report ``y_k`` gives the poste
 * the MAP estimate (top-1 guess) of each output;
 * the expected-error-optimal estimate ``argmin_x' sum_i Pr[x_i|y_k] d(x_i, x')`` and its
   expected error (the adversary's expected error of Shokri et al.);
+* the risk table ``sum_i Pr[x_i|y_k] d(x, x_i)`` for every truth x: a scored report's
+  expected error is one lookup in it;
 * the posterior leakage of each output: the largest posterior-to-prior log ratio between two
   secrets, normalised by their distance, ``max_{i != j} |ln Z[i,k] - ln Z[j,k]| / d(i,j)``.
 """
@@ -22,11 +24,10 @@ from sim.attacks.base import (
     LocationEstimate,
     Observation,
     Release,
+    TabulatedPosterior,
     entropy_bits,
     register,
 )
-
-_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class BayesAttack:
     map_estimate: np.ndarray  # (K,) secret index
     optimal_estimate: np.ndarray  # (K,) secret index minimising expected error
     expected_error_km: np.ndarray  # (K,) the adversary's expected error at its estimate
+    risk_km: np.ndarray  # (N, K) expected distance of each output's posterior to each secret
     leakage_per_km: np.ndarray  # (K,) posterior leakage of each output
     posterior: np.ndarray  # (N, K) Pr[x | y_k], columns sum to 1 (0 for impossible outputs)
 
@@ -43,18 +45,12 @@ class BayesAttack:
     def fit(cls, matrix: np.ndarray, prior: np.ndarray, dist_xx: np.ndarray, *, pairs=None):
         """Tabulate the attack for a mechanism over secrets with distances ``dist_xx`` (km)."""
         post = posterior_table(matrix, prior)
-        k = matrix.shape[1]
-        optimal = np.empty(k, dtype=np.int64)
-        exp_err = np.empty(k)
-        for start in range(0, k, _CHUNK):
-            block = post[:, start : start + _CHUNK]  # (N, c)
-            risk = dist_xx @ block  # risk[x', c] = sum_i d(x', x_i) post(x_i | y_c)
-            optimal[start : start + _CHUNK] = risk.argmin(axis=0)
-            exp_err[start : start + _CHUNK] = risk.min(axis=0)
+        risk = dist_xx @ post  # risk[x', k] = sum_i d(x', x_i) post(x_i | y_k)
         return cls(
             map_estimate=post.argmax(axis=0),
-            optimal_estimate=optimal,
-            expected_error_km=exp_err,
+            optimal_estimate=risk.argmin(axis=0),
+            expected_error_km=risk.min(axis=0),
+            risk_km=risk,
             leakage_per_km=posterior_leakage_per_output(matrix, dist_xx, pairs=pairs),
             posterior=post,
         )
@@ -76,8 +72,7 @@ class Bayes(Attack):
         """Tabulate posteriors, estimates and leakage for every output of the new matrix."""
         sub = release.mechanism.domain_
         tables = BayesAttack.fit(release.matrix, sub.prior, sub.dist_xx, pairs=sub.constraint_pairs)
-        # (K, N): a report's posterior is one contiguous row
-        self.posterior_t_ = np.ascontiguousarray(tables.posterior.T)
+        self.posterior_t_ = np.ascontiguousarray(tables.posterior.T)  # (K, N): rows
         self.guess_ = tables.optimal_estimate
         self.top_ = tables.map_estimate
         self.entropy_ = entropy_bits(tables.posterior.T)
@@ -94,7 +89,7 @@ class Bayes(Attack):
                 tick=obs.tick,
                 users=users,
                 guess=self.guess_[out],
-                posterior=self.posterior_t_[out],
+                posterior=TabulatedPosterior(self.posterior_t_, out, self.tables_.risk_km),
                 leakage_per_km=self.tables_.leakage_per_km[out],
                 top=self.top_[out],
                 entropy_bits=self.entropy_[out],

@@ -11,21 +11,21 @@ per report:
 
 ``b_t(x) ∝ Z[x, y_t] * sum_x' b_{t-1}(x') T[x', x]``.
 
-Users that do not report at a tick only get the prediction step. Beliefs of all users are one
-(N, U) array for the prediction (one sparse product over all users) and one (U, N) copy, a
-contiguous row per user, for the likelihood (one gathered row per report), the normalisation
-and the scores (docs/attacks.md, Speed).
+Users that do not report at a tick only get the prediction step. The users are split into one
+part per thread; a part's beliefs are one (N, U_part) array for the prediction (one sparse
+product over its users) and one (U_part, N) copy, a contiguous row per user, for the
+likelihood (one gathered row per report), the normalisation and the scores. Users are
+independent, so the parts run without waiting for each other (docs/attacks.md, Speed).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
+import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy import sparse
 
 from sim.attacks import hmm
 from sim.attacks.base import (
@@ -42,6 +42,15 @@ from sim.errors import InputError
 
 METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
+#: The most threads ``threads=None`` takes.
+MAX_THREADS = 8
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 @functools.cache
@@ -72,9 +81,10 @@ class Tracking(Attack):
         ``learned``: re-estimate the kernel every this many ticks from the reports so far, by
         this many EM iterations, on this many slots (drawn once with the context's seed).
     threads
-        Threads of the filter's tick (the prediction split by secrets, the update by users;
-        numpy and scipy's sparse product release the GIL). The beliefs are the same bits
-        whatever the number; more than 1 pays only with free cores (docs/attacks.md, Speed).
+        Threads of the filter's tick, each running the whole step on its part of the users
+        (numpy and scipy's sparse product release the GIL); ``None``: the cores this process
+        may use, at most :data:`MAX_THREADS`. The beliefs are the same bits whatever the
+        number (docs/attacks.md, Speed).
     """
 
     def __init__(
@@ -87,7 +97,7 @@ class Tracking(Attack):
         learn_every_ticks: int = 10,
         em_iterations: int = 3,
         learn_users: int = 200,
-        threads: int = 1,
+        threads: int | None = None,
     ) -> None:
         if method not in METHODS:
             raise InputError(f"tracking: method={method!r} must be one of {', '.join(METHODS)}")
@@ -98,7 +108,7 @@ class Tracking(Attack):
             ("learn_every_ticks", learn_every_ticks),
             ("em_iterations", em_iterations),
             ("learn_users", learn_users),
-            ("threads", threads),
+            ("threads", 1 if threads is None else threads),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"tracking: {name}={value!r} must be an integer >= 1")
@@ -138,7 +148,11 @@ class Tracking(Attack):
         self.prior_ = np.asarray(domain.prior, dtype=float)
         self._prior_row32 = self.prior_.astype(np.float32)[None, :]
         u = context.n_users
-        self.belief_ = np.tile(self._prior_row32.T, (1, u))  # (N, U) float32, columns sum to 1
+        threads = min(MAX_THREADS, available_cores()) if self.threads is None else self.threads
+        bounds = np.linspace(0, u, min(threads, max(u, 1)) + 1).astype(int)
+        self._parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        # per part, (N, U_part) float32 beliefs; every column sums to 1
+        self._columns = [np.tile(self._prior_row32.T, (1, p.stop - p.start)) for p in self._parts]
         self.emissions_ = hmm.Emissions()  # every tick's reports, for EM and Viterbi
         self.ticks_: list[int] = []
         self.pseudonyms_: np.ndarray | None = None
@@ -154,10 +168,6 @@ class Tracking(Attack):
         traffic; beliefs are renormalised every tick), EM and Viterbi on float64."""
         self.kernel_ = kernel
         self._predict32 = kernel.transposed.astype(np.float32)
-        bounds = np.linspace(0, kernel.n, self.threads + 1).astype(int)
-        self._predict_parts = [
-            (slice(a, b), self._predict32[a:b]) for a, b in itertools.pairwise(bounds)
-        ]  # rows of T^T: one part of the predicted secrets per thread
         self._back32 = kernel.forward.astype(np.float32)
 
     def release(self, release: Release) -> None:
@@ -178,8 +188,8 @@ class Tracking(Attack):
         self.emissions_.add(obs.outputs, self._lik_t, resets)
         self.ticks_.append(obs.tick)
         t = len(self.ticks_) - 1
-        rows, self.belief_, top, entropy = self._update(first, obs.outputs, resets)
-        self.alphas_.append(self.belief_)
+        rows, top, entropy = self._update(first, obs.outputs, resets)
+        self.alphas_.append(self._columns)
         if self.method == "smooth":
             lik = self._emission_rows32(obs.outputs)
             self.liks_.append(None if lik is None else hmm.transpose(lik))
@@ -207,42 +217,42 @@ class Tracking(Attack):
         return []
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def belief_(self) -> np.ndarray:
+        """``(N, U)`` float32: the filter's current belief about every slot (columns)."""
+        return np.hstack(self._columns)
+
     def _update(
         self, first: bool, outputs: np.ndarray, resets: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """One filter step from ``self.belief_`` (the prior at the first tick) and the reports.
-        Returns the ``(U, N)`` rows, their ``(N, U)`` copy for the next prediction, and each
-        row's most likely secret and entropy (bits)."""
-        n_users, n = len(outputs), len(self.prior_)
-        if first:
-            rows = np.tile(self._prior_row32, (n_users, 1))
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One filter step of every part from its beliefs (the prior at the first tick) and
+        the reports. Returns the new ``(U, N)`` rows and each row's most likely secret and
+        entropy (bits); the parts' columns become the new beliefs."""
+        rows = np.empty((len(outputs), len(self.prior_)), dtype=np.float32)
+        columns = list(self._columns)
+
+        def step(i: int) -> tuple[np.ndarray, np.ndarray]:
+            users = self._parts[i]
+            mine = rows[users]
+            if first:
+                mine[:] = self._prior_row32
+            else:
+                hmm.transpose(self._predict32 @ columns[i], mine)
+            scores = [
+                self._update_block(mine[b], outputs[users][b], resets[users][b])
+                for b in (slice(a, a + _USER_BLOCK) for a in range(0, len(mine), _USER_BLOCK))
+            ]
+            columns[i] = hmm.transpose(mine)
+            return np.concatenate([t for t, _ in scores]), np.concatenate([e for _, e in scores])
+
+        if len(self._parts) == 1:
+            results = [step(0)]
         else:
-            rows = np.empty((n_users, n), dtype=np.float32)
-
-            def predict(part: tuple[slice, sparse.csr_matrix]) -> None:
-                secrets, kernel_rows = part
-                hmm.transpose(kernel_rows @ self.belief_, rows[:, secrets])
-
-            self._map(predict, self._predict_parts)
-        blocks = [slice(a, a + _USER_BLOCK) for a in range(0, n_users, _USER_BLOCK)]
-        scores = self._map(
-            lambda users: self._update_block(rows[users], outputs[users], resets[users]), blocks
-        )
-        columns = np.empty((n, n_users), dtype=np.float32)
-
-        def copy_back(part: tuple[slice, sparse.csr_matrix]) -> None:
-            hmm.transpose(rows[:, part[0]], columns[part[0]])
-
-        self._map(copy_back, self._predict_parts)
-        top = np.concatenate([t for t, _ in scores])
-        entropy = np.concatenate([e for _, e in scores])
-        return rows, columns, top, entropy
-
-    def _map(self, fn, items: list) -> list:
-        """``[fn(item) for item in items]``, on ``threads`` threads."""
-        if self.threads == 1:
-            return [fn(item) for item in items]
-        return list(_pool(self.threads).map(fn, items))
+            results = list(_pool(len(self._parts)).map(step, range(len(self._parts))))
+        self._columns = columns  # a new list: the last one stays in alphas_ for smoothing
+        top = np.concatenate([t for t, _ in results])
+        entropy = np.concatenate([e for _, e in results])
+        return rows, top, entropy
 
     def _update_block(
         self, block: np.ndarray, outputs: np.ndarray, resets: np.ndarray
@@ -286,7 +296,7 @@ class Tracking(Attack):
     def _smoothed(self, s: int, t: int) -> LocationEstimate:
         """Belief about tick s given reports up to tick t (s >= t - lag_ticks)."""
         back = t - s
-        alpha = self.alphas_[len(self.alphas_) - 1 - back]
+        alpha = np.hstack(self.alphas_[len(self.alphas_) - 1 - back])
         beta = np.ones_like(alpha)
         for r in range(t, s, -1):
             lik = self.liks_[len(self.liks_) - 1 - (t - r)]
