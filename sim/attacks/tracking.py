@@ -156,7 +156,8 @@ class Tracking(Attack):
         self.emissions_ = hmm.Emissions()  # every tick's reports, for EM and Viterbi
         self.ticks_: list[int] = []
         self.pseudonyms_: np.ndarray | None = None
-        self.alphas_: deque = deque(maxlen=self.lag_ticks + 1)  # filtered beliefs
+        smoothing = self.method == "smooth"
+        self.alphas_: deque = deque(maxlen=self.lag_ticks + 1 if smoothing else 1)  # filtered
         self.liks_: deque = deque(maxlen=self.lag_ticks + 1)  # smooth: their (N, U) emissions
         self.guesses_: list[np.ndarray] = []  # the filter's MAP of every slot, per tick
         rng = np.random.default_rng(context.seed)
