@@ -1,7 +1,7 @@
 """Named constructors: ``register(name)``, ``make(name, **params)``, ``available()``.
 
-One registry per strategy kind, and one for the attacks. A strategy or attack is named in the
-scenario with its parameters, e.g. ``{name = "budget_aware"}``;
+One registry per strategy kind, one for the attacks and one for the mechanisms. A strategy or
+attack is named in the scenario with its parameters, e.g. ``{name = "budget_aware"}``;
 :meth:`Registry.make` builds it and turns a wrong name or parameter into one
 :class:`~sim.errors.InputError` line that names the kind and what would work.
 """
@@ -38,13 +38,18 @@ class Registry[T]:
         """Registered names, in registration order."""
         return list(self._classes)
 
-    def make(self, name: str, **params: Any) -> T:
-        """Build ``name`` with ``params`` (keyword arguments of its constructor)."""
+    def get(self, name: str) -> type[T]:
+        """The class registered as ``name``."""
         cls = self._classes.get(name)
         if cls is None:
             raise InputError(
                 f"unknown {self.kind} {name!r}; available: {', '.join(self.available())}"
             )
+        return cls
+
+    def make(self, name: str, **params: Any) -> T:
+        """Build ``name`` with ``params`` (keyword arguments of its constructor)."""
+        cls = self.get(name)
         accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
         unknown = [p for p in params if p not in accepted]
         if unknown:

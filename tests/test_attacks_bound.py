@@ -12,7 +12,7 @@ import pytest
 
 from sim.attacks import AttackSuite, Context, Observation, Release
 from sim.mechanisms import available, make
-from sim.mechanisms.base import _REGISTRY, Mechanism
+from sim.mechanisms.base import Mechanism, mechanism_class
 
 EPS = 4.0
 
@@ -45,7 +45,7 @@ def _suite_on(mech, domain, outputs_per_row: int = 3) -> tuple[AttackSuite, np.n
 
 
 def _mechanism(name: str, domain):
-    return make(name, epsilon=EPS, **_REGISTRY[name].conformance_params).fit(domain)
+    return make(name, epsilon=EPS, **mechanism_class(name).conformance_params).fit(domain)
 
 
 @pytest.mark.parametrize("name", available())

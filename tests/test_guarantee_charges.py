@@ -14,14 +14,14 @@ import pytest
 
 from sim import scenario as sc
 from sim.mechanisms import available
-from sim.mechanisms.base import _REGISTRY
+from sim.mechanisms.base import mechanism_class
 from sim.model import PrivacyModel
 
 EPS = 4.0
 
 
 def _model(name: str, domain, graph, budget: dict, **extra) -> PrivacyModel:
-    params = {**_REGISTRY[name].conformance_params, **extra}
+    params = {**mechanism_class(name).conformance_params, **extra}
     s = sc.from_dict(
         {
             "scenario": {"name": "charges", "seed": 2, "ticks": 2},

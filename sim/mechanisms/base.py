@@ -38,11 +38,10 @@ import numpy as np
 
 from sim.errors import InputError
 from sim.privacy.verify import ROW_SUM_TOL, PrivacyViolation, verify
-from sim.registry import init_param_names
+from sim.registry import Registry, init_param_names
 from sim.sampling import sample_rows
 
 SELF_CHECK_RTOL = 1e-9
-_REGISTRY: dict[str, type[Mechanism]] = {}
 
 
 @dataclass(frozen=True)
@@ -69,35 +68,6 @@ class Guarantee:
         return f"{text}; {self.note}" if self.note else text
 
 
-def register(name: str):
-    """Class decorator: make a mechanism available as ``make(name, ...)``."""
-
-    def deco(cls: type[Mechanism]) -> type[Mechanism]:
-        if name in _REGISTRY:
-            raise ValueError(f"mechanism name {name!r} registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def available() -> list[str]:
-    """Names of all registered mechanisms, in registration order."""
-    return list(_REGISTRY)
-
-
-def make(name: str, **params) -> Mechanism:
-    """Construct a registered mechanism by name, e.g. ``make("lp", epsilon=4.0)``."""
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise InputError(
-            f"unknown mechanism {name!r}; available: {', '.join(available())}"
-        ) from None
-    return cls(**params)
-
-
 def check_epsilon(epsilon, name: str = "epsilon") -> float:
     """A privacy budget in 1/km: a finite number > 0."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
@@ -113,6 +83,18 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InputError(f"{name}={value!r} must be an integer >= {minimum}")
     return int(value)
+
+
+_MECHANISMS: Registry[Mechanism] = Registry("mechanism")
+#: Class decorator: make a mechanism available as ``make(name, ...)``.
+register = _MECHANISMS.register
+#: Names of all registered mechanisms, in registration order.
+available = _MECHANISMS.available
+#: Construct a registered mechanism by name, e.g. ``make("lp", epsilon=4.0)``; a wrong name
+#: or parameter is one :class:`~sim.errors.InputError` line.
+make = _MECHANISMS.make
+#: The class registered under a name, e.g. ``mechanism_class("em").conformance_params``.
+mechanism_class = _MECHANISMS.get
 
 
 class Mechanism(ABC):
