@@ -4,9 +4,11 @@ Usage: ``python bench/lp_scale.py [--sections exact medoids] [--exact-sizes 50 1
 [--exact-eps 4 7 10] [--exact-cap 120] [--medoid-sizes 2000 4000 6000] [--medoid-eps 4 7 10]
 [--medoid-cap 600] [--plot docs/img/lp_scale.png]``. Prints Markdown tables:
 
-* ``exact``: ``make("lp")`` fit (incl. margin, repair, exact check) per N and eps, with the
-  nonzeros of the full chaining LP (``N K`` row-sum entries plus 4 per mDP constraint pair and
-  output: ``N K + 4 P K``) and the wall time per nonzero; stops at the first N over the cap.
+* ``exact``: ``make("lp")`` fit (incl. level warm start, margin, repair, exact check) per N
+  and eps, with the nonzeros of the full chaining LP (``N K`` row-sum entries plus 4 per mDP
+  constraint pair and output: ``N K + 4 P K``), the levels solved first and their time, the
+  generation rounds of the full solve, the wall time per nonzero and the 1-min load after the
+  fit; stops at the first N over the cap.
 * ``medoids``: ``make("lp_medoids")`` fit per N and eps: loss, EM's loss, the ratio, the
   certified lower bound on the optimal LP and the gap (loss / bound), fit time split into
   the mechanism (medoids, LP, repair, exact check) and the bound, CPU, peak RSS, the 1-min
@@ -89,22 +91,26 @@ def run_capped(name: str, eps: float, domain: Domain, cap: float) -> dict:
 
 def exact(G, sizes, epsilons, cap: float, points: list) -> None:
     print("| N = K | eps /km | pairs P | LP nonzeros | loss (km) | time (s) | CPU (s) "
-          "| us per nonzero | peak RSS (MB) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| levels | levels (s) | rounds | us per nonzero | peak RSS (MB) | load |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for eps in epsilons:
         for n in sizes:
             domain = Domain.from_network(G, n_points=n)
             p = len(domain.constraint_pairs)
             nnz = n * n + 4 * p * n
             row = run_capped("lp", eps, domain, cap)
+            load = os.getloadavg()[0]
             if "error" in row:
-                print(f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['error']} | | | | |", flush=True)
+                print(f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['error']} | | | | | | | | "
+                      f"{load:.1f} |", flush=True)  # fmt: skip
                 break
+            info = row["info"]
             points.append(("lp", eps, n, row["seconds"]))
             print(
                 f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['loss']:.4f} | {row['seconds']:.1f} "
-                f"| {row['cpu']:.1f} | {1e6 * row['seconds'] / nnz:.2f} "
-                f"| {row['peak_rss_mb']:.0f} |",
+                f"| {row['cpu']:.1f} | {info['levels'] or '-'} | {info['level_seconds']:.1f} "
+                f"| {info['rounds']} | {1e6 * row['seconds'] / nnz:.2f} "
+                f"| {row['peak_rss_mb']:.0f} | {load:.1f} |",
                 flush=True,
             )
 

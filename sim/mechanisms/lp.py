@@ -46,6 +46,7 @@ from sim.mechanisms.repair import (
 
 MAX_LOG_GAIN = float(np.log(1e9))
 PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible
+DUAL_SIMPLEX = 1  # ... but after a seeded start or added outputs the dual simplex is faster
 FEASIBILITY_TOL = 1e-9  # HiGHS's default 1e-7 left 4e-7 relative error at gains ~1e6 (docs)
 _COLUMN_CHUNK = 256  # outputs per block of the violation check (bounded memory)
 _OUTPUTS_PER_ROUND = 5  # at least this many outputs added per pricing round (docs/lp.md)
@@ -152,6 +153,7 @@ def solve_optimal(
         con, col = con[known], warm[known, 2]
     model.add_outputs(np.unique(col) if len(col) else [int(np.argmin(cost.sum(axis=0)))])
     model.add_constraints(con, col)
+    model.dual_next = bool(len(con))  # a seeded model from scratch: dual simplex (docs/lp.md)
     dropped = np.zeros(k, dtype=bool)  # each output leaves the model at most once
     while True:
         Z_S, u = _converge(model, lookup, tol, time_left)
@@ -165,6 +167,7 @@ def solve_optimal(
         idle = model.outputs[(Z_S.sum(axis=0) <= tol) & ~dropped[model.outputs]]
         dropped[model.drop_outputs(idle)] = True
         model.add_outputs(new)
+        model.dual_next = True  # added rows (and their seeds): dual simplex (docs/lp.md)
         for pos, out in enumerate(new):
             tight = tight_constraints(seeds[:, pos], src, dst, gain)
             model.add_constraints(tight, np.full(len(tight), out))
@@ -263,6 +266,7 @@ class _RestrictedDual:
         self.flow = np.zeros(0)
         self.rounds = self.iterations = 0
         self.objective, self.status = np.nan, ""
+        self.dual_next = False  # the next solve by the dual simplex, then primal again
 
     def has(self, con, col) -> np.ndarray:
         return self.in_model[con, col]
@@ -317,6 +321,8 @@ class _RestrictedDual:
         """Solve warm; returns ``Z`` (N x outputs, row duals) and ``u`` (row-sum duals)."""
         if time_limit is not None:
             self.lp.set_option("time_limit", time_limit)
+        self.lp.set_option("simplex_strategy", DUAL_SIMPLEX if self.dual_next else PRIMAL_SIMPLEX)
+        self.dual_next = False
         try:
             sol = self.lp.solve()
         except SolverError as err:
@@ -431,9 +437,13 @@ class OptimalLP(Mechanism):
         ``epsilon``; doubled on failure up to 1/2. Default 1e-3.
     side
         Envelope side of the repair, ``"upper"`` (default) or ``"lower"``.
+    levels
+        Warm-start the LP from the same LP on nested subsets of the secrets
+        (``lp_levels.level_warm_start``; only for N > 141 and without an ``lp_path`` warm
+        start). Same optimum, fewer generation rounds. Default True.
     time_limit, threads
-        Wall-clock limit for the whole LP solve in seconds (hitting it raises
-        ``SolverError``), HiGHS worker threads.
+        Wall-clock limit for the whole LP solve in seconds, levels included (hitting it
+        raises ``SolverError``), HiGHS worker threads.
     """
 
     warm_start_: np.ndarray | None  # binding constraints of a smaller budget (lp_path)
@@ -444,6 +454,7 @@ class OptimalLP(Mechanism):
         *,
         margin: float = 1e-3,
         side: str = "upper",
+        levels: bool = True,
         time_limit: float | None = None,
         threads: int | None = None,
     ) -> None:
@@ -452,6 +463,7 @@ class OptimalLP(Mechanism):
             raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
         self.margin = check_margin(margin)
         self.side = side
+        self.levels = bool(levels)
         self.time_limit = time_limit
         self.threads = threads
         self._options()  # validates time_limit, threads
@@ -460,7 +472,18 @@ class OptimalLP(Mechanism):
         return HighsOptions(time_limit=self.time_limit, threads=self.threads)
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
+        from sim.mechanisms.lp_levels import level_warm_start  # it builds on this module
+
+        start = time.perf_counter()
         warm = getattr(self, "warm_start_", None)  # set by lp_path
+        options, sizes = self._options(), []
+        if warm is None and self.levels:
+            warm, sizes = level_warm_start(domain, self.epsilon * (1 - self.margin), options=options)
+        level_seconds = time.perf_counter() - start
+        if options.time_limit is not None:
+            options = dataclasses.replace(
+                options, time_limit=max(options.time_limit - level_seconds, 0.0)
+            )
         weighted = domain.prior[:, None] * domain.dist_xy
         released, sol = release_optimal(
             weighted,
@@ -469,7 +492,7 @@ class OptimalLP(Mechanism):
             self.epsilon,
             margin=self.margin,
             side=self.side,
-            options=self._options(),
+            options=options,
             warm=warm,
         )
         self.binding_ = sol.binding
@@ -481,7 +504,9 @@ class OptimalLP(Mechanism):
             "iterations": sol.iterations,
             "rounds": sol.rounds,
             "solve_seconds": sol.seconds,
-            "warm_started": warm is not None,
+            "warm_started": getattr(self, "warm_start_", None) is not None,
+            "levels": ",".join(map(str, sizes)),
+            "level_seconds": level_seconds,
             "lp_rows": sol.full + domain.n_x,
             "generated_constraints": sol.generated,
             "outputs_in_model": sol.outputs,
