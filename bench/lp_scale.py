@@ -1,8 +1,8 @@
 """N against time for the exact optimal LP and for ``lp_medoids`` on Helsinki (road metric).
 
 Usage: ``python bench/lp_scale.py [--sections exact medoids] [--exact-sizes 50 100 150 200]
-[--exact-eps 4 7 10] [--exact-cap 120] [--medoid-sizes 2000 4000 6000] [--medoid-eps 4 7 10]
-[--medoid-cap 600] [--plot docs/img/lp_scale.png]``. Prints Markdown tables:
+[--exact-eps 4 7 10] [--exact-cap 120] [--no-levels] [--medoid-sizes 2000 4000 6000]
+[--medoid-eps 4 7 10] [--medoid-cap 600] [--plot docs/img/lp_scale.png]``. Prints Markdown tables:
 
 * ``exact``: ``make("lp")`` fit (incl. level warm start, margin, repair, exact check) per N
   and eps, with the nonzeros of the full chaining LP (``N K`` row-sum entries plus 4 per mDP
@@ -41,10 +41,10 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _child(name: str, eps: float, domain: Domain, queue) -> None:
+def _child(name: str, eps: float, domain: Domain, queue, params: dict) -> None:
     start, cpu = time.perf_counter(), _cpu_seconds()
     try:
-        mech = make(name, epsilon=eps).fit(domain)
+        mech = make(name, epsilon=eps, **params).fit(domain)
         row = {"loss": mech.expected_loss(), "info": {
             k: v for k, v in mech.info_.items() if isinstance(v, (int, float, str))
         }}  # fmt: skip
@@ -70,11 +70,11 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run_capped(name: str, eps: float, domain: Domain, cap: float) -> dict:
+def run_capped(name: str, eps: float, domain: Domain, cap: float, **params) -> dict:
     """Fit in a forked child; ``{"error": ...}`` if it raises or passes ``cap`` s."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(name, eps, domain, queue))
+    proc = ctx.Process(target=_child, args=(name, eps, domain, queue, params))
     proc.start()
     deadline = time.perf_counter() + cap
     while proc.is_alive() and queue.empty() and time.perf_counter() < deadline:
@@ -89,7 +89,7 @@ def run_capped(name: str, eps: float, domain: Domain, cap: float) -> dict:
     return row
 
 
-def exact(G, sizes, epsilons, cap: float, points: list) -> None:
+def exact(G, sizes, epsilons, cap: float, points: list, levels: bool) -> None:
     print("| N = K | eps /km | pairs P | LP nonzeros | loss (km) | time (s) | CPU (s) "
           "| levels | levels (s) | rounds | us per nonzero | peak RSS (MB) | load |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -98,7 +98,7 @@ def exact(G, sizes, epsilons, cap: float, points: list) -> None:
             domain = Domain.from_network(G, n_points=n)
             p = len(domain.constraint_pairs)
             nnz = n * n + 4 * p * n
-            row = run_capped("lp", eps, domain, cap)
+            row = run_capped("lp", eps, domain, cap, levels=levels)
             load = os.getloadavg()[0]
             if "error" in row:
                 print(f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['error']} | | | | | | | | "
@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--exact-sizes", type=int, nargs="+", default=[50, 100, 150, 200])
     parser.add_argument("--exact-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     parser.add_argument("--exact-cap", type=float, default=120.0)
+    parser.add_argument("--no-levels", action="store_true", help="make('lp', levels=False)")
     parser.add_argument("--medoid-sizes", type=int, nargs="+", default=[2000, 4000, 6000])
     parser.add_argument("--medoid-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     parser.add_argument("--medoid-cap", type=float, default=600.0)
@@ -186,7 +187,7 @@ def main() -> None:
         medoids(G, args.medoid_sizes, args.medoid_eps, args.medoid_cap, points)
         print()
     if "exact" in args.sections:
-        exact(G, args.exact_sizes, args.exact_eps, args.exact_cap, points)
+        exact(G, args.exact_sizes, args.exact_eps, args.exact_cap, points, not args.no_levels)
         print()
     print(f"load average at end: {os.getloadavg()[0]:.2f} (1 min)")
     if args.plot:

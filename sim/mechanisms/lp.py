@@ -439,7 +439,7 @@ class OptimalLP(Mechanism):
         Envelope side of the repair, ``"upper"`` (default) or ``"lower"``.
     levels
         Warm-start the LP from the same LP on nested subsets of the secrets
-        (``lp_levels.level_warm_start``; only for N > 141 and without an ``lp_path`` warm
+        (``lp_levels.level_warm_start``; only for N >= 141 and without an ``lp_path`` warm
         start). Same optimum, fewer generation rounds. Default True.
     time_limit, threads
         Wall-clock limit for the whole LP solve in seconds, levels included (hitting it
@@ -476,9 +476,10 @@ class OptimalLP(Mechanism):
 
         start = time.perf_counter()
         warm = getattr(self, "warm_start_", None)  # set by lp_path
-        options, sizes = self._options(), []
+        options, sizes = self._options(), list[int]()
         if warm is None and self.levels:
-            warm, sizes = level_warm_start(domain, self.epsilon * (1 - self.margin), options=options)
+            lp_eps = self.epsilon * (1 - self.margin)
+            warm, sizes = level_warm_start(domain, lp_eps, options=options)
         level_seconds = time.perf_counter() - start
         if options.time_limit is not None:
             options = dataclasses.replace(

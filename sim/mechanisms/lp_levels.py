@@ -26,7 +26,7 @@ from sim.mechanisms.lp_outputs import tight_constraints
 from sim.mechanisms.repair import envelope_parents
 
 LEVEL_RATIO = float(np.sqrt(2.0))  # secrets per level: N / ratio^j (docs/lp.md)
-SMALLEST_LEVEL = 100  # no level below this many secrets (N <= 141: no levels, no gain)
+SMALLEST_LEVEL = 100  # no level below this many secrets (N < 141: no levels; no gain at 100)
 _LIFT_RTOL = 1e-7  # tight on the envelope (computed in log space) to this relative error
 
 
