@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from test_lp_generation import _full_lp_optimum, _solve
 
-from sim.errors import SolverError
+from sim.errors import InputError, SolverError
 from sim.mechanisms import lp_levels, make
 from sim.mechanisms.highs import HighsOptions
 from sim.mechanisms.lp_levels import farthest_point_order, level_sizes, level_warm_start
@@ -60,3 +60,8 @@ def test_make_lp_uses_the_levels_by_default(road_48, monkeypatch):
 def test_the_time_limit_covers_the_levels(road_48):
     with pytest.raises(SolverError, match="Time limit reached"):
         level_warm_start(road_48, 4.0, smallest=16, options=HighsOptions(time_limit=0.0))
+
+
+def test_levels_must_be_a_bool():
+    with pytest.raises(InputError, match="levels"):
+        make("lp", epsilon=4.0, levels="no")

@@ -463,7 +463,9 @@ class OptimalLP(Mechanism):
             raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
         self.margin = check_margin(margin)
         self.side = side
-        self.levels = bool(levels)
+        if not isinstance(levels, bool):
+            raise InputError(f"levels={levels!r} must be true or false")
+        self.levels = levels
         self.time_limit = time_limit
         self.threads = threads
         self._options()  # validates time_limit, threads
@@ -476,7 +478,8 @@ class OptimalLP(Mechanism):
 
         start = time.perf_counter()
         warm = getattr(self, "warm_start_", None)  # set by lp_path
-        options, sizes = self._options(), list[int]()
+        options = self._options()
+        sizes: list[int] = []
         if warm is None and self.levels:
             lp_eps = self.epsilon * (1 - self.margin)
             warm, sizes = level_warm_start(domain, lp_eps, options=options)
