@@ -105,6 +105,7 @@ def solve_optimal(
     *,
     options: HighsOptions | None = None,
     warm: np.ndarray | None = None,
+    dual_restarts: bool = False,
 ) -> tuple[np.ndarray, OptimalSolution]:
     """The raw LP optimum (NOT repaired, only eps-mDP up to the solver's tolerance).
 
@@ -112,9 +113,12 @@ def solve_optimal(
     ``pair_dist_km``. Solved to feasibility tolerances ``FEASIBILITY_TOL`` unless
     ``options`` sets them. ``warm`` (``OptimalSolution.binding`` of an earlier solve on the same
     domain, e.g. at another epsilon) seeds the model with those constraints and their outputs.
-    ``options``: ``time_limit`` bounds the whole solve, ``threads`` is passed on; the algorithm
-    is fixed (docs/lp.md). Returns the N x K matrix and the :class:`OptimalSolution`; raises
-    ``SolverError`` if a solve is not optimal or the time limit passes.
+    ``options``: ``time_limit`` bounds the whole solve, ``threads`` is passed on.
+    ``dual_restarts``: the first solve of a seeded model and the solve after added outputs by
+    the dual simplex (faster for the exact LP over all outputs up to N = 300, slower for
+    ``lp_medoids``' few outputs at N = 2,000; docs/lp.md). Returns the N x K matrix and the
+    :class:`OptimalSolution`; raises ``SolverError`` if a solve is not optimal or the time
+    limit passes.
     """
     start = time.perf_counter()
     cost = np.ascontiguousarray(weighted_cost, dtype=np.float64)
@@ -153,7 +157,7 @@ def solve_optimal(
         con, col = con[known], warm[known, 2]
     model.add_outputs(np.unique(col) if len(col) else [int(np.argmin(cost.sum(axis=0)))])
     model.add_constraints(con, col)
-    model.dual_next = bool(len(con))  # a seeded model from scratch: dual simplex (docs/lp.md)
+    model.dual_next = dual_restarts and bool(len(con))  # a seeded model from scratch
     dropped = np.zeros(k, dtype=bool)  # each output leaves the model at most once
     while True:
         Z_S, u = _converge(model, lookup, tol, time_left)
@@ -167,7 +171,7 @@ def solve_optimal(
         idle = model.outputs[(Z_S.sum(axis=0) <= tol) & ~dropped[model.outputs]]
         dropped[model.drop_outputs(idle)] = True
         model.add_outputs(new)
-        model.dual_next = True  # added rows (and their seeds): dual simplex (docs/lp.md)
+        model.dual_next = dual_restarts  # added rows (and their seeds)
         for pos, out in enumerate(new):
             tight = tight_constraints(seeds[:, pos], src, dst, gain)
             model.add_constraints(tight, np.full(len(tight), out))
@@ -392,10 +396,12 @@ def release_optimal(
     side: str = "upper",
     options: HighsOptions | None = None,
     warm: np.ndarray | None = None,
+    dual_restarts: bool = False,
 ) -> tuple[VerifiedRelease, OptimalSolution]:
     """Solve at ``eps (1 - margin)``, then :func:`~sim.mechanisms.repair.release_verified`
     (repair, verify at ``eps``; on failure re-solve at the doubled margin, seeded with the
-    constraints that bound before).
+    constraints that bound before). ``options``, ``warm``, ``dual_restarts``: as in
+    :func:`solve_optimal`.
 
     ``pairs`` must chain (``Domain.constraint_pairs``). Returns the verified release and the
     last LP solution.
@@ -406,7 +412,13 @@ def release_optimal(
     def solve_at(theta: float) -> np.ndarray:
         seed = last[-1].binding if last else warm
         raw, sol = solve_optimal(
-            weighted_cost, pairs, pair_dist, epsilon * (1 - theta), options=options, warm=seed
+            weighted_cost,
+            pairs,
+            pair_dist,
+            epsilon * (1 - theta),
+            options=options,
+            warm=seed,
+            dual_restarts=dual_restarts,
         )
         last.append(sol)
         return raw
@@ -498,6 +510,7 @@ class OptimalLP(Mechanism):
             side=self.side,
             options=options,
             warm=warm,
+            dual_restarts=True,
         )
         self.binding_ = sol.binding
         info = {

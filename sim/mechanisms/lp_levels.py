@@ -92,6 +92,7 @@ def level_warm_start(
             epsilon,
             options=dataclasses.replace(opts, time_limit=left),
             warm=warm,
+            dual_restarts=True,
         )
     return _lifted_seeds(Z, order[: sizes[-1]], domain, epsilon), sizes
 
