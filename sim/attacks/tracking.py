@@ -21,6 +21,7 @@ independent, so the parts run without waiting for each other (docs/attacks.md, S
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -150,7 +151,7 @@ class Tracking(Attack):
         u = context.n_users
         threads = min(MAX_THREADS, available_cores()) if self.threads is None else self.threads
         bounds = np.linspace(0, u, min(threads, max(u, 1)) + 1).astype(int)
-        self._parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        self._parts = [slice(a, b) for a, b in itertools.pairwise(bounds)]
         # per part, (N, U_part) float32 beliefs; every column sums to 1
         self._columns = [np.tile(self._prior_row32.T, (1, p.stop - p.start)) for p in self._parts]
         self.emissions_ = hmm.Emissions()  # every tick's reports, for EM and Viterbi
