@@ -114,11 +114,11 @@ def solve_optimal(
     ``options`` sets them. ``warm`` (``OptimalSolution.binding`` of an earlier solve on the same
     domain, e.g. at another epsilon) seeds the model with those constraints and their outputs.
     ``options``: ``time_limit`` bounds the whole solve, ``threads`` is passed on.
-    ``dual_restarts``: the first solve of a seeded model and the solve after added outputs by
-    the dual simplex (faster for the exact LP over all outputs up to N = 300, slower for
-    ``lp_medoids``' few outputs at N = 2,000; docs/lp.md). Returns the N x K matrix and the
-    :class:`OptimalSolution`; raises ``SolverError`` if a solve is not optimal or the time
-    limit passes.
+    ``dual_restarts``: when the model is seeded (``warm``), its first solve and the solves after
+    added outputs by the dual simplex (faster for the exact LP's level-seeded solves, slower
+    for cold solves and for ``lp_medoids``' few outputs at N = 2,000; docs/lp.md). Returns the
+    N x K matrix and the :class:`OptimalSolution`; raises ``SolverError`` if a solve is not
+    optimal or the time limit passes.
     """
     start = time.perf_counter()
     cost = np.ascontiguousarray(weighted_cost, dtype=np.float64)
@@ -157,7 +157,8 @@ def solve_optimal(
         con, col = con[known], warm[known, 2]
     model.add_outputs(np.unique(col) if len(col) else [int(np.argmin(cost.sum(axis=0)))])
     model.add_constraints(con, col)
-    model.dual_next = dual_restarts and bool(len(con))  # a seeded model from scratch
+    dual_restarts = dual_restarts and bool(len(con))  # only a seeded solve (docs/lp.md)
+    model.dual_next = dual_restarts
     dropped = np.zeros(k, dtype=bool)  # each output leaves the model at most once
     while True:
         Z_S, u = _converge(model, lookup, tol, time_left)
