@@ -60,6 +60,10 @@ def test_registry_lists_and_builds_attacks():
         make("tracking", method="forward")
     with pytest.raises(InputError, match="attack 'bayes'"):
         make("bayes", strength=3)
+    for bad in (0, 1.5, True):
+        with pytest.raises(InputError, match="threads="):
+            make("tracking", threads=bad)
+    assert make("tracking").threads is None  # the cores, resolved at start
 
 
 def test_suite_needs_distinct_labels():

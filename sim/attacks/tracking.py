@@ -104,13 +104,15 @@ class Tracking(Attack):
             raise InputError(f"tracking: method={method!r} must be one of {', '.join(METHODS)}")
         if mobility not in MODELS:
             raise InputError(f"tracking: mobility={mobility!r} must be one of {', '.join(MODELS)}")
-        for name, value in (
+        counts = [
             ("lag_ticks", lag_ticks),
             ("learn_every_ticks", learn_every_ticks),
             ("em_iterations", em_iterations),
             ("learn_users", learn_users),
-            ("threads", 1 if threads is None else threads),
-        ):
+        ]
+        if threads is not None:
+            counts.append(("threads", threads))
+        for name, value in counts:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"tracking: {name}={value!r} must be an integer >= 1")
         if not (isinstance(pseudo_count, (int, float)) and pseudo_count > 0):
@@ -157,8 +159,7 @@ class Tracking(Attack):
         self.emissions_ = hmm.Emissions()  # every tick's reports, for EM and Viterbi
         self.ticks_: list[int] = []
         self.pseudonyms_: np.ndarray | None = None
-        smoothing = self.method == "smooth"
-        self.alphas_: deque = deque(maxlen=self.lag_ticks + 1 if smoothing else 1)  # filtered
+        self.alphas_: deque = deque(maxlen=self.lag_ticks + 1)  # smooth: filtered beliefs
         self.liks_: deque = deque(maxlen=self.lag_ticks + 1)  # smooth: their (N, U) emissions
         self.guesses_: list[np.ndarray] = []  # the filter's MAP of every slot, per tick
         rng = np.random.default_rng(context.seed)
@@ -191,8 +192,8 @@ class Tracking(Attack):
         self.ticks_.append(obs.tick)
         t = len(self.ticks_) - 1
         rows, top, entropy = self._update(first, obs.outputs, resets)
-        self.alphas_.append(self._columns)
         if self.method == "smooth":
+            self.alphas_.append(self._columns)
             lik = self._emission_rows32(obs.outputs)
             self.liks_.append(None if lik is None else hmm.transpose(lik))
         self.guesses_.append(top)
@@ -251,7 +252,7 @@ class Tracking(Attack):
             results = [step(0)]
         else:
             results = list(_pool(len(self._parts)).map(step, range(len(self._parts))))
-        self._columns = columns  # a new list: the last one stays in alphas_ for smoothing
+        self._columns = columns  # a new list: smoothing keeps the last one in alphas_
         top = np.concatenate([t for t, _ in results])
         entropy = np.concatenate([e for _, e in results])
         return rows, top, entropy
