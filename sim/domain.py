@@ -318,6 +318,17 @@ def physical_memory_bytes() -> int | None:
         return None
 
 
+def farthest_points(dist: np.ndarray, first: int, m: int) -> np.ndarray:
+    """``m`` indices by farthest-point (k-centre) sampling: ``first``, then each the farthest
+    (by ``dist``) from those before it."""
+    order = [int(first)]
+    nearest = dist[first].copy()
+    for _ in range(m - 1):
+        order.append(int(np.argmax(nearest)))
+        np.minimum(nearest, dist[order[-1]], out=nearest)
+    return np.asarray(order, dtype=np.int64)
+
+
 def lp_distances(a_xy: np.ndarray, b_xy: np.ndarray, metric: str) -> np.ndarray:
     """Pairwise lp distances in km between point sets given in metres."""
     from scipy.spatial.distance import cdist

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from sim.domain import farthest_points
 from sim.errors import SolverError
 from sim.mechanisms.highs import HighsOptions
 from sim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, solve_optimal
@@ -43,12 +44,7 @@ def level_sizes(n: int, smallest: int | None = None) -> list[int]:
 
 def farthest_point_order(dist: np.ndarray, prior: np.ndarray, m: int) -> np.ndarray:
     """``m`` secrets, each the farthest from those before it (first: the prior's 1-median)."""
-    order = [int(np.argmin(dist @ prior))]
-    nearest = dist[order[0]].copy()
-    for _ in range(m - 1):
-        order.append(int(np.argmax(nearest)))
-        nearest = np.minimum(nearest, dist[order[-1]])
-    return np.asarray(order, dtype=np.int64)
+    return farthest_points(dist, int(np.argmin(dist @ prior)), m)
 
 
 def level_warm_start(

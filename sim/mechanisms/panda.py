@@ -29,6 +29,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import sparse
 
+from sim.domain import farthest_points
 from sim.errors import InputError
 from sim.mechanisms.base import Mechanism, check_positive_int, register
 from sim.mechanisms.em import exponential_matrix
@@ -36,18 +37,6 @@ from sim.mechanisms.highs import HighsLP
 from sim.mechanisms.lp import MAX_LOG_GAIN
 
 _ANCHOR_SET_MASS = 0.99
-
-
-def farthest_point_anchors(dist_xx: np.ndarray, prior: np.ndarray, n_anchors: int) -> np.ndarray:
-    """k-centre anchors: start at the largest-prior secret, then add the farthest one."""
-    first = int(np.argmax(prior))
-    anchors = [first]
-    nearest = dist_xx[first].copy()
-    for _ in range(n_anchors - 1):
-        nxt = int(np.argmax(nearest))
-        anchors.append(nxt)
-        np.minimum(nearest, dist_xx[nxt], out=nearest)
-    return np.array(anchors, dtype=np.int64)
 
 
 def anchor_lp(cost: np.ndarray, dist_aa: np.ndarray, pairs: np.ndarray, epsilon: float):
@@ -103,7 +92,8 @@ class Panda(Mechanism):
             raise InputError(
                 f"n_anchors={self.n_anchors} exceeds the {domain.n_x} secrets; use at most that"
             )
-        anchors = farthest_point_anchors(domain.dist_xx, domain.prior, self.n_anchors)
+        # k-centre anchors from the largest-prior secret
+        anchors = farthest_points(domain.dist_xx, int(np.argmax(domain.prior)), self.n_anchors)
         P = exponential_matrix(domain.dist_xx[:, anchors], self.epsilon)
         cost = (P * domain.prior[:, None]).T @ domain.dist_xy
         reduced = domain.restrict(anchors)
