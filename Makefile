@@ -16,7 +16,9 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
+# mypy reads sim/ as `mdpsim` (its import name) through the link .typecheck/mdpsim.
 lint: venv
+	@mkdir -p .typecheck && ln -sfn ../sim .typecheck/mdpsim
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -36,4 +38,4 @@ format: venv
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .typecheck

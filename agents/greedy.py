@@ -1,13 +1,13 @@
 """A greedy user: reports only when a report's expected reward beats staying silent.
 
-From its observation (:data:`sim.env.USER_OBS`) a report is expected to cost the mechanism's
+From its observation (:data:`mdpsim.env.USER_OBS`) a report is expected to cost the mechanism's
 expected loss plus ``attack_weight`` times the chance that the server's MAP guess is exact;
 silence costs ``silent_loss_km``. The greedy user picks the cheaper, one tick at a time.
 """
 
 from __future__ import annotations
 
-from sim.env import USER_OBS
+from mdpsim.env import USER_OBS
 
 _LOSS, _HIT, _SILENT, _HALTED = (
     USER_OBS.index(name)

@@ -1,7 +1,7 @@
-"""Attack cost per tick: each attack of sim.attacks on 1,000 users over a 2,000-point domain.
+"""Attack cost per tick: each attack of mdpsim.attacks on 1,000 users over a 2,000-point domain.
 
 Every user reports every tick (em at eps 7/km, Helsinki walkways). An attack's per-tick cost
-is its ``observe`` plus the scoring of what it returned (sim.attacks.suite), averaged over the
+is its ``observe`` plus the scoring of what it returned (mdpsim.attacks.suite), averaged over the
 ticks after the first ``--warmup-ticks`` (while the beliefs and the memory allocator's pools
 are first filled); the end-of-run work (``finish``: Viterbi, places, linkage) is reported
 apart, and also spread over the ticks. The simulation's own tick (move + reports + queries,
@@ -18,14 +18,14 @@ import time
 
 import numpy as np
 
-from sim import scenario as sc
-from sim.attacks import AttackSuite, Observation, Release
-from sim.attacks.harness import draw_world
-from sim.attacks.tracking import MAX_THREADS, available_cores
-from sim.domain import Domain
-from sim.mechanisms import make
-from sim.network import load_network
-from sim.run import simulate
+from mdpsim import scenario as sc
+from mdpsim.attacks import AttackSuite, Observation, Release
+from mdpsim.attacks.harness import draw_world
+from mdpsim.attacks.tracking import MAX_THREADS, available_cores
+from mdpsim.domain import Domain
+from mdpsim.mechanisms import make
+from mdpsim.network import load_network
+from mdpsim.run import simulate
 
 SPECS = [
     {"name": "bayes"},

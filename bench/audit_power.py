@@ -19,12 +19,12 @@ from collections.abc import Iterator
 import numpy as np
 from scipy.optimize import brentq
 
-from sim.audit import audit, mechanism_sampler
-from sim.domain import Domain
-from sim.mechanisms import available, make
-from sim.network import load_network
-from sim.privacy.verify import verify
-from sim.sampling import sample_rows
+from mdpsim.audit import audit, mechanism_sampler
+from mdpsim.domain import Domain
+from mdpsim.mechanisms import available, make
+from mdpsim.network import load_network
+from mdpsim.privacy.verify import verify
+from mdpsim.sampling import sample_rows
 
 EPS = 4.0  # claimed, per km
 LEAK = 1.2

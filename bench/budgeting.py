@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.privacy.accounting import CGP
-from sim.privacy.filters import PopulationFilter
-from sim.queries import (
+from mdpsim.privacy.accounting import CGP
+from mdpsim.privacy.filters import PopulationFilter
+from mdpsim.queries import (
     QueryBudgeter,
     Rectangle,
     count_err,
@@ -72,7 +72,7 @@ def helsinki(n: int) -> Population:
     import shapely
     from shapely.geometry import LineString
 
-    from sim.network import load_network
+    from mdpsim.network import load_network
 
     G = load_network("helsinki", network_type="walk")
     lines, lengths = [], []

@@ -16,10 +16,10 @@ import os
 
 import numpy as np
 
-from sim.domain import Domain
-from sim.mechanisms.dista_lp.calibration import _fit_record
-from sim.mechanisms.dista_lp.user import UploadConfig, public_scales
-from sim.network import load_network
+from mdpsim.domain import Domain
+from mdpsim.mechanisms.dista_lp.calibration import _fit_record
+from mdpsim.mechanisms.dista_lp.user import UploadConfig, public_scales
+from mdpsim.network import load_network
 
 FAMILIES = ("gaussian", "polynomial", "rbf", "svd")
 BLOCKS = ("dx", "dy", "cy")

@@ -32,13 +32,13 @@ import time
 
 import numpy as np
 
-from sim.attacks.upload import error_summary
-from sim.domain import Domain
-from sim.mechanisms import make
-from sim.mechanisms.dista_lp.mechanism import DistALP
-from sim.mechanisms.dista_lp.paper_upload import calibrate_paper
-from sim.network import load_network
-from sim.privacy.verify import verify
+from mdpsim.attacks.upload import error_summary
+from mdpsim.domain import Domain
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.dista_lp.mechanism import DistALP
+from mdpsim.mechanisms.dista_lp.paper_upload import calibrate_paper
+from mdpsim.network import load_network
+from mdpsim.privacy.verify import verify
 
 BASELINES = ("em", "laplace", "rmp", "lp_a", "panda", "copt")
 MODES = ("none", "location", "paper", "strict")

@@ -22,12 +22,12 @@ import numpy as np
 import shapely
 from scipy.spatial import cKDTree
 
-from sim.domain import Domain
-from sim.mechanisms import make
-from sim.mechanisms.interp.dense_check import dense_check
-from sim.mechanisms.interp.grid import AnchorGrid
-from sim.network import load_network
-from sim.privacy import verify
+from mdpsim.domain import Domain
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.interp.dense_check import dense_check
+from mdpsim.mechanisms.interp.grid import AnchorGrid
+from mdpsim.network import load_network
+from mdpsim.privacy import verify
 
 EPSILONS = (4.0, 7.0, 10.0)
 ROAD_STEP_M = 1.0  # sampling step along the ways for the road prior

@@ -30,10 +30,10 @@ import time
 
 import numpy as np
 
-from sim.domain import Domain
-from sim.mechanisms import make
-from sim.network import load_network
-from sim.privacy.verify import verify
+from mdpsim.domain import Domain
+from mdpsim.mechanisms import make
+from mdpsim.network import load_network
+from mdpsim.privacy.verify import verify
 
 
 def _cpu_seconds() -> float:

@@ -9,7 +9,7 @@ Prints Markdown tables:
   (``scipy.optimize.linprog``, method "highs"; dense matrices where they fit in memory,
   N <= 30, sparse above) on the SAME LP at the same eps: wall and CPU time of each, the speed
   ratio and the relative difference of the optima (must be <= 1e-6). Ours is
-  ``sim.mechanisms.lp.solve_optimal`` (the raw LP; the released mechanism adds the margin,
+  ``mdpsim.mechanisms.lp.solve_optimal`` (the raw LP; the released mechanism adds the margin,
   repair and exact check, timed in the main table).
 * ``search``: the largest N the optimal LP mechanism (``make("lp")``, eps = 4/km, fit incl.
   repair and check) fits within ``--search-cap`` seconds; stops at the first N that does not.
@@ -17,7 +17,7 @@ Prints Markdown tables:
   wall-clock cap; a mechanism that hits the cap (or raises) at some N is skipped at every
   larger N, with a row that says why. Peak memory is the child's peak RSS (includes the
   ~0.3 GB interpreter + network baseline). The smallest eps and violation ratio come from
-  ``sim.privacy.verify`` with the domain's chaining pairs (exact, docs/design.md §1).
+  ``mdpsim.privacy.verify`` with the domain's chaining pairs (exact, docs/design.md §1).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from sim.domain import Domain
-from sim.mechanisms import available, make
-from sim.mechanisms.lp import solve_optimal
-from sim.network import load_network
-from sim.privacy.verify import verify
+from mdpsim.domain import Domain
+from mdpsim.mechanisms import available, make
+from mdpsim.mechanisms.lp import solve_optimal
+from mdpsim.network import load_network
+from mdpsim.privacy.verify import verify
 
 DENSE_NAIVE_MAX_N = 30
 

@@ -14,9 +14,9 @@ import tracemalloc
 
 import numpy as np
 
-from sim.domain import implied_free_pairs, lp_distances
-from sim.mechanisms.em import exponential_matrix
-from sim.privacy import verify
+from mdpsim.domain import implied_free_pairs, lp_distances
+from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.privacy import verify
 
 
 def main(sizes: list[int]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-#: Chart titles of the attack metrics every attack reports (keys of sim.attacks.base.METRICS).
+#: Chart titles of the attack metrics every attack reports (keys of mdpsim.attacks.base.METRICS).
 ATTACK_PANELS = {
     "error_km": "Attack expected error (km)",
     "hit": "Attack top-1 hit rate",
@@ -117,7 +117,7 @@ def _field(name: str) -> str:
 
 
 def attack_panels(columns) -> dict[str, list[str]]:
-    """Every attack's tick columns (``{label}_{metric}``, sim.attacks.suite) grouped into one
+    """Every attack's tick columns (``{label}_{metric}``, mdpsim.attacks.suite) grouped into one
     chart per metric of :data:`ATTACK_PANELS`, whatever attacks the run has."""
     panels: dict[str, list[str]] = {}
     for metric, title in ATTACK_PANELS.items():

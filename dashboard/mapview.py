@@ -74,7 +74,7 @@ def tracked_trace_layers(
 ) -> list[pdk.Layer]:
     """:func:`trace_layers` of one user from secret indices: its true secrets per tick and the
     tracking attack's guesses (e.g. ``Tracking.guesses()[:, user]`` or ``.trace_[:, user]``)."""
-    from dashboard.geo import lonlat
+    from mdpsim.dashboard.geo import lonlat
 
     return trace_layers(
         lonlat(x_xy_m[np.asarray(true_secrets)], crs),

@@ -1,4 +1,4 @@
-"""Plain tables of a live :class:`~sim.model.PrivacyModel` for the dashboard's map and charts.
+"""Plain tables of a live :class:`~mdpsim.model.PrivacyModel` for the dashboard's map and charts.
 
 Nothing here imports Streamlit: every function takes the model and returns a DataFrame, so the
 numbers the page shows are tested without a browser.
@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.geo import lonlat
-from sim import columns
-from sim import scenario as scenario_mod
-from sim.errors import InputError
-from sim.model import PrivacyModel
-from sim.scenario import Scenario
-from sim.strategies import REGISTRIES, specs_of
+from mdpsim import columns
+from mdpsim import scenario as scenario_mod
+from mdpsim.dashboard.geo import lonlat
+from mdpsim.errors import InputError
+from mdpsim.model import PrivacyModel
+from mdpsim.scenario import Scenario
+from mdpsim.strategies import REGISTRIES, specs_of
 
 #: The dashboard's default: small enough that a tick takes well under a second; DistA-LP in
 #: its honest default mode (``upload="none"``, docs/results/dista_lp.md), like ``make demo``.
@@ -65,7 +65,7 @@ def with_strategies(base: Scenario, names: dict[str, str]) -> Scenario:
 
     A new budget policy keeps the page's budget (``users.budget_rho_per_km2``) where it has
     one (cgp, renewing), a new ``every`` schedule keeps ``mechanism.refresh_every_ticks``.
-    Raises :class:`~sim.errors.InputError` for a name that is not registered.
+    Raises :class:`~mdpsim.errors.InputError` for a name that is not registered.
     """
     current = strategy_names(base)
     changes: dict = {}
@@ -109,7 +109,7 @@ def default_scenario() -> Scenario:
 def edited(base: Scenario, values: dict) -> Scenario:
     """``base`` with the page's edits (dotted name -> value), re-validated.
 
-    Raises :class:`~sim.errors.InputError` naming the field when an edit is not allowed.
+    Raises :class:`~mdpsim.errors.InputError` naming the field when an edit is not allowed.
     """
     unknown = [k for k in values if k not in EDITABLE]
     if unknown:
@@ -177,7 +177,7 @@ def budgets(model: PrivacyModel) -> pd.DataFrame:
 def user_row(model: PrivacyModel, user: int) -> pd.DataFrame:
     """The mechanism row of ``user``'s current secret: ``Pr[y | x]`` against ``d(x, y)`` (km).
 
-    Raises :class:`~sim.errors.InputError` if there is no mechanism yet or the user does not
+    Raises :class:`~mdpsim.errors.InputError` if there is no mechanism yet or the user does not
     exist.
     """
     mech = _mechanism(model)

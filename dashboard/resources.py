@@ -10,12 +10,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard.geo import road_paths
-from sim import scenario as scenario_mod
-from sim.domain import Domain
-from sim.model import PrivacyModel
-from sim.network import load_network
-from sim.scenario import Scenario
+from mdpsim import scenario as scenario_mod
+from mdpsim.dashboard.geo import road_paths
+from mdpsim.domain import Domain
+from mdpsim.model import PrivacyModel
+from mdpsim.network import load_network
+from mdpsim.scenario import Scenario
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO_DIR = REPO / "scenarios"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import binomtest, norm
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 ERROR = np.iinfo(np.int64).min  # the output "the mechanism raised"
 MIN_EVENT_COUNT = 20  # screen draws an event needs under x before it is considered

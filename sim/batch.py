@@ -1,6 +1,6 @@
 """Batch runs: a scenario's ``[sweep]`` expanded into tasks, run on a process pool or Dask.
 
-The tasks' tables go to a results store (layout and writing in :mod:`sim.store`).
+The tasks' tables go to a results store (layout and writing in :mod:`mdpsim.store`).
 
 Workers only compute; the driver process writes every file, each one atomically (temporary
 file + rename, the per-tick table last), so a batch killed at any moment and resumed neither
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim import store
-from sim.errors import InputError
-from sim.scenario import Scenario
-from sim.store import canonical_json
+from mdpsim import store
+from mdpsim.errors import InputError
+from mdpsim.scenario import Scenario
+from mdpsim.store import canonical_json
 
 SEEDING = ("per-task", "common")
 _MANIFEST_EVERY_S = 1.0  # rewrite the manifest at most this often while tasks finish
@@ -132,9 +132,9 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
     matrices fit in this machine's memory. Raises
     :class:`InputError` naming the first bad task and field.
     """
-    from sim.domain import check_memory
-    from sim.network import load_network
-    from sim.routing import max_points
+    from mdpsim.domain import check_memory
+    from mdpsim.network import load_network
+    from mdpsim.routing import max_points
 
     limits: dict[tuple[str, str], int] = {}
     seen: set[str] = set()
@@ -182,7 +182,7 @@ def error_line(text: str) -> str:
 # ---------------------------------------------------------------------- one task (in a worker)
 def run_task(scenario: Scenario, task: Task) -> TaskResult:
     """Simulate one task; never raises (errors come back as text)."""
-    from sim.run import simulate
+    from mdpsim.run import simulate
 
     start = time.perf_counter()
     try:
@@ -251,7 +251,7 @@ def _process_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing as mp
 
     ctx = mp.get_context("forkserver")  # no fork of a threaded parent; sim imported once
-    ctx.set_forkserver_preload(["sim.batch", "sim.run"])
+    ctx.set_forkserver_preload(["mdpsim.batch", "mdpsim.run"])
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
 
 

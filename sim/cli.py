@@ -1,6 +1,6 @@
 """The ``mdpsim`` command line.
 
-User mistakes (:class:`sim.errors.InputError`) print one ``error:`` line and exit with status 2;
+User mistakes (:class:`mdpsim.errors.InputError`) print one ``error:`` line and exit with status 2;
 anything else is a bug and keeps its traceback.
 """
 
@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 EXIT_USAGE = 2
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 @command("network")
 def _network(args: argparse.Namespace) -> int:
-    from sim.network import load_network, summarize
+    from mdpsim.network import load_network, summarize
 
     start = time.perf_counter()
     G = load_network(args.source, network_type=args.network_type)
@@ -173,8 +173,8 @@ def _network(args: argparse.Namespace) -> int:
 
 @command("domain")
 def _domain(args: argparse.Namespace) -> int:
-    from sim.domain import Domain
-    from sim.network import load_network
+    from mdpsim.domain import Domain
+    from mdpsim.network import load_network
 
     G = load_network(args.source, network_type=args.network_type)
     start = time.perf_counter()
@@ -201,8 +201,8 @@ def _domain(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sim import scenario as scenario_mod
-    from sim.run import run_scenario, summary_table
+    from mdpsim import scenario as scenario_mod
+    from mdpsim.run import run_scenario, summary_table
 
     scenario = scenario_mod.load(args.scenario)
     seed = scenario.scenario.seed if args.seed is None else args.seed
@@ -230,8 +230,8 @@ def _batch(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from sim import scenario as scenario_mod
-    from sim.batch import run_batch
+    from mdpsim import scenario as scenario_mod
+    from mdpsim.batch import run_batch
 
     scenario = scenario_mod.load(args.scenario)
     if args.ticks is not None:
@@ -262,7 +262,7 @@ def _batch(args: argparse.Namespace) -> int:
 
 def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
     """One line per failed task on stderr (the first ``show``), then where the rest is."""
-    from sim.batch import error_line
+    from mdpsim.batch import error_line
 
     for task_id, text in list(failures.items())[:show]:
         print(f"failed: task {task_id}: {error_line(text)}", file=sys.stderr)
@@ -279,8 +279,8 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 def _attack(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sim import scenario as scenario_mod
-    from sim.attacks import harness
+    from mdpsim import scenario as scenario_mod
+    from mdpsim.attacks import harness
 
     scenario = scenario_mod.load(args.scenario)
     if args.ticks is not None and args.ticks < 1:
@@ -318,7 +318,7 @@ def _csv(text: str | None, kind: type, flag: str) -> list | None:
 
 @command("report")
 def _report(args: argparse.Namespace) -> int:
-    from sim.report import write_report
+    from mdpsim.report import write_report
 
     for path in write_report(args.store, args.out):
         print(path)
@@ -329,7 +329,7 @@ def _report(args: argparse.Namespace) -> int:
 def _dashboard(args: argparse.Namespace) -> int:
     import subprocess
 
-    from dashboard.launch import streamlit_command, streamlit_env
+    from mdpsim.dashboard.launch import streamlit_command, streamlit_env
 
     if not 0 < args.port < 65536:
         raise InputError(f"--port={args.port} must be a TCP port, 1..65535")
@@ -345,7 +345,7 @@ def _dashboard(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from sim.audit import audit, mechanism_sampler
+    from mdpsim.audit import audit, mechanism_sampler
 
     mech, label = _audited_mechanism(args)
     eps = args.epsilon if args.epsilon is not None else float(mech.epsilon)
@@ -366,9 +366,9 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _audited_mechanism(args: argparse.Namespace):
     """The fitted mechanism named by ``args.mechanism`` and a label for it."""
-    from sim.domain import Domain
-    from sim.mechanisms import make
-    from sim.network import load_network
+    from mdpsim.domain import Domain
+    from mdpsim.mechanisms import make
+    from mdpsim.network import load_network
 
     if ":" not in args.mechanism:
         mech = make(args.mechanism, epsilon=4.0 if args.epsilon is None else args.epsilon)

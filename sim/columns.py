@@ -1,9 +1,9 @@
 """The tick table's headline columns, named and labelled once.
 
-``sim.model`` writes them, ``sim.run`` summarises them, ``sim.report`` tabulates and plots them
-and the dashboard charts them; all read the names here. Attack columns are the attack suite's
-``{label}_{metric}`` (:data:`sim.attacks.base.METRICS`) for the default labels ``bayes``,
-``tracking`` and ``upload``.
+``mdpsim.model`` writes them, ``mdpsim.run`` summarises them, ``mdpsim.report`` tabulates and
+plots them and the dashboard charts them; all read the names here. Attack columns are the
+attack suite's ``{label}_{metric}`` (:data:`mdpsim.attacks.base.METRICS`) for the default
+labels ``bayes``, ``tracking`` and ``upload``.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from typing import Literal, get_args
 import numpy as np
 from scipy.spatial import cKDTree
 
-from sim.errors import InputError
-from sim.routing import CHAIN_RTOL, RoadSegments
+from mdpsim.errors import InputError
+from mdpsim.routing import CHAIN_RTOL, RoadSegments
 
 Metric = Literal["road", "l1", "l2", "linf"]
 METRICS: tuple[str, ...] = get_args(Metric)

@@ -1,9 +1,9 @@
 """The Mesa model: mobile users on a road network, an honest-but-curious server, one tick a story.
 
-Hot state lives in arrays owned by the model (positions in :class:`~sim.mobility.Population`,
-budgets in a :class:`~sim.privacy.filters.PopulationFilter`); behaviour lives in the players'
-strategies (:mod:`sim.strategies`). A tick starts with the players' decisions
-(:meth:`PrivacyModel.decide`, or actions given from outside by :mod:`sim.env`), made from
+Hot state lives in arrays owned by the model (positions in :class:`~mdpsim.mobility.Population`,
+budgets in a :class:`~mdpsim.privacy.filters.PopulationFilter`); behaviour lives in the players'
+strategies (:mod:`mdpsim.strategies`). A tick starts with the players' decisions
+(:meth:`PrivacyModel.decide`, or actions given from outside by :mod:`mdpsim.env`), made from
 what each knows at that moment. Every random choice flows from the scenario's seed through
 independent child streams (mobility, reports, queries), so adding a query does not change
 where users walk.
@@ -19,13 +19,13 @@ import mesa
 import numpy as np
 from mesa.discrete_space import Network
 
-from sim.domain import Domain
-from sim.mobility import MobilityModel, Population
-from sim.network import load_network
-from sim.players import CuriousServer, UserAgent
-from sim.scenario import Scenario
-from sim.strategies import Strategies, from_scenario
-from sim.strategies.report import ReportContext
+from mdpsim.domain import Domain
+from mdpsim.mobility import MobilityModel, Population
+from mdpsim.network import load_network
+from mdpsim.players import CuriousServer, UserAgent
+from mdpsim.scenario import Scenario
+from mdpsim.strategies import Strategies, from_scenario
+from mdpsim.strategies.report import ReportContext
 
 _STREAMS = ("mobility", "reports", "queries", "mechanism", "places")
 
@@ -54,7 +54,7 @@ class PrivacyModel(mesa.Model):
     Parameters
     ----------
     scenario
-        A validated :class:`~sim.scenario.Scenario`.
+        A validated :class:`~mdpsim.scenario.Scenario`.
     rng
         Seed of the run (defaults to ``scenario.seed``); Mesa's own ``rng`` is set from it.
     graph, domain
@@ -63,7 +63,7 @@ class PrivacyModel(mesa.Model):
         Optionally a mapping shared between models that keeps fitted mechanisms which do not
         depend on the users (everything but DistA-LP), keyed by name, eps, parameters and domain.
     strategies
-        Optionally the players' strategies (default: :func:`sim.strategies.from_scenario`).
+        Optionally the players' strategies (default: :func:`mdpsim.strategies.from_scenario`).
 
     The first mechanism is generated when the model is built (tick 0), so the players' first
     decisions see it.

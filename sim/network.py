@@ -25,7 +25,7 @@ from typing import Literal, get_args
 import networkx as nx
 import numpy as np
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 NetworkType = Literal["walk", "drive"]
 NETWORK_TYPES: tuple[str, ...] = get_args(NetworkType)

@@ -3,7 +3,7 @@
 One registry per strategy kind, one for the attacks and one for the mechanisms. A strategy or
 attack is named in the scenario with its parameters, e.g. ``{name = "budget_aware"}``;
 :meth:`Registry.make` builds it and turns a wrong name or parameter into one
-:class:`~sim.errors.InputError` line that names the kind and what would work.
+:class:`~mdpsim.errors.InputError` line that names the kind and what would work.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 
 class Registry[T]:

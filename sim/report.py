@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.columns import TICK_METRICS
-from sim.errors import InputError
-from sim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
+from mdpsim.columns import TICK_METRICS
+from mdpsim.errors import InputError
+from mdpsim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
 
 Z95 = 1.96
 TICK_MEANS = TICK_METRICS  # one definition: sim/columns.py

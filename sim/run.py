@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.columns import TICK_METRICS
-from sim.errors import InputError
-from sim.model import PrivacyModel
-from sim.outputs import atomic_folder
-from sim.scenario import Scenario
+from mdpsim.columns import TICK_METRICS
+from mdpsim.errors import InputError
+from mdpsim.model import PrivacyModel
+from mdpsim.outputs import atomic_folder
+from mdpsim.scenario import Scenario
 
 SUMMARY_METRICS = tuple(TICK_METRICS)  # means over the ticks
 

@@ -1,4 +1,4 @@
-"""The batch results store: its layout, the writer (used by :mod:`sim.batch`) and the readers.
+"""The batch results store: its layout, the writer (used by :mod:`mdpsim.batch`) and the readers.
 
 Layout of a store ``DIR`` (docs/batch.md):
 
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 if TYPE_CHECKING:
-    from sim.scenario import Scenario
+    from mdpsim.scenario import Scenario
 
 MANIFEST = "manifest.json"
 FAILURES = "failures.json"

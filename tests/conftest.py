@@ -7,8 +7,8 @@ import functools
 import numpy as np
 import pytest
 
-from sim.domain import Domain
-from sim.network import load_network
+from mdpsim.domain import Domain
+from mdpsim.network import load_network
 
 
 @pytest.fixture(scope="session", autouse=True)

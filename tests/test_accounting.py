@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from sim.errors import InputError
-from sim.privacy.accounting import (
+from mdpsim.errors import InputError
+from mdpsim.privacy.accounting import (
     CGP,
     ApproxGP,
     PureGP,

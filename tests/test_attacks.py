@@ -5,9 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.attacks import BayesAttack, Context, Observation, Release, make, upload_location_estimate
-from sim.attacks.bayes import posterior_leakage_per_output
-from sim.mechanisms import make as make_mechanism
+from mdpsim.attacks import (
+    BayesAttack,
+    Context,
+    Observation,
+    Release,
+    make,
+    upload_location_estimate,
+)
+from mdpsim.attacks.bayes import posterior_leakage_per_output
+from mdpsim.mechanisms import make as make_mechanism
 
 
 def _attack(domain, eps):
@@ -90,7 +97,7 @@ def test_upload_attack_finds_the_closest_output():
 
 
 def test_bayes_scores_from_its_risk_table_match_the_posterior_rows(road_domain_small, rng):
-    from sim.attacks.base import LocationEstimate, TabulatedPosterior, Truth, score
+    from mdpsim.attacks.base import LocationEstimate, TabulatedPosterior, Truth, score
 
     domain = road_domain_small
     mech = make_mechanism("em", epsilon=4.0).fit(domain)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.attacks import AttackSuite, Context, Observation, Release
-from sim.mechanisms import available, make
-from sim.mechanisms.base import Mechanism, mechanism_class
+from mdpsim.attacks import AttackSuite, Context, Observation, Release
+from mdpsim.mechanisms import available, make
+from mdpsim.mechanisms.base import Mechanism, mechanism_class
 
 EPS = 4.0
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.attacks import Attack, AttackSuite, Context, Observation, Release, available, hmm, make
-from sim.attacks.harness import draw_world, run
-from sim.attacks.mobility_models import reach_kernel
-from sim.errors import InputError
-from sim.mechanisms import make as make_mechanism
-from sim.mechanisms.base import Mechanism
+from mdpsim.attacks import Attack, AttackSuite, Context, Observation, Release, available, hmm, make
+from mdpsim.attacks.harness import draw_world, run
+from mdpsim.attacks.mobility_models import reach_kernel
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import make as make_mechanism
+from mdpsim.mechanisms.base import Mechanism
 
 
 class Identity(Mechanism):
@@ -21,7 +21,7 @@ class Identity(Mechanism):
 
     @property
     def guarantee(self):
-        from sim.mechanisms import Guarantee
+        from mdpsim.mechanisms import Guarantee
 
         return Guarantee(kind="none", epsilon_per_km=float("inf"))
 
@@ -163,7 +163,7 @@ def test_a_new_pseudonym_restarts_the_tracking_belief(world):
 def test_the_float32_filter_is_the_float64_forward_filter(world, monkeypatch):
     """Row layout, user blocks, the scaled likelihood and the flush keep the filter's
     posteriors, top-1 and entropies those of hmm.filtered_beliefs (float64), to float32."""
-    from sim.attacks import tracking
+    from mdpsim.attacks import tracking
 
     monkeypatch.setattr(tracking, "_USER_BLOCK", 16)  # three blocks of the 40 users
     domain, n_users = world.domain, world.traces.shape[1]
@@ -202,7 +202,7 @@ def test_the_filters_likelihood_is_scaled_by_a_power_of_two():
 
 @pytest.mark.parametrize("method", ["filter", "smooth"])
 def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch, method):
-    from sim.attacks import tracking
+    from mdpsim.attacks import tracking
 
     monkeypatch.setattr(tracking, "_USER_BLOCK", 16)
     domain, n_users = world.domain, world.traces.shape[1]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dashboard import charts, mapview
-from sim.attacks.base import METRICS
+from mdpsim.attacks.base import METRICS
+from mdpsim.dashboard import charts, mapview
 
 
 def test_attack_panels_show_every_attack_of_the_run():

@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from test_attacks_contract import Identity, Uniform
 
-from sim import scenario as scenario_mod
-from sim.attacks import Context, Observation, Release, make
-from sim.attacks.base import Truth
-from sim.attacks.harness import draw_world, run
-from sim.attacks.places import true_places
-from sim.cli import main
-from sim.errors import InputError
+from mdpsim import scenario as scenario_mod
+from mdpsim.attacks import Context, Observation, Release, make
+from mdpsim.attacks.base import Truth
+from mdpsim.attacks.harness import draw_world, run
+from mdpsim.attacks.places import true_places
+from mdpsim.cli import main
+from mdpsim.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_linkage_scores_against_the_pseudonym_history():
     truth = Truth()
     truth.record(1, np.array([0, 1]), np.array([10, 11]), None)
     truth.record(2, np.array([0, 1]), np.array([21, 20]), None)
-    from sim.attacks.base import LinkEstimate, score
+    from mdpsim.attacks.base import LinkEstimate, score
 
     est = LinkEstimate(
         period_a=(1, 1), period_b=(2, 2), pseudonyms_a=np.array([10, 11]),

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.attacks import hmm
-from sim.attacks.mobility_models import (
+from mdpsim.attacks import hmm
+from mdpsim.attacks.mobility_models import (
     counted_kernel,
     kernel_from_counts,
     learn_kernel,
     reach_kernel,
     weighted_tv,
 )
-from sim.mechanisms import make
+from mdpsim.mechanisms import make
 
 #: Stated tolerance: after 150 ticks of 100 users reporting at eps 20/km on 40 secrets, the
 #: learned kernel's rows are within 0.08 total variation of the truth (visit-weighted); the

@@ -8,13 +8,13 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import beta
 
-from sim.audit import audit, clopper_pearson_lower, clopper_pearson_upper, mechanism_sampler
-from sim.domain import Domain
-from sim.errors import InputError
-from sim.mechanisms import available, make
-from sim.mechanisms.em import exponential_matrix
-from sim.privacy.verify import verify
-from sim.sampling import sample_rows
+from mdpsim.audit import audit, clopper_pearson_lower, clopper_pearson_upper, mechanism_sampler
+from mdpsim.domain import Domain
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import available, make
+from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.privacy.verify import verify
+from mdpsim.sampling import sample_rows
 
 EPS = 2.0  # per km
 LINE_STEP_KM = 0.1
@@ -167,7 +167,7 @@ def test_bad_audit_parameters_are_refused():
 
 
 def test_cli_audit_passes_em_and_refuses_unknown_mechanisms(capsys):
-    from sim.cli import main
+    from mdpsim.cli import main
 
     args = ["--source", "helsinki-test", "--n-points", "30", "--samples", "1000000"]
     assert main(["audit", "em", *args]) == 0

@@ -7,10 +7,10 @@ import pytest
 from scipy import stats
 from scipy.spatial import cKDTree
 
-from sim.domain import Domain
-from sim.errors import InputError
-from sim.mechanisms import make
-from sim.privacy import verify
+from mdpsim.domain import Domain
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import make
+from mdpsim.privacy import verify
 
 
 def test_laplace_matrix_matches_the_continuous_mechanism(l2_domain_small):

@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim import scenario as sc
-from sim.batch import connect_dask, expand, run_batch
-from sim.cli import main
-from sim.errors import InputError
-from sim.store import (
+from mdpsim import scenario as sc
+from mdpsim.batch import connect_dask, expand, run_batch
+from mdpsim.cli import main
+from mdpsim.errors import InputError
+from mdpsim.store import (
     load_failures,
     load_manifest,
     load_ticks,
@@ -199,16 +199,16 @@ def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tm
 # ---------------------------------------------------------------------- failures and resume
 def _fail_task(monkeypatch, seed_of_failing_task: int) -> None:
     """Make the in-process task with this seed raise when it runs (after the checks)."""
-    import sim.run
+    import mdpsim.run
 
-    simulate = sim.run.simulate
+    simulate = mdpsim.run.simulate
 
     def flaky(scenario, *, seed=None, **kw):
         if seed == seed_of_failing_task:
             raise RuntimeError("solver gave up on this task")
         return simulate(scenario, seed=seed, **kw)
 
-    monkeypatch.setattr(sim.run, "simulate", flaky)
+    monkeypatch.setattr(mdpsim.run, "simulate", flaky)
 
 
 def test_a_failed_task_is_recorded_and_does_not_stop_the_batch(
@@ -297,7 +297,7 @@ def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
     path = _toml(tmp_path / "k.toml", ['"mechanism.epsilon_per_km" = [2.0, 4.0, 6.0, 8.0]',
                                        "repetitions = 2"])  # fmt: skip
     store = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "sim.cli", "batch", str(path), "--out", str(store)]
+    cmd = [sys.executable, "-m", "mdpsim.cli", "batch", str(path), "--out", str(store)]
     proc = subprocess.Popen(
         [*cmd, "--workers", "1", "--no-progress"],
         start_new_session=True,
@@ -332,9 +332,9 @@ def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
 
 
 def test_a_domain_larger_than_memory_is_refused_up_front(tmp_path, capsys, monkeypatch):
-    import sim.domain
+    import mdpsim.domain
 
-    monkeypatch.setattr(sim.domain, "physical_memory_bytes", lambda: 2**20)  # a 1 MiB machine
+    monkeypatch.setattr(mdpsim.domain, "physical_memory_bytes", lambda: 2**20)  # a 1 MiB machine
     path = _toml(tmp_path / "big.toml", ['"domain.n_points" = [100, 400]'])
     store = tmp_path / "store"
     assert main(["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]) == 2

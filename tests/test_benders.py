@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sim.errors import InputError
-from sim.mechanisms.dista_lp.benders import solve_benders
-from sim.mechanisms.dista_lp.mechanism import exempt_columns
-from sim.mechanisms.dista_lp.user import local_blocks
-from sim.mechanisms.wem_lp import build_block, solve_direct
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.dista_lp.benders import solve_benders
+from mdpsim.mechanisms.dista_lp.mechanism import exempt_columns
+from mdpsim.mechanisms.dista_lp.user import local_blocks
+from mdpsim.mechanisms.wem_lp import build_block, solve_direct
 
 
 def _row_exempt(dy: np.ndarray, r: int) -> np.ndarray:
@@ -93,8 +93,8 @@ def test_benders_rejects_no_blocks():
 def test_a_subproblem_with_status_unknown_is_solved_again_cold(road_domain_small, monkeypatch):
     """HiGHS once returned 'Unknown' after 0 s from a warm basis (|X| = 2,000, eps 4): the
     subproblem re-solves from scratch instead of failing the fit."""
-    from sim.mechanisms.dista_lp import benders
-    from sim.mechanisms.highs import HighsLP
+    from mdpsim.mechanisms.dista_lp import benders
+    from mdpsim.mechanisms.highs import HighsLP
 
     blocks = _blocks(
         road_domain_small, [3, 17], n_neighbours=8, exempt=lambda dy: _row_exempt(dy, 6), eps=4.0

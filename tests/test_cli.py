@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sim.cli import main
+from mdpsim.cli import main
 
 
 def test_help_lists_subcommands(capsys):
@@ -32,7 +32,7 @@ def test_domain_prints_size_metric_and_memory(capsys):
 
 def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "domain", "--source", "helsinki-test",
+        [sys.executable, "-m", "mdpsim.cli", "domain", "--source", "helsinki-test",
          "--spacing-m", "-1"],
         capture_output=True,
         text=True,
@@ -49,9 +49,9 @@ def test_missing_file_exits_2(capsys, tmp_path):
 
 _FACTORIES = '''
 import numpy as np
-from sim.domain import Domain
-from sim.mechanisms import make
-from sim.network import load_network
+from mdpsim.domain import Domain
+from mdpsim.mechanisms import make
+from mdpsim.network import load_network
 
 
 def unfitted():

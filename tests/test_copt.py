@@ -7,16 +7,16 @@ import pytest
 from scipy import sparse
 from scipy.optimize import linprog
 
-from sim.errors import InputError, SolverError
-from sim.mechanisms import make
-from sim.mechanisms.copt import domain_block
-from sim.mechanisms.em import exponential_matrix
-from sim.mechanisms.wem_lp import (
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.copt import domain_block
+from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.mechanisms.wem_lp import (
     em_log_normaliser,
     nearest_secrets_exempt,
     solve_direct,
 )
-from sim.privacy.verify import verify
+from mdpsim.privacy.verify import verify
 
 
 def _naive_wem_lp(domain, exempt, eps, log_norm=None):
@@ -140,7 +140,7 @@ def test_copt_rejects_bad_parameters(params):
 def test_copt_solves_after_the_optimal_lp_in_the_same_process(helsinki_walk):
     # HiGHS's thread pool is process-global: mismatched "threads" options made COPT fail
     # with status "Not Set" once the optimal LP had run first.
-    from sim.domain import Domain
+    from mdpsim.domain import Domain
 
     domain = Domain.from_network(helsinki_walk, n_points=15, seed=2)
     make("lp", epsilon=4.0).fit(domain)
@@ -151,7 +151,7 @@ def test_copt_solves_after_the_optimal_lp_in_the_same_process(helsinki_walk):
 @pytest.mark.slow
 def test_copt_is_feasible_on_a_200_point_helsinki_road_domain(helsinki_walk):
     # The plain form is infeasible here (SolverError); the EM-normalised form solves.
-    from sim.domain import Domain
+    from mdpsim.domain import Domain
 
     domain = Domain.from_network(helsinki_walk, n_points=200, metric="road", seed=0)
     with pytest.raises(SolverError, match="Infeasible"):

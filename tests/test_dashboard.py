@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import batch_data, model_view
-from dashboard.geo import road_paths
-from dashboard.launch import APP, streamlit_command, streamlit_env
-from dashboard.resources import REPO
-from sim import scenario as sc
-from sim.batch import run_batch
-from sim.cli import main
-from sim.errors import InputError
-from sim.model import PrivacyModel
+from mdpsim import scenario as sc
+from mdpsim.batch import run_batch
+from mdpsim.cli import main
+from mdpsim.dashboard import batch_data, model_view
+from mdpsim.dashboard.geo import road_paths
+from mdpsim.dashboard.launch import APP, streamlit_command, streamlit_env
+from mdpsim.dashboard.resources import REPO
+from mdpsim.errors import InputError
+from mdpsim.model import PrivacyModel
 
 TIMEOUT_S = 120
 HELSINKI_LONLAT = ((24.90, 24.99), (60.14, 60.19))  # a box around the bundled extract

@@ -60,7 +60,7 @@ def dashboard_url(tmp_path):
     port = _free_port()
     log = tmp_path / "streamlit.log"
     with log.open("w") as out:
-        command = [sys.executable, "-m", "sim.cli", "dashboard", "--port", str(port)]
+        command = [sys.executable, "-m", "mdpsim.cli", "dashboard", "--port", str(port)]
         proc = subprocess.Popen(
             [*command, "--address", "127.0.0.1"],
             cwd=REPO,

@@ -13,14 +13,20 @@ SIM = Path(__file__).resolve().parent.parent / "sim"
 ENTRY_POINT = {"sim/cli.py": ["dashboard"]}
 
 
+def _room(module: str) -> str:
+    """``agents`` for ``mdpsim.agents...`` (also ``dashboard``), else the top-level name."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "mdpsim" and len(parts) > 1 else parts[0]
+
+
 def _imported_top_levels(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in ast.walk(tree):  # every import, at module level or inside a function
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {_room(alias.name) for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(_room(node.module))
     return names
 
 

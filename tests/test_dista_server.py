@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.errors import InputError
-from sim.mechanisms import make
-from sim.mechanisms.dista_lp import block_repair as server
-from sim.privacy.verify import verify
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.dista_lp import block_repair as server
+from mdpsim.privacy.verify import verify
 
 
 def _noisy(block, rng, scale=0.05):

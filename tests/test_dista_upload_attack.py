@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.attacks.upload import (
+from mdpsim.attacks.upload import (
     error_summary,
     locate_location_upload,
     locate_surrogate_upload,
@@ -13,9 +13,9 @@ from sim.attacks.upload import (
     match_profiles,
     prior_guess,
 )
-from sim.errors import InputError
-from sim.mechanisms import make
-from sim.mechanisms.dista_lp.user import local_blocks
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.dista_lp.user import local_blocks
 
 N_LOCAL = 8
 
@@ -79,7 +79,7 @@ def test_paper_uploads_leak_and_say_they_are_not_certified(road_domain_small):
 
 
 def test_fidelity_noise_is_smaller_than_the_papers_rule_and_its_audit_says_so(road_domain_small):
-    from sim.mechanisms.dista_lp.paper_upload import calibrate_paper
+    from mdpsim.mechanisms.dista_lp.paper_upload import calibrate_paper
 
     records = np.arange(road_domain_small.n_x)
     budgets = {"dx": 0.7, "dy": 0.7, "cy": 0.7}

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.errors import InputError, PrivacyBudgetError
-from sim.mechanisms.dista_lp.calibration import calibrate_upload
-from sim.mechanisms.dista_lp.user import (
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.mechanisms.dista_lp.calibration import calibrate_upload
+from mdpsim.mechanisms.dista_lp.user import (
     UploadConfig,
     finalize_block,
     local_blocks,
@@ -19,8 +19,8 @@ from sim.mechanisms.dista_lp.user import (
     reconstruct,
     report,
 )
-from sim.privacy.split import BudgetSplit, compose_pmdp
-from sim.privacy.verify import verify
+from mdpsim.privacy.split import BudgetSplit, compose_pmdp
+from mdpsim.privacy.verify import verify
 
 
 def test_local_blocks_are_the_nearest_secrets_and_their_distances(road_domain_small):

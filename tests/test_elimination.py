@@ -5,9 +5,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sim.errors import InputError
-from sim.privacy.accounting import gaussian_norm_bound
-from sim.queries.elimination import (
+from mdpsim.errors import InputError
+from mdpsim.privacy.accounting import gaussian_norm_bound
+from mdpsim.queries.elimination import (
     DistancePrivatization,
     PointPrivatization,
     pie_k,

@@ -1,4 +1,4 @@
-"""sim.env: the PettingZoo / Gymnasium API over the simulation, and the docs' example."""
+"""mdpsim.env: the PettingZoo / Gymnasium API over the simulation, and the docs' example."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from pettingzoo.test import parallel_api_test
 
-from sim import scenario as sc
-from sim.cli import main
-from sim.env import USER_OBS, RewardWeights, parallel_env, single_agent_env
-from sim.errors import InputError
-from sim.players import attack_success
-from sim.run import tables, write_outputs
+from mdpsim import scenario as sc
+from mdpsim.cli import main
+from mdpsim.env import USER_OBS, RewardWeights, parallel_env, single_agent_env
+from mdpsim.errors import InputError
+from mdpsim.players import attack_success
+from mdpsim.run import tables, write_outputs
 
 BASE = {
     "scenario": {"name": "env", "seed": 3, "ticks": 5},

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.errors import InputError, PrivacyBudgetError
-from sim.privacy.accounting import CGP, ApproxGP, PureGP, cgp_to_approx_gp
-from sim.privacy.filters import (
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.privacy.accounting import CGP, ApproxGP, PureGP, cgp_to_approx_gp
+from mdpsim.privacy.filters import (
     PopulationFilter,
     PrivacyFilter,
     add_up,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim import scenario as sc
-from sim.mechanisms import available
-from sim.mechanisms.base import mechanism_class
-from sim.model import PrivacyModel
+from mdpsim import scenario as sc
+from mdpsim.mechanisms import available
+from mdpsim.mechanisms.base import mechanism_class
+from mdpsim.model import PrivacyModel
 
 EPS = 4.0
 

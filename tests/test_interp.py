@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.domain import Domain
-from sim.errors import InputError
-from sim.mechanisms import make
-from sim.mechanisms.interp import InterpMechanism
-from sim.mechanisms.interp.correction import (
+from mdpsim.domain import Domain
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.interp import InterpMechanism
+from mdpsim.mechanisms.interp.correction import (
     AxisWarp,
     anchor_deltas,
     dual_norm,
@@ -22,9 +22,9 @@ from sim.mechanisms.interp.correction import (
     split_budget,
     step_rate,
 )
-from sim.mechanisms.interp.dense_check import dense_check
-from sim.mechanisms.interp.grid import AnchorGrid
-from sim.privacy import verify
+from mdpsim.mechanisms.interp.dense_check import dense_check
+from mdpsim.mechanisms.interp.grid import AnchorGrid
+from mdpsim.privacy import verify
 
 EPS = 10.0
 P_NAMES = {1.0: "l1", 2.0: "l2", math.inf: "linf"}

@@ -9,14 +9,14 @@ import pytest
 from scipy import sparse
 from scipy.optimize import linprog
 
-from sim.domain import Domain
-from sim.errors import InputError, SolverError
-from sim.mechanisms import available, make
-from sim.mechanisms import lp as lp_mod
-from sim.mechanisms import repair as repair_mod
-from sim.mechanisms.highs import HighsLP, HighsOptions
-from sim.mechanisms.lp import OptimalLP, lp_path, solve_optimal
-from sim.privacy.verify import verify
+from mdpsim.domain import Domain
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms import available, make
+from mdpsim.mechanisms import lp as lp_mod
+from mdpsim.mechanisms import repair as repair_mod
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp import OptimalLP, lp_path, solve_optimal
+from mdpsim.privacy.verify import verify
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_bad_parameters_raise_input_error(params):
 
 
 def test_panda_anchor_lp_failure_raises_with_the_highs_status(monkeypatch):
-    from sim.mechanisms import panda
+    from mdpsim.mechanisms import panda
 
     def infeasible(cost, A, lo, up, **kw):  # row sums forced to 2 and to 0 at once
         n = A.shape[1]

@@ -8,12 +8,12 @@ import pytest
 from scipy import sparse
 from scipy.optimize import linprog
 
-from sim.domain import Domain
-from sim.errors import SolverError
-from sim.mechanisms.highs import HighsLP, HighsOptions
-from sim.mechanisms.lp import directed_constraints, solve_optimal
-from sim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
-from sim.mechanisms.repair import envelope_parents, lipschitz_envelope
+from mdpsim.domain import Domain
+from mdpsim.errors import SolverError
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp import directed_constraints, solve_optimal
+from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
+from mdpsim.mechanisms.repair import envelope_parents, lipschitz_envelope
 
 
 def _full_lp_optimum(domain: Domain, eps: float) -> float:

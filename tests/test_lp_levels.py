@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from test_lp_generation import _full_lp_optimum, _solve
 
-from sim.errors import InputError, SolverError
-from sim.mechanisms import lp_levels, make
-from sim.mechanisms.highs import HighsOptions
-from sim.mechanisms.lp_levels import farthest_point_order, level_sizes, level_warm_start
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms import lp_levels, make
+from mdpsim.mechanisms.highs import HighsOptions
+from mdpsim.mechanisms.lp_levels import farthest_point_order, level_sizes, level_warm_start
 
 
 @pytest.fixture(scope="module")

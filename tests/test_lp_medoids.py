@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from sim.domain import Domain
-from sim.errors import InputError, SolverError
-from sim.mechanisms import lp_medoids, make
-from sim.mechanisms.lp import directed_constraints, solve_optimal
-from sim.privacy.verify import verify
+from mdpsim.domain import Domain
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms import lp_medoids, make
+from mdpsim.mechanisms.lp import directed_constraints, solve_optimal
+from mdpsim.privacy.verify import verify
 
 
 def _optimum(domain: Domain, eps: float) -> float:

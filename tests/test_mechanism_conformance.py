@@ -1,4 +1,4 @@
-"""One conformance suite for EVERY registered mechanism (``sim.mechanisms.available()``).
+"""One conformance suite for EVERY registered mechanism (``mdpsim.mechanisms.available()``).
 
 Each mechanism is built as ``make(name, epsilon=eps, **cls.conformance_params)`` on the two
 40-point fixtures and must: release a non-negative row-stochastic matrix with one row per
@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.errors import InputError
-from sim.mechanisms import available, make
-from sim.mechanisms.base import mechanism_class
-from sim.privacy import verify
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import available, make
+from mdpsim.mechanisms.base import mechanism_class
+from mdpsim.privacy import verify
 
 BUDGETS = (0.5, 4.0, 10.0)
 DOMAINS = ("road_domain_small", "l2_domain_small")

@@ -8,8 +8,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from sim.errors import InputError
-from sim.network import load_network, summarize
+from mdpsim.errors import InputError
+from mdpsim.network import load_network, summarize
 
 
 def test_bundled_helsinki_loads_offline_projected_and_strongly_connected(helsinki_walk):
@@ -37,7 +37,7 @@ def test_test_extract_loads_for_walk_and_drive(helsinki_test_walk):
 
 
 def test_second_load_comes_from_the_graphml_cache(helsinki_walk, monkeypatch):
-    import sim.network as network
+    import mdpsim.network as network
 
     assert load_network("helsinki") is helsinki_walk  # memoised in this process
     monkeypatch.setattr(network, "_MEMO", {})

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from sim.errors import InputError, PrivacyBudgetError
-from sim.mechanisms.dista_lp.release import ParameterRelease
-from sim.privacy.pmdp import (
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.mechanisms.dista_lp.release import ParameterRelease
+from mdpsim.privacy.pmdp import (
     audit_pmdp,
     calibrate_scale,
     clopper_pearson_confidence,

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from sim.errors import InputError, PrivacyBudgetError
-from sim.privacy.accounting import CGP
-from sim.privacy.filters import PopulationFilter
-from sim.queries import (
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.privacy.accounting import CGP
+from mdpsim.privacy.filters import PopulationFilter
+from mdpsim.queries import (
     METHODS,
     Disk,
     QueryBudgeter,

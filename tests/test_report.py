@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim import scenario as sc
-from sim.batch import expand
-from sim.cli import main
-from sim.errors import InputError
-from sim.report import summarize, write_report
-from sim.store import new_manifest, write_task
+from mdpsim import scenario as sc
+from mdpsim.batch import expand
+from mdpsim.cli import main
+from mdpsim.errors import InputError
+from mdpsim.report import summarize, write_report
+from mdpsim.store import new_manifest, write_task
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SWEEP = {"mechanism.name": ["em", "laplace"], "mechanism.epsilon_per_km": [4.0, 10.0]}

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim import scenario as sc
-from sim.cli import main
-from sim.model import PrivacyModel
-from sim.run import run_scenario, simulate
+from mdpsim import scenario as sc
+from mdpsim.cli import main
+from mdpsim.model import PrivacyModel
+from mdpsim.run import run_scenario, simulate
 
 BASE = {
     "scenario": {"name": "t", "seed": 4, "ticks": 6},

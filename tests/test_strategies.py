@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim import scenario as sc
-from sim.errors import InputError
-from sim.model import PrivacyModel
-from sim.run import run_scenario, simulate
-from sim.strategies import (
+from mdpsim import scenario as sc
+from mdpsim.errors import InputError
+from mdpsim.model import PrivacyModel
+from mdpsim.run import run_scenario, simulate
+from mdpsim.strategies import (
     BUDGET_POLICIES,
     QUERY_PLANNERS,
     REFRESH_SCHEDULES,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.errors import InputError
-from sim.mechanisms.dista_lp.surrogates import FAMILIES, Surrogate, fit_blocks
-from sim.mechanisms.dista_lp.user import UploadConfig, block_release, local_blocks, public_scales
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, Surrogate, fit_blocks
+from mdpsim.mechanisms.dista_lp.user import UploadConfig, block_release, local_blocks, public_scales
 
 
 def _rel_err(a, b) -> float:

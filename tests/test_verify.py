@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from sim.errors import InputError
-from sim.mechanisms.base import Guarantee, Mechanism
-from sim.mechanisms.em import exponential_matrix
-from sim.privacy import PrivacyViolation, verify
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.base import Guarantee, Mechanism
+from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.privacy import PrivacyViolation, verify
 
 
 def _line(n: int, step_km: float = 0.1) -> np.ndarray:

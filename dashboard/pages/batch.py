@@ -7,12 +7,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import batch_data as bd
-from dashboard import charts as ch
-from dashboard.resources import REPO
-from sim.errors import InputError
-from sim.report import LABELS
-from sim.store import MANIFEST, TASKS
+from mdpsim.dashboard import batch_data as bd
+from mdpsim.dashboard import charts as ch
+from mdpsim.dashboard.resources import REPO
+from mdpsim.errors import InputError
+from mdpsim.report import LABELS
+from mdpsim.store import MANIFEST, TASKS
 
 X_TICK = "tick"
 

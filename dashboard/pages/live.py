@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dashboard import charts as ch
-from dashboard import model_view as mv
-from dashboard import resources
-from dashboard.mapview import STYLE, deck, tracked_trace_layers
-from sim.errors import InputError, SolverError
-from sim.mechanisms import available
+from mdpsim.dashboard import charts as ch
+from mdpsim.dashboard import model_view as mv
+from mdpsim.dashboard import resources
+from mdpsim.dashboard.mapview import STYLE, deck, tracked_trace_layers
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms import available
 
 DEFAULT_CHOICE = "live (small default)"
 RUN_ERRORS = (InputError, SolverError)  # user mistakes and solver failures: shown, not raised

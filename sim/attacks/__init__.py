@@ -1,12 +1,12 @@
 """The honest-but-curious server's attacks behind one contract, and their registry.
 
 ``make(name, **params)`` builds one, ``available()`` lists the names; the contract and the
-scoring are in :mod:`sim.attacks.base`, running several together in :mod:`sim.attacks.suite`.
+scoring are in :mod:`mdpsim.attacks.base`, running several together in :mod:`mdpsim.attacks.suite`.
 Each attack module registers itself with ``@register(name)`` when imported below.
 """
 
-from sim.attacks import bayes, linkage, places, tracking, upload_stage  # noqa: F401
-from sim.attacks.base import (
+from mdpsim.attacks import bayes, linkage, places, tracking, upload_stage  # noqa: F401
+from mdpsim.attacks.base import (
     METRICS,
     Attack,
     Context,
@@ -21,9 +21,9 @@ from sim.attacks.base import (
     register,
     score,
 )
-from sim.attacks.bayes import BayesAttack, posterior_leakage_per_output
-from sim.attacks.suite import AttackSuite
-from sim.attacks.upload import upload_location_estimate
+from mdpsim.attacks.bayes import BayesAttack, posterior_leakage_per_output
+from mdpsim.attacks.suite import AttackSuite
+from mdpsim.attacks.upload import upload_location_estimate
 
 __all__ = [
     "METRICS",

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sim.registry import Registry, init_param_names
+from mdpsim.registry import Registry, init_param_names
 
 if TYPE_CHECKING:
-    from sim.domain import Domain
-    from sim.mechanisms.base import Mechanism
+    from mdpsim.domain import Domain
+    from mdpsim.mechanisms.base import Mechanism
 
 
 #: The metric family every attack reports, one value per user (NaN where it does not apply).
@@ -309,11 +309,11 @@ def score(estimate: Estimate, truth: Truth, domain) -> Scores:
     if isinstance(estimate, LocationEstimate):
         return _score_location(estimate, truth, domain)
     if isinstance(estimate, PlacesEstimate):
-        from sim.attacks.places import score_places
+        from mdpsim.attacks.places import score_places
 
         return score_places(estimate, truth, domain)
     if isinstance(estimate, LinkEstimate):
-        from sim.attacks.linkage import score_links
+        from mdpsim.attacks.linkage import score_links
 
         return score_links(estimate, truth)
     raise TypeError(f"not an estimate: {type(estimate).__name__}")

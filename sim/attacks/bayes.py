@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.attacks.base import (
+from mdpsim.attacks.base import (
     Attack,
     LocationEstimate,
     Observation,

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sim.attacks.base import Context, Observation, Release
-from sim.attacks.mobility_models import counted_kernel, reach_kernel
-from sim.attacks.suite import AttackSuite
-from sim.errors import InputError
-from sim.mobility import MobilityModel, Population
-from sim.outputs import atomic_folder
+from mdpsim.attacks.base import Context, Observation, Release
+from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
+from mdpsim.attacks.suite import AttackSuite
+from mdpsim.errors import InputError
+from mdpsim.mobility import MobilityModel, Population
+from mdpsim.outputs import atomic_folder
 
 if TYPE_CHECKING:
-    from sim.domain import Domain
+    from mdpsim.domain import Domain
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +71,7 @@ def draw_world(
     n_public: int | None = None,
 ) -> World:
     """Walk the users and a public population of ``n_public`` (default ``n_users``) people
-    (their own places, drawn apart; see :class:`~sim.mobility.Population`)."""
+    (their own places, drawn apart; see :class:`~mdpsim.mobility.Population`)."""
     users_ss, public_ss, reports_ss = np.random.SeedSequence(seed).spawn(3)
 
     def walks(count: int, ss: np.random.SeedSequence) -> tuple[MobilityModel, np.ndarray]:
@@ -177,7 +177,7 @@ class Plan:
 
 def plan_of(scenario, *, mechanisms=None, epsilons=None, repetitions=None) -> Plan:
     """Mechanisms and eps from the flags, else the scenario's sweep, else its [mechanism]."""
-    from sim.mechanisms import available
+    from mdpsim.mechanisms import available
 
     sweep = scenario.sweep
     names = mechanisms or sweep.get("mechanism.name") or [scenario.mechanism.name]
@@ -204,7 +204,7 @@ def fit_mechanism(scenario, name: str, eps: float, world: World):
 
     Returns the fitted mechanism and, for DistA-LP, which upload each slot sent.
     """
-    from sim.mechanisms import make
+    from mdpsim.mechanisms import make
 
     params = {**scenario.mechanism.params, **scenario.mechanism.params_by_name.get(name, {})}
     uploads = None
@@ -221,8 +221,8 @@ def fit_mechanism(scenario, name: str, eps: float, world: World):
 
 def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool = False):
     """Run the plan; ``(summary, per_tick)`` frames, one summary row per run and attack."""
-    from sim.domain import Domain
-    from sim.network import load_network
+    from mdpsim.domain import Domain
+    from mdpsim.network import load_network
 
     s, users, attacks = scenario.scenario, scenario.users, scenario.attacks
     n_ticks = ticks or s.ticks
@@ -284,7 +284,7 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
 
 def success_markdown(summary: pd.DataFrame) -> str:
     """Mean over repetitions of each attack's hit rate, error and entropy: a Markdown table."""
-    from sim.report import markdown_table
+    from mdpsim.report import markdown_table
 
     metrics = [m for m in ("hit", "error_km", "entropy_bits", "leakage_per_km",
                            "precision_at_k", "recall_at_k", "chance") if m in summary]  # fmt: skip

@@ -2,7 +2,7 @@
 
 The run is split at ``split_tick`` (default: the tick where most slots changed pseudonym,
 else the middle). A period-A pseudonym's profile is its visit density (the sum of its reports'
-posteriors, :class:`~sim.attacks.places.VisitDensity`), blurred by a Gaussian of
+posteriors, :class:`~mdpsim.attacks.places.VisitDensity`), blurred by a Gaussian of
 ``bandwidth_km`` over the road distance (a trip is rarely walked twice on the same secrets)
 and mixed with the prior (weight ``prior_weight``). A period-B pseudonym's reports are scored
 under each profile as independent draws,
@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp
 
-from sim.attacks.base import (
+from mdpsim.attacks.base import (
     Attack,
     LinkEstimate,
     Observation,
@@ -32,8 +32,8 @@ from sim.attacks.base import (
     entropy_bits,
     register,
 )
-from sim.attacks.places import VisitDensity
-from sim.errors import InputError
+from mdpsim.attacks.places import VisitDensity
+from mdpsim.errors import InputError
 
 
 @register("linkage")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from sim.attacks.hmm import Emissions, Kernel, expected_transitions, kernel_from_counts
+from mdpsim.attacks.hmm import Emissions, Kernel, expected_transitions, kernel_from_counts
 
 MODELS = ("reach", "public", "learned", "true")
 

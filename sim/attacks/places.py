@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.attacks.base import (
+from mdpsim.attacks.base import (
     Attack,
     Observation,
     PlacesEstimate,
@@ -26,8 +26,8 @@ from sim.attacks.base import (
     entropy_bits,
     register,
 )
-from sim.attacks.bayes import posterior_table
-from sim.errors import InputError
+from mdpsim.attacks.bayes import posterior_table
+from mdpsim.errors import InputError
 
 
 class VisitDensity:

@@ -11,7 +11,7 @@ This is what the server (sim/players/curious_server.py) or the harness (``mdpsim
 
 Column names are ``{label}_{metric}`` (``tracking_error_km``, ``bayes_hit``); a tick row holds
 the means of the estimates produced at that tick (a fixed-lag smoother's estimate is about an
-earlier tick, see :attr:`~sim.attacks.base.Scores.tick`); per-user columns hold the estimates
+earlier tick, see :attr:`~mdpsim.attacks.base.Scores.tick`); per-user columns hold the estimates
 about the current tick only. Every score, with the tick it is about, stays in :attr:`scores`.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sim.attacks.base import (
+from mdpsim.attacks.base import (
     Attack,
     Context,
     Observation,
@@ -33,7 +33,7 @@ from sim.attacks.base import (
     make,
     score,
 )
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 
 @dataclass

@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from sim.attacks import hmm
-from sim.attacks.base import (
+from mdpsim.attacks import hmm
+from mdpsim.attacks.base import (
     Attack,
     Context,
     LocationEstimate,
@@ -38,8 +38,8 @@ from sim.attacks.base import (
     entropy_bits,
     register,
 )
-from sim.attacks.mobility_models import MODELS, counted_kernel, learn_kernel, reach_kernel
-from sim.errors import InputError
+from mdpsim.attacks.mobility_models import MODELS, counted_kernel, learn_kernel, reach_kernel
+from mdpsim.errors import InputError
 
 METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
@@ -72,7 +72,7 @@ class Tracking(Attack):
         about the last ``lag_ticks`` ticks come at the end, from what there is); ``viterbi``:
         the most likely trace of the whole run, at the end.
     mobility
-        The adversary's mobility model (see :mod:`sim.attacks.mobility_models`); ``true``
+        The adversary's mobility model (see :mod:`mdpsim.attacks.mobility_models`); ``true``
         needs the scenario to hand the true transitions over (``Context.true_transitions``).
     lag_ticks
         Look-ahead of ``smooth``.

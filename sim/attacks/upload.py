@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 _CHUNK = 256
 

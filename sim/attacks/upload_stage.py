@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.attacks.base import Attack, LocationEstimate, Observation, Release, register
+from mdpsim.attacks.base import Attack, LocationEstimate, Observation, Release, register
 
 
 @register("upload")

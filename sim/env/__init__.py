@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.env.game import SERVER_ACTIONS, SERVER_OBS, USER_ACTIONS, USER_OBS, Game, RewardWeights
-from sim.env.parallel import PrivacyParallelEnv
-from sim.env.single import SingleAgentEnv
+from mdpsim.env.game import SERVER_ACTIONS, SERVER_OBS, USER_ACTIONS, USER_OBS, Game, RewardWeights
+from mdpsim.env.parallel import PrivacyParallelEnv
+from mdpsim.env.single import SingleAgentEnv
 
 
 def parallel_env(scenario, **overrides: Any) -> PrivacyParallelEnv:
-    """The PettingZoo ParallelEnv of ``scenario`` (a :class:`~sim.scenario.Scenario`)."""
+    """The PettingZoo ParallelEnv of ``scenario`` (a :class:`~mdpsim.scenario.Scenario`)."""
     return PrivacyParallelEnv(scenario, **overrides)
 
 

@@ -1,8 +1,8 @@
 """The game behind the environment API: observations, actions and rewards over a PrivacyModel.
 
-The environment IS the simulation: a :class:`Game` owns one :class:`~sim.model.PrivacyModel`
+The environment IS the simulation: a :class:`Game` owns one :class:`~mdpsim.model.PrivacyModel`
 and a step is ``model.advance(decisions)``, with the decisions of outside agents put in place of
-their strategies' (:meth:`~sim.model.PrivacyModel.decide`). With every agent following its
+their strategies' (:meth:`~mdpsim.model.PrivacyModel.decide`). With every agent following its
 strategy the run is the one ``mdpsim run`` makes with the same seed, tick for tick.
 
 Agents: ``server`` and ``user_0 .. user_{n-1}``. Observations (float32 vectors, fields in
@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from sim.errors import InputError
-from sim.model import Decisions, PrivacyModel
-from sim.network import load_network
-from sim.players import attack_success
+from mdpsim.errors import InputError
+from mdpsim.model import Decisions, PrivacyModel
+from mdpsim.network import load_network
+from mdpsim.players import attack_success
 
 USER_OBS = (
     "tick_fraction",  # ticks done / horizon
@@ -118,8 +118,8 @@ class Game:
     # ------------------------------------------------------------------ episode
     def reset(self, seed: int) -> None:
         """A fresh model of the scenario with run seed ``seed`` (as ``mdpsim run --seed``)."""
-        from sim.domain import Domain
-        from sim.strategies import from_scenario
+        from mdpsim.domain import Domain
+        from mdpsim.strategies import from_scenario
 
         dom = self.scenario.domain
         if seed not in self._domains:

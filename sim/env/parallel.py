@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from sim.env.game import Game
+from mdpsim.env.game import Game
 
 
 class PrivacyParallelEnv(ParallelEnv):
@@ -26,7 +26,7 @@ class PrivacyParallelEnv(ParallelEnv):
 
     @property
     def model(self):
-        """The :class:`~sim.model.PrivacyModel` of the current episode."""
+        """The :class:`~mdpsim.model.PrivacyModel` of the current episode."""
         return self.game.model
 
     @functools.cache  # noqa: B019 - PettingZoo asks for the same object

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from sim.env.game import Game
+from mdpsim.env.game import Game
 
 
 class SingleAgentEnv(gym.Env):
@@ -27,7 +27,7 @@ class SingleAgentEnv(gym.Env):
 
     @property
     def model(self):
-        """The :class:`~sim.model.PrivacyModel` of the current episode."""
+        """The :class:`~mdpsim.model.PrivacyModel` of the current episode."""
         return self.game.model
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -4,8 +4,8 @@
 Each mechanism module registers itself with ``@register(name)`` when imported below.
 """
 
-from sim.mechanisms import copt, em, interp, laplace, lp, lp_a, lp_medoids, panda, rmp  # noqa: F401
-from sim.mechanisms.base import Guarantee, Mechanism, available, make, register
-from sim.mechanisms.dista_lp import mechanism as _dista_lp  # noqa: F401
+from mdpsim.mechanisms import copt, em, interp, laplace, lp, lp_a, lp_medoids, panda, rmp  # noqa: F401
+from mdpsim.mechanisms.base import Guarantee, Mechanism, available, make, register
+from mdpsim.mechanisms.dista_lp import mechanism as _dista_lp  # noqa: F401
 
 __all__ = ["Guarantee", "Mechanism", "available", "make", "register"]

@@ -36,10 +36,10 @@ from typing import ClassVar, Self
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.privacy.verify import ROW_SUM_TOL, PrivacyViolation, verify
-from sim.registry import Registry, init_param_names
-from sim.sampling import sample_rows
+from mdpsim.errors import InputError
+from mdpsim.privacy.verify import ROW_SUM_TOL, PrivacyViolation, verify
+from mdpsim.registry import Registry, init_param_names
+from mdpsim.sampling import sample_rows
 
 SELF_CHECK_RTOL = 1e-9
 
@@ -91,7 +91,7 @@ register = _MECHANISMS.register
 #: Names of all registered mechanisms, in registration order.
 available = _MECHANISMS.available
 #: Construct a registered mechanism by name, e.g. ``make("lp", epsilon=4.0)``; a wrong name
-#: or parameter is one :class:`~sim.errors.InputError` line.
+#: or parameter is one :class:`~mdpsim.errors.InputError` line.
 make = _MECHANISMS.make
 #: The class registered under a name, e.g. ``mechanism_class("em").conformance_params``.
 mechanism_class = _MECHANISMS.get

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import InputError, SolverError
-from sim.mechanisms.base import Mechanism, check_positive_int, register
-from sim.mechanisms.em import exponential_matrix
-from sim.mechanisms.wem_lp import (
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
+from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.mechanisms.wem_lp import (
     BlockLP,
     build_block,
     check_budget_margin,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.mechanisms.base import Mechanism, register
+from mdpsim.mechanisms.base import Mechanism, register
 
 
 def exponential_matrix(dist_xy: np.ndarray, epsilon: float) -> np.ndarray:

@@ -12,7 +12,7 @@ column and row generation, the next ``solve`` starts from the last basis), chang
 (``set_row_bounds``), solves warm from a :class:`highspy.HighsBasis` of a model with the same shape
 (``solve(basis=...)``), and returns a :class:`LPSolution` with primal values, row
 activities, duals and the basis. A status other than optimal raises
-:class:`~sim.errors.SolverError` carrying HiGHS's model status, unless the caller lists that
+:class:`~mdpsim.errors.SolverError` carrying HiGHS's model status, unless the caller lists that
 status in ``accept`` (Benders subproblems accept ``"Infeasible"`` and read ``dual_ray``);
 the message starts with the model's ``name``. Every LP of the package goes through this
 class (the optimal LP, its pricing, COPT/WEM+LP, Benders, PAnDA, interp's anchor LP).
@@ -33,7 +33,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from sim.errors import InputError, SolverError
+from mdpsim.errors import InputError, SolverError
 
 SOLVERS = ("choose", "simplex", "ipm", "pdlp")
 

@@ -26,8 +26,8 @@ import math
 import numpy as np
 from scipy.spatial import ConvexHull, Delaunay, HalfspaceIntersection, QhullError
 
-from sim.domain import lp_distances
-from sim.mechanisms.base import Mechanism, register
+from mdpsim.domain import lp_distances
+from mdpsim.mechanisms.base import Mechanism, register
 
 QUADRATURE_MARGIN = 1e-6
 _BOX_PAD = 100.0  # box half-margin in units of 1/eps': mass beyond < 101 e^-100

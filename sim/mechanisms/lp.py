@@ -21,7 +21,7 @@ Release: the LP is solved at ``eps (1 - margin)``, its solution repaired by the 
 envelope (sim/mechanisms/repair.py) and verified EXACTLY at ``eps``; if the check fails the
 margin doubles (up to 1/2, where the repair is proven for any input) and the LP is solved
 again, warm-started from the constraints that bound before. A solver that does not reach
-optimality raises :class:`~sim.errors.SolverError`; nothing unverified is released.
+optimality raises :class:`~mdpsim.errors.SolverError`; nothing unverified is released.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import time
 import numpy as np
 from scipy import sparse
 
-from sim.errors import InputError, SolverError
-from sim.mechanisms.base import Mechanism, check_epsilon, register
-from sim.mechanisms.highs import HighsLP, HighsOptions
-from sim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
-from sim.mechanisms.repair import (
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms.base import Mechanism, check_epsilon, register
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
+from mdpsim.mechanisms.repair import (
     SIDES,
     VerifiedRelease,
     check_margin,
@@ -399,7 +399,7 @@ def release_optimal(
     warm: np.ndarray | None = None,
     dual_restarts: bool = False,
 ) -> tuple[VerifiedRelease, OptimalSolution]:
-    """Solve at ``eps (1 - margin)``, then :func:`~sim.mechanisms.repair.release_verified`
+    """Solve at ``eps (1 - margin)``, then :func:`~mdpsim.mechanisms.repair.release_verified`
     (repair, verify at ``eps``; on failure re-solve at the doubled margin, seeded with the
     constraints that bound before). ``options``, ``warm``, ``dual_restarts``: as in
     :func:`solve_optimal`.
@@ -487,7 +487,7 @@ class OptimalLP(Mechanism):
         return HighsOptions(time_limit=self.time_limit, threads=self.threads)
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
-        from sim.mechanisms.lp_levels import level_warm_start  # it builds on this module
+        from mdpsim.mechanisms.lp_levels import level_warm_start  # it builds on this module
 
         start = time.perf_counter()
         warm = getattr(self, "warm_start_", None)  # set by lp_path

@@ -23,9 +23,9 @@ import numpy as np
 from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
-from sim.domain import implied_free_pairs
-from sim.mechanisms.base import check_positive_int, register
-from sim.mechanisms.lp import OptimalLP, release_optimal
+from mdpsim.domain import implied_free_pairs
+from mdpsim.mechanisms.base import check_positive_int, register
+from mdpsim.mechanisms.lp import OptimalLP, release_optimal
 
 
 def coarse_cells(x_xy: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,7 +50,7 @@ def min_cell_distances(dist_xx: np.ndarray, cell_of: np.ndarray) -> np.ndarray:
 class CoarseLP(OptimalLP):
     """LP-A: the optimal LP on a ``grid x grid`` partition, eps-mDP on the fine domain.
 
-    Parameters as :class:`~sim.mechanisms.lp.OptimalLP`, plus ``grid`` (cells per side,
+    Parameters as :class:`~mdpsim.mechanisms.lp.OptimalLP`, plus ``grid`` (cells per side,
     default 8).
     """
 

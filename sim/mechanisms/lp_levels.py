@@ -19,12 +19,12 @@ import time
 
 import numpy as np
 
-from sim.domain import farthest_points
-from sim.errors import SolverError
-from sim.mechanisms.highs import HighsOptions
-from sim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, solve_optimal
-from sim.mechanisms.lp_outputs import tight_constraints
-from sim.mechanisms.repair import envelope_parents
+from mdpsim.domain import farthest_points
+from mdpsim.errors import SolverError
+from mdpsim.mechanisms.highs import HighsOptions
+from mdpsim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, solve_optimal
+from mdpsim.mechanisms.lp_outputs import tight_constraints
+from mdpsim.mechanisms.repair import envelope_parents
 
 LEVEL_RATIO = float(np.sqrt(2.0))  # secrets per level: N / ratio^j (docs/lp.md)
 SMALLEST_LEVEL = 100  # no level below this many secrets (N < 141: no levels; no gain at 100)

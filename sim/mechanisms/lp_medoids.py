@@ -35,12 +35,12 @@ from typing import ClassVar
 import numpy as np
 from scipy import sparse
 
-from sim.errors import InputError
-from sim.mechanisms.base import Mechanism, check_positive_int, register
-from sim.mechanisms.highs import HighsLP, HighsOptions
-from sim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, release_optimal
-from sim.mechanisms.lp_outputs import tight_constraints
-from sim.mechanisms.repair import check_margin
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, release_optimal
+from mdpsim.mechanisms.lp_outputs import tight_constraints
+from mdpsim.mechanisms.repair import check_margin
 
 _LLOYD_STEPS = 30
 _MAX_KEPT_SHARE = 2 / 3  # the reach pays only when it drops a third of the entries (docs/lp.md)

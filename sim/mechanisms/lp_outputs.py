@@ -19,7 +19,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from sim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 
 
 def laplace_rays(pairs: np.ndarray, pair_dist_km: np.ndarray, n: int, epsilon: float):

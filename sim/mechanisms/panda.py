@@ -29,12 +29,12 @@ from typing import ClassVar
 import numpy as np
 from scipy import sparse
 
-from sim.domain import farthest_points
-from sim.errors import InputError
-from sim.mechanisms.base import Mechanism, check_positive_int, register
-from sim.mechanisms.em import exponential_matrix
-from sim.mechanisms.highs import HighsLP
-from sim.mechanisms.lp import MAX_LOG_GAIN
+from mdpsim.domain import farthest_points
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
+from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.mechanisms.highs import HighsLP
+from mdpsim.mechanisms.lp import MAX_LOG_GAIN
 
 _ANCHOR_SET_MASS = 0.99
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.mechanisms.base import Mechanism, register
-from sim.mechanisms.em import ExponentialMechanism
-from sim.mechanisms.laplace import PlanarLaplace
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.base import Mechanism, register
+from mdpsim.mechanisms.em import ExponentialMechanism
+from mdpsim.mechanisms.laplace import PlanarLaplace
 
 _BASES = {"em": ExponentialMechanism, "laplace": PlanarLaplace}
 

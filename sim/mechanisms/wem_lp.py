@@ -38,9 +38,9 @@ import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
-from sim.errors import InputError
-from sim.mechanisms.highs import HighsLP, HighsOptions
-from sim.mechanisms.repair import MAX_MARGIN, release_verified
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.repair import MAX_MARGIN, release_verified
 
 # Relative slack (log space) when checking WEM-WEM pairs in the block's own distances.
 _WEM_RTOL = 1e-12
@@ -399,7 +399,7 @@ def released_matrix(
     """A WEM+LP matrix made exactly ``epsilon``-mDP under ``dist`` and verified (fail closed).
 
     The LP ran at ``eps' = epsilon * (1 - margin)``. Rows are normalised, released as they
-    are if they verify, else repaired by :func:`~sim.mechanisms.repair.release_verified`
+    are if they verify, else repaired by :func:`~mdpsim.mechanisms.repair.release_verified`
     (``max_rounds`` envelope rounds per margin on the chaining ``pairs``, then the margin
     doubles). Returns the matrix and its ``info_`` entries.
     """

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 import mesa
 import numpy as np
 
-from sim.attacks import AttackSuite, Context, Observation, Release
-from sim.attacks.harness import public_walks
-from sim.attacks.suite import TickResult
-from sim.mechanisms import Mechanism, make
-from sim.privacy.filters import Charge
-from sim.strategies.query_planner import QueryRound
-from sim.strategies.refresh import RefreshContext
+from mdpsim.attacks import AttackSuite, Context, Observation, Release
+from mdpsim.attacks.harness import public_walks
+from mdpsim.attacks.suite import TickResult
+from mdpsim.mechanisms import Mechanism, make
+from mdpsim.privacy.filters import Charge
+from mdpsim.strategies.query_planner import QueryRound
+from mdpsim.strategies.refresh import RefreshContext
 
 
 @dataclass
@@ -215,7 +215,7 @@ class CuriousServer(mesa.Agent):
         return self.planner.due(tick)
 
     def ask_queries(self) -> dict[str, float]:
-        """This tick's queries over the users' true locations (see sim.strategies)."""
+        """This tick's queries over the users' true locations (see mdpsim.strategies)."""
         model = self.model
         return self.planner.ask(
             QueryRound(

@@ -1,11 +1,11 @@
 """Privacy checks and accounting: the exact mDP verifier, accountants and filters.
 
 The verifier imports no mechanism: it trusts only a matrix and the true distances.
-The PmDP auditor and DistA-LP's budget split live in ``sim.privacy.pmdp`` and
-``sim.privacy.split``.
+The PmDP auditor and DistA-LP's budget split live in ``mdpsim.privacy.pmdp`` and
+``mdpsim.privacy.split``.
 """
 
-from sim.privacy.accounting import (
+from mdpsim.privacy.accounting import (
     CGP,
     ApproxGP,
     PureGP,
@@ -14,8 +14,8 @@ from sim.privacy.accounting import (
     gaussian_release,
     gp_to_cgp,
 )
-from sim.privacy.filters import PopulationFilter, PrivacyFilter
-from sim.privacy.verify import PrivacyViolation, VerifyResult, verify
+from mdpsim.privacy.filters import PopulationFilter, PrivacyFilter
+from mdpsim.privacy.verify import PrivacyViolation, VerifyResult, verify
 
 __all__ = [
     "CGP",

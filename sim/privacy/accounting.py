@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 # One ulp-ish relative margin, applied in the safe direction wherever a float is rounded.
 _SAFETY = 1e-12

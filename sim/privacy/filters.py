@@ -31,8 +31,8 @@ from typing import Protocol
 
 import numpy as np
 
-from sim.errors import InputError, PrivacyBudgetError
-from sim.privacy.accounting import (
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.privacy.accounting import (
     CGP,
     ApproxGP,
     Notion,
@@ -139,7 +139,7 @@ def cost_in(budget: Notion, cost: Notion) -> float:
 
 
 class StatedGuarantee(Protocol):
-    """What a mechanism states (:class:`sim.mechanisms.base.Guarantee`): kind, eps, delta."""
+    """What a mechanism states (:class:`mdpsim.mechanisms.base.Guarantee`): kind, eps, delta."""
 
     kind: str
     epsilon_per_km: float
@@ -200,7 +200,7 @@ class PrivacyFilter:
     ----------
     budget
         ``PureGP(B)``, ``CGP(B)`` or ``ApproxGP(B, delta, lambda_km)`` (units in
-        :mod:`sim.privacy.accounting`).
+        :mod:`mdpsim.privacy.accounting`).
     """
 
     def __init__(self, budget: Notion) -> None:

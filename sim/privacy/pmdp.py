@@ -35,7 +35,7 @@ from typing import Protocol
 import numpy as np
 from scipy import stats
 
-from sim.errors import InputError, PrivacyBudgetError
+from mdpsim.errors import InputError, PrivacyBudgetError
 
 _CHUNK_ELEMENTS = 1 << 19  # samples x coordinates per vectorised chunk
 # A loss counts as a violation only above eps * (1 + RTOL): floating-point rounding of an

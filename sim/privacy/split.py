@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sim.errors import PrivacyBudgetError
+from mdpsim.errors import PrivacyBudgetError
 
 BLOCKS = ("dx", "dy", "cy")
 # Default fractions of the total budget: 10 % for each upload block, 70 % for the report.

@@ -4,7 +4,7 @@
 within ``ROW_SUM_TOL = 1e-9`` (absolute, per row; the tolerance ``Mechanism.fit`` also applies).
 Anything else (a row summing to 2, an all-zero matrix, a scipy sparse matrix, a ragged list,
 strings, NaN/inf/negative entries, distances of the wrong shape) is refused with
-:class:`~sim.errors.InputError` before any ratio is looked at: the ratio test alone would pass
+:class:`~mdpsim.errors.InputError` before any ratio is looked at: the ratio test alone would pass
 such a matrix, since scaling every row by the same factor changes no ratio.
 
 ``Z`` is eps-mDP iff ``Z[i,k] <= exp(eps d(i,j)) Z[j,k]`` for all ordered pairs i != j and
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 DEFAULT_RTOL = 1e-9
 ROW_SUM_TOL = 1e-9  # |sum_k Z[i,k] - 1| allowed per row

@@ -2,15 +2,15 @@
 
 Iterative elimination (PIE-NI, PIE-k) turns the Gaussian baselines ``BM0`` (point
 privatization) and ``BM1`` (distance privatization) into privacy-saving ``PM0``/``PM1``;
-:mod:`sim.queries.budgeting` (Algorithm 3) hands the savings to later queries. Every query
+:mod:`mdpsim.queries.budgeting` (Algorithm 3) hands the savings to later queries. Every query
 takes user locations as an ``(n, 2)`` array in metres and per-user CGP budgets in 1/km^2,
 and returns a :class:`QueryAnswer` with the answer and each user's spend.
 """
 
 from typing import Literal, get_args
 
-from sim.queries.budgeting import STRATEGIES, QueryBudgeter, allocate
-from sim.queries.elimination import (
+from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter, allocate
+from mdpsim.queries.elimination import (
     METHODS,
     DistancePrivatization,
     Elimination,
@@ -21,10 +21,10 @@ from sim.queries.elimination import (
     priv_sav,
     split_budget,
 )
-from sim.queries.kde import kde, l1_err, true_kde
-from sim.queries.knn import dist_err, knn, true_knn
-from sim.queries.range_count import Disk, Rectangle, count_err, range_count, true_count
-from sim.queries.threshold import threshold_query
+from mdpsim.queries.kde import kde, l1_err, true_kde
+from mdpsim.queries.knn import dist_err, knn, true_knn
+from mdpsim.queries.range_count import Disk, Rectangle, count_err, range_count, true_count
+from mdpsim.queries.threshold import threshold_query
 
 # The kinds of query the server asks (scenario ``queries.kinds``).
 QueryKind = Literal["range", "kde", "knn"]

@@ -24,15 +24,15 @@ from typing import Protocol
 
 import numpy as np
 
-from sim.errors import InputError, PrivacyBudgetError
-from sim.queries.elimination import QueryAnswer
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.queries.elimination import QueryAnswer
 
 STRATEGIES = ("fixed", "even", "proportion", "linear")
 
 
 class BudgetAccount(Protocol):
-    """What :class:`QueryBudgeter` drives: a :class:`~sim.privacy.filters.PopulationFilter`,
-    or a share of one (``sim.strategies.query_planner.QueryShare``)."""
+    """What :class:`QueryBudgeter` drives: a :class:`~mdpsim.privacy.filters.PopulationFilter`,
+    or a share of one (``mdpsim.strategies.query_planner.QueryShare``)."""
 
     @property
     def capacity(self) -> np.ndarray: ...

@@ -14,7 +14,7 @@ class that simulates the users' side (:class:`PointPrivatization`: ``M`` release
 ``g = weighted mean``). With the variance-weighted mean of releases with parts
 ``r_1..r_j`` the error is ``N(0, I / (2 rho_bar_j))``, ``rho_bar_j = sum_{s<=j} r_s``, so
 ``h = lambda(d, beta) / sqrt(2 rho_bar_j)`` with ``lambda`` the exact chi quantile
-(:func:`sim.privacy.accounting.gaussian_norm_bound`; ``d = 2`` for points, ``1`` for
+(:func:`mdpsim.privacy.accounting.gaussian_norm_bound`; ``d = 2`` for points, ``1`` for
 distances). Each (user, round) event gets ``beta_0 / (c |G_0|)``; the union bound gives
 the guarantees of Lemmas 5.2 and 5.3 with probability ``1 - beta_0``.
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.privacy.accounting import gaussian_norm_bound, gaussian_release
-from sim.privacy.filters import add_up, sub_down
+from mdpsim.errors import InputError
+from mdpsim.privacy.accounting import gaussian_norm_bound, gaussian_release
+from mdpsim.privacy.filters import add_up, sub_down
 
 SPLITS = ("even", "doubling")
 MAX_PARTS = 64

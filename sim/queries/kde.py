@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.queries.elimination import (
+from mdpsim.errors import InputError
+from mdpsim.queries.elimination import (
     QueryAnswer,
     distance_to,
     locations_in_km,
@@ -52,7 +52,7 @@ def kde(
 
     ``tail_bias`` adds ``|S0| e^-18 / n`` for the eliminated users, omitted when it exceeds
     the kept users' term (paper §6.3). Other parameters as in
-    :func:`sim.queries.range_count.range_count`; ``value`` is the estimate (unitless).
+    :func:`mdpsim.queries.range_count.range_count`; ``value`` is the estimate (unitless).
     """
     len_p, b = distance_to(point_in_km(point_m)), _bandwidth_km(bandwidth_m)
     released = release_locations(

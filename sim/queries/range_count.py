@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
+from mdpsim.errors import InputError
+from mdpsim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.queries.elimination import DistancePrivatization, QueryAnswer, pie_ni, release
+from mdpsim.errors import InputError
+from mdpsim.queries.elimination import DistancePrivatization, QueryAnswer, pie_ni, release
 
 THRESHOLD_METHODS = ("BM1", "PM1")
 

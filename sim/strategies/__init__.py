@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sim.errors import InputError
-from sim.registry import Registry
-from sim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
-from sim.strategies.query_planner import QUERY_PLANNERS, QueryPlanner
-from sim.strategies.refresh import REFRESH_SCHEDULES, RefreshSchedule
-from sim.strategies.report import REPORT_POLICIES, ReportContext, ReportPolicy
+from mdpsim.errors import InputError
+from mdpsim.registry import Registry
+from mdpsim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
+from mdpsim.strategies.query_planner import QUERY_PLANNERS, QueryPlanner
+from mdpsim.strategies.refresh import REFRESH_SCHEDULES, RefreshSchedule
+from mdpsim.strategies.report import REPORT_POLICIES, ReportContext, ReportPolicy
 
 REGISTRIES: dict[str, Registry] = {
     "report": REPORT_POLICIES,

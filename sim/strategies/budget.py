@@ -2,7 +2,7 @@
 
 Every charge of a run (a report, an upload, a query) is converted by the policy's
 :meth:`BudgetPolicy.charge` / :meth:`BudgetPolicy.query_costs`, which call the one conversion
-in :mod:`sim.privacy.filters` (:func:`~sim.privacy.filters.charge_of`). A mechanism or query
+in :mod:`mdpsim.privacy.filters` (:func:`~mdpsim.privacy.filters.charge_of`). A mechanism or query
 the policy cannot charge is refused by :meth:`BudgetPolicy.check` before the run starts.
 
 * ``cgp``: today's CGP filter, ``rho_per_km2`` per user for the whole run;
@@ -20,9 +20,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.privacy.accounting import CGP, Notion, PureGP
-from sim.privacy.filters import (
+from mdpsim.errors import InputError
+from mdpsim.privacy.accounting import CGP, Notion, PureGP
+from mdpsim.privacy.filters import (
     Charge,
     PopulationFilter,
     StatedGuarantee,
@@ -30,7 +30,7 @@ from sim.privacy.filters import (
     currency_of,
     query_costs_in,
 )
-from sim.registry import Registry
+from mdpsim.registry import Registry
 
 BUDGET_POLICIES: Registry[BudgetPolicy] = Registry("budget policy")
 

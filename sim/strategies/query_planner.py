@@ -8,7 +8,7 @@ each user's spend, and every spend is charged through the budget policy's conver
 * ``per_query``: every ``queries.every_ticks`` ticks, each kind with budget
   ``queries.rho_per_km2``; users who cannot afford it are asked and halt (today's planner);
 * ``budgeter``: the same schedule, but each user's budget for query ``l`` of the ``m``
-  planned over the run comes from :class:`~sim.queries.budgeting.QueryBudgeter`
+  planned over the run comes from :class:`~mdpsim.queries.budgeting.QueryBudgeter`
   (Algorithm 3 of the budgeting paper), which hands what PM queries saved to later queries.
   Queries may use ``share`` of each user's capacity; users never halt on a query.
 """
@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.privacy.filters import PopulationFilter, add_up, fits, sub_down
-from sim.queries.budgeting import STRATEGIES, QueryBudgeter
-from sim.queries.elimination import QueryAnswer
-from sim.queries.kde import kde, l1_err, true_kde
-from sim.queries.knn import dist_err, knn
-from sim.queries.range_count import Disk, count_err, range_count, true_count
-from sim.registry import Registry
+from mdpsim.errors import InputError
+from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
+from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter
+from mdpsim.queries.elimination import QueryAnswer
+from mdpsim.queries.kde import kde, l1_err, true_kde
+from mdpsim.queries.knn import dist_err, knn
+from mdpsim.queries.range_count import Disk, count_err, range_count, true_count
+from mdpsim.registry import Registry
 
 if TYPE_CHECKING:
-    from sim.scenario import QueriesTable
+    from mdpsim.scenario import QueriesTable
 
 QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
 
@@ -159,7 +159,7 @@ class Budgeter(QueryPlanner):
 class QueryShare:
     """The part of each user's filter queries may use: ``share`` of its capacity.
 
-    Has the interface :class:`~sim.queries.budgeting.QueryBudgeter` drives (``capacity``,
+    Has the interface :class:`~mdpsim.queries.budgeting.QueryBudgeter` drives (``capacity``,
     ``remaining``, ``affordable``, ``spend``); every spend is charged to the user's filter
     through the budget policy's conversion.
     """

@@ -14,8 +14,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from sim.errors import InputError
-from sim.registry import Registry
+from mdpsim.errors import InputError
+from mdpsim.registry import Registry
 
 REFRESH_SCHEDULES: Registry[RefreshSchedule] = Registry("refresh schedule")
 

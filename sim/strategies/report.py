@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.registry import Registry
+from mdpsim.errors import InputError
+from mdpsim.registry import Registry
 
 REPORT_POLICIES: Registry[ReportPolicy] = Registry("report policy")
 

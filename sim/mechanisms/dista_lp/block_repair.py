@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 
 def metric_closure(dx: np.ndarray) -> np.ndarray:

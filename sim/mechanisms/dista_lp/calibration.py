@@ -2,7 +2,7 @@
 
 :func:`calibrate_upload` finds, per coefficient block, the smallest noise scale whose release
 passes ``(eps_t, delta/3)``-PmDP at the wanted confidence over the audited population of
-secrets; users then release with it (:func:`~sim.mechanisms.dista_lp.user.prepare_upload`).
+secrets; users then release with it (:func:`~mdpsim.mechanisms.dista_lp.user.prepare_upload`).
 See ``docs/dista_lp_upload.md``.
 """
 
@@ -14,18 +14,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.mechanisms.dista_lp.release import ParameterRelease
-from sim.mechanisms.dista_lp.surrogates import FitResult, fit_blocks
-from sim.mechanisms.dista_lp.user import (
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.dista_lp.release import ParameterRelease
+from mdpsim.mechanisms.dista_lp.surrogates import FitResult, fit_blocks
+from mdpsim.mechanisms.dista_lp.user import (
     UploadConfig,
     _surrogates,
     block_release,
     local_blocks,
     public_scales,
 )
-from sim.privacy.pmdp import AuditResult, calibrate_scale
-from sim.privacy.split import BLOCKS
+from mdpsim.privacy.pmdp import AuditResult, calibrate_scale
+from mdpsim.privacy.split import BLOCKS
 
 _WEIGHT_PAIRS = 2000  # pairs used to measure each coordinate's typical spread
 

@@ -17,7 +17,7 @@ only, exactly ``eps_pt``-mDP over ALL of X, checked by the exact verifier on the
 chaining pairs. ``none`` and ``location`` plan for the prior or the posterior with the
 city-scale LP over medoid outputs (``planner="lp_medoids"``, the default there); the surrogate
 modes locate each upload on the public map (sim/attacks/upload.py), plan on the located rows
-and :func:`~sim.mechanisms.dista_lp.full_domain.release_full_domain` turns the EM over X into
+and :func:`~mdpsim.mechanisms.dista_lp.full_domain.release_full_domain` turns the EM over X into
 an improved matrix (``planner="blocks"``, also available for ``none``/``location``, on tiles
 covering X). ``matrix_`` has a row for every secret of the
 domain given to ``fit`` and ``domain_`` is that domain.
@@ -41,25 +41,25 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from sim.attacks.upload import (
+from mdpsim.attacks.upload import (
     bayes_guess,
     locate_surrogate_upload,
     location_posterior,
     prior_guess,
 )
-from sim.errors import InputError, PrivacyBudgetError
-from sim.mechanisms.base import Guarantee, Mechanism, check_positive_int, make, register
-from sim.mechanisms.dista_lp import block_repair
-from sim.mechanisms.dista_lp.benders import solve_benders
-from sim.mechanisms.dista_lp.calibration import calibrate_upload
-from sim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
-from sim.mechanisms.dista_lp.paper_upload import (
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.mechanisms.base import Guarantee, Mechanism, check_positive_int, make, register
+from mdpsim.mechanisms.dista_lp import block_repair
+from mdpsim.mechanisms.dista_lp.benders import solve_benders
+from mdpsim.mechanisms.dista_lp.calibration import calibrate_upload
+from mdpsim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
+from mdpsim.mechanisms.dista_lp.paper_upload import (
     calibrate_paper,
     check_paper_noise,
     check_tau_c,
     paper_upload,
 )
-from sim.mechanisms.dista_lp.user import (
+from mdpsim.mechanisms.dista_lp.user import (
     UploadConfig,
     _repaired,
     finalize_block,
@@ -67,10 +67,10 @@ from sim.mechanisms.dista_lp.user import (
     prepare_upload,
     reconstruct,
 )
-from sim.mechanisms.wem_lp import build_block, check_budget_margin
-from sim.privacy.split import BudgetSplit
-from sim.privacy.verify import verify
-from sim.sampling import sample_rows
+from mdpsim.mechanisms.wem_lp import build_block, check_budget_margin
+from mdpsim.privacy.split import BudgetSplit
+from mdpsim.privacy.verify import verify
+from mdpsim.sampling import sample_rows
 
 UPLOADS = ("none", "location", "strict", "paper")
 DEFAULT_UPLOAD = "none"

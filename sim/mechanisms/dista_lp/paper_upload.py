@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.mechanisms.dista_lp.release import ParameterRelease
-from sim.mechanisms.dista_lp.user import Upload, local_blocks, public_scales
-from sim.privacy.pmdp import audit_pmdp, hoeffding_confidence
-from sim.privacy.split import BLOCKS
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.dista_lp.release import ParameterRelease
+from mdpsim.mechanisms.dista_lp.user import Upload, local_blocks, public_scales
+from mdpsim.privacy.pmdp import audit_pmdp, hoeffding_confidence
+from mdpsim.privacy.split import BLOCKS
 
 PAPER_SAMPLES = 100
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 NOISE_LAWS = ("shifted", "onesided")
 

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.polynomial import legendre
 from scipy.optimize import minimize
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 FAMILIES = ("svd", "gaussian", "polynomial", "rbf")
 _POLY_TERMS = ((0, 0), (1, 0), (0, 1), (2, 0), (0, 2), (1, 1), (3, 0), (0, 3), (2, 1), (1, 2))

@@ -7,13 +7,14 @@ Per user with true record ``x``:
    ``cy`` (``N x Y``, ``prior_i * c(x_i, y_k)``).
 2. :func:`prepare_upload`: a private random row permutation, the alternating surrogate fit,
    and the private release of each block's parameters (noise calibrated beforehand against
-   the PmDP auditor, :mod:`sim.mechanisms.dista_lp.calibration`). Only the :class:`Upload`
+   the PmDP auditor, :mod:`mdpsim.mechanisms.dista_lp.calibration`). Only the :class:`Upload`
    goes to the server; the :class:`UserState` stays on the device.
 3. :func:`reconstruct` (server side, permuted order).
 4. :func:`finalize_block`: un-permute the downloaded block, check it against the TRUE local
    distances with the exact verifier (repair if needed), then :func:`report` samples.
 
-Budgets: ``eps_dx + eps_dy + eps_cy + eps_pt <= epsilon`` (:class:`~sim.privacy.split.BudgetSplit`).
+Budgets: ``eps_dx + eps_dy + eps_cy + eps_pt <= epsilon``
+(:class:`~mdpsim.privacy.split.BudgetSplit`).
 The upload is ``(eps_dx + eps_dy + eps_cy, delta)``-PmDP at the audited confidence; the report
 is pure ``eps_pt``-mDP on the neighbourhood. See ``docs/dista_lp_upload.md``.
 """
@@ -26,15 +27,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.errors import InputError, PrivacyBudgetError
-from sim.mechanisms.base import check_positive_int
-from sim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
-from sim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
-from sim.privacy.pmdp import check_confidence, check_delta
-from sim.privacy.split import BLOCKS, BudgetSplit
+from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.mechanisms.base import check_positive_int
+from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
+from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
+from mdpsim.privacy.pmdp import check_confidence, check_delta
+from mdpsim.privacy.split import BLOCKS, BudgetSplit
 
 if TYPE_CHECKING:
-    from sim.mechanisms.dista_lp.calibration import UploadCalibration
+    from mdpsim.mechanisms.dista_lp.calibration import UploadCalibration
 
 BYTES_PER_PARAM = 8  # float64 on the wire
 
@@ -92,7 +93,7 @@ class UploadConfig:
     ``theta - |Lap(b)|``); ``svd_tau_c`` sets the SVD soft threshold ``tau = c * b``.
     ``audit_records``: how many secrets (uniform, seeded) the calibration audits; ``None`` =
     all. ``calibration`` is filled by
-    :func:`~sim.mechanisms.dista_lp.calibration.calibrate_upload`.
+    :func:`~mdpsim.mechanisms.dista_lp.calibration.calibrate_upload`.
     """
 
     epsilon: float
@@ -282,7 +283,7 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
 
     Returns the ``n x K`` block in true neighbourhood order.
     """
-    from sim.privacy.verify import verify
+    from mdpsim.privacy.verify import verify
 
     z = np.asarray(z_block_permuted, dtype=float)
     n = len(state.perm)
@@ -301,9 +302,9 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
 
 def _repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarray:
     """The smallest-margin envelope repair that passes the exact verifier on ``dx``
-    (:func:`~sim.mechanisms.repair.release_verified`, margin doubling from 1e-3)."""
-    from sim.mechanisms.repair import release_verified
-    from sim.privacy.verify import PrivacyViolation
+    (:func:`~mdpsim.mechanisms.repair.release_verified`, margin doubling from 1e-3)."""
+    from mdpsim.mechanisms.repair import release_verified
+    from mdpsim.privacy.verify import PrivacyViolation
 
     try:
         return release_verified(block, dx, epsilon_pt, margin=1e-3, who="DistA-LP block").matrix
@@ -313,7 +314,7 @@ def _repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarra
 
 def report(state: UserState, block: np.ndarray, rng: np.random.Generator) -> int:
     """Sample the user's report (an output index) from the true record's row of ``block``."""
-    from sim.sampling import sample_rows
+    from mdpsim.sampling import sample_rows
 
     row = np.asarray(block, dtype=float)[state.row_of_x][None, :]
     return int(sample_rows(row, np.array([0]), rng)[0])

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from sim.errors import SolverError
-from sim.mechanisms.highs import HighsLP, HighsOptions
-from sim.mechanisms.interp.grid import AnchorGrid
+from mdpsim.errors import SolverError
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.interp.grid import AnchorGrid
 
 # The LP is solved with deltas this much (relatively) below the targets: room for the repair.
 LP_MARGIN = 1e-5

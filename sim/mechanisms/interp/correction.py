@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
+from mdpsim.errors import InputError
 
 # Relative margin kept below the per-axis target, for float rounding in the interpolation
 # and for the LP repair (docs/interp.md, "Numerics").

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InputError
-from sim.mechanisms.interp.correction import AxisWarp
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.interp.correction import AxisWarp
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,18 @@ from typing import ClassVar
 import numpy as np
 from scipy import optimize, sparse
 
-from sim.errors import InputError
-from sim.mechanisms.base import Guarantee, Mechanism, register
-from sim.mechanisms.interp.anchor_lp import AnchorSolution, solve_anchor_lp
-from sim.mechanisms.interp.correction import (
+from mdpsim.errors import InputError
+from mdpsim.mechanisms.base import Guarantee, Mechanism, register
+from mdpsim.mechanisms.interp.anchor_lp import AnchorSolution, solve_anchor_lp
+from mdpsim.mechanisms.interp.correction import (
     AxisWarp,
     anchor_deltas,
     dual_norm,
     linear_slope_bound,
     split_budget,
 )
-from sim.mechanisms.interp.grid import AnchorGrid, as_locations
-from sim.sampling import sample_rows
+from mdpsim.mechanisms.interp.grid import AnchorGrid, as_locations
+from mdpsim.sampling import sample_rows
 
 P_OF_METRIC = {"l1": 1.0, "l2": 2.0, "linf": math.inf, "road": 2.0}
 # Bounds of the budget split searched by budget_split="optimize" (0 or 1 starve one axis).

@@ -1,0 +1,1 @@
+"""The scenarios shipped with mdpsim (TOML files), found by name through importlib.resources."""
