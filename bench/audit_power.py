@@ -23,7 +23,7 @@ from mdpsim.audit import audit, mechanism_sampler
 from mdpsim.domain import Domain
 from mdpsim.mechanisms import available, make
 from mdpsim.network import load_network
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
 
 EPS = 4.0  # claimed, per km

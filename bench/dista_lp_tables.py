@@ -38,7 +38,7 @@ from mdpsim.mechanisms import make
 from mdpsim.mechanisms.dista_lp.mechanism import DistALP
 from mdpsim.mechanisms.dista_lp.paper_upload import calibrate_paper
 from mdpsim.network import load_network
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 BASELINES = ("em", "laplace", "rmp", "lp_a", "panda", "copt")
 MODES = ("none", "location", "paper", "strict")

@@ -33,7 +33,7 @@ import numpy as np
 from mdpsim.domain import Domain
 from mdpsim.mechanisms import make
 from mdpsim.network import load_network
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 
 def _cpu_seconds() -> float:

@@ -17,7 +17,7 @@ Prints Markdown tables:
   wall-clock cap; a mechanism that hits the cap (or raises) at some N is skipped at every
   larger N, with a row that says why. Peak memory is the child's peak RSS (includes the
   ~0.3 GB interpreter + network baseline). The smallest eps and violation ratio come from
-  ``mdpsim.privacy.verify`` with the domain's chaining pairs (exact, docs/design.md §1).
+  ``mdpsim.privacy.verifier`` with the domain's chaining pairs (exact, docs/design.md §1).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from mdpsim.domain import Domain
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms.lp import solve_optimal
 from mdpsim.network import load_network
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 DENSE_NAIVE_MAX_N = 30
 

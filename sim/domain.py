@@ -17,6 +17,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from mdpsim.errors import InputError
+from mdpsim.metric_checks import check_distances
 from mdpsim.routing import CHAIN_RTOL, RoadSegments
 
 Metric = Literal["road", "l1", "l2", "linf"]
@@ -67,6 +68,7 @@ class Domain:
             raise ValueError("distance matrices do not match the point sets")
         if self.prior.shape != (n,):
             raise ValueError("prior must have one entry per secret")
+        check_distances(self.dist_xx, "dist_xx", fix="a Domain's metrics are all symmetric")
         for arr in (self.x_xy, self.y_xy, self.dist_xx, self.dist_xy, self.prior, self.y_in_x):
             arr.setflags(write=False)
 

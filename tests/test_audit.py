@@ -13,7 +13,7 @@ from mdpsim.domain import Domain
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
 
 EPS = 2.0  # per km

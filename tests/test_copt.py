@@ -16,7 +16,7 @@ from mdpsim.mechanisms.wem_lp import (
     nearest_secrets_exempt,
     solve_direct,
 )
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 
 def _naive_wem_lp(domain, exempt, eps, log_norm=None):

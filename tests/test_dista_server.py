@@ -8,7 +8,7 @@ import pytest
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.dista_lp import block_repair as server
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 
 def _noisy(block, rng, scale=0.05):

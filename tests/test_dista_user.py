@@ -20,7 +20,7 @@ from mdpsim.mechanisms.dista_lp.user import (
     report,
 )
 from mdpsim.privacy.split import BudgetSplit, compose_pmdp
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 
 def test_local_blocks_are_the_nearest_secrets_and_their_distances(road_domain_small):

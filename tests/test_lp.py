@@ -16,7 +16,7 @@ from mdpsim.mechanisms import lp as lp_mod
 from mdpsim.mechanisms import repair as repair_mod
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import OptimalLP, lp_path, solve_optimal
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 
 @pytest.fixture(scope="module")

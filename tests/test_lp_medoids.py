@@ -10,7 +10,7 @@ from mdpsim.domain import Domain
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import lp_medoids, make
 from mdpsim.mechanisms.lp import directed_constraints, solve_optimal
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 
 def _optimum(domain: Domain, eps: float) -> float:

@@ -11,7 +11,7 @@ from mdpsim.domain import Domain
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import repair as repair_mod
 from mdpsim.mechanisms.repair import lipschitz_envelope, repair, repair_verified
-from mdpsim.privacy.verify import PrivacyViolation, verify
+from mdpsim.privacy.verifier import PrivacyViolation, verify
 
 
 def _points(n: int, seed: int, size_m: float = 3000.0) -> Domain:

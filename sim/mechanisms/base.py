@@ -15,7 +15,7 @@ Subclasses implement ``_fit(domain) -> (matrix, info)``; the base class checks t
 renormalised) and times the fit.
 
 Fail closed: a report is a draw from ``matrix_``, so when ``report_guarantee`` is pure, ``fit``
-runs the exact verifier (sim/privacy/verify.py) on the released matrix against
+runs the exact verifier (sim/privacy/verifier.py) on the released matrix against
 ``domain_.dist_xx`` (road metric: only ``constraint_pairs``, exact by chaining; lp norms: the
 full check) and raises :class:`PrivacyViolation` if the smallest epsilon exceeds the report's
 ``epsilon_per_km * (1 + 1e-9)``; ``info_["verified_epsilon"]`` keeps the certified value.
@@ -37,7 +37,7 @@ from typing import ClassVar, Self
 import numpy as np
 
 from mdpsim.errors import InputError
-from mdpsim.privacy.verify import ROW_SUM_TOL, PrivacyViolation, verify
+from mdpsim.privacy.verifier import ROW_SUM_TOL, PrivacyViolation, verify
 from mdpsim.registry import Registry, init_param_names
 from mdpsim.sampling import sample_rows
 

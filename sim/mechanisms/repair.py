@@ -26,7 +26,7 @@ The repair (derivation in docs/lp.md):
    distance between distinct secrets: the repaired matrix is eps-mDP for every eps at or
    above it. With ``eps_env = eps / 2`` this holds for ANY input (the generic bound).
 
-Callers verify the result exactly (``mdpsim.privacy.verify``) before releasing it;
+Callers verify the result exactly (``mdpsim.privacy.verifier``) before releasing it;
 :func:`repair_verified` does both and raises :class:`PrivacyViolation` on failure.
 :func:`release_verified` is THE release loop of every LP-based mechanism (optimal LP, LP-A,
 COPT, DistA-LP): repair at ``eps (1 - margin)``, verify at ``eps``, double the margin up to
@@ -44,7 +44,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from mdpsim.errors import InputError
-from mdpsim.privacy.verify import PrivacyViolation, VerifyResult, verify
+from mdpsim.privacy.verifier import PrivacyViolation, VerifyResult, verify
 
 SIDES = ("upper", "lower")
 MAX_MARGIN = 0.5  # eps_env = eps / 2: the repair is eps-mDP for any input (module docstring)

@@ -15,7 +15,7 @@ from mdpsim.privacy.accounting import (
     gp_to_cgp,
 )
 from mdpsim.privacy.filters import PopulationFilter, PrivacyFilter
-from mdpsim.privacy.verify import PrivacyViolation, VerifyResult, verify
+from mdpsim.privacy.verifier import PrivacyViolation, VerifyResult, verify
 
 __all__ = [
     "CGP",

@@ -21,9 +21,9 @@ from mdpsim.queries.elimination import (
     priv_sav,
     split_budget,
 )
-from mdpsim.queries.kde import kde, l1_err, true_kde
-from mdpsim.queries.knn import dist_err, knn, true_knn
-from mdpsim.queries.range_count import Disk, Rectangle, count_err, range_count, true_count
+from mdpsim.queries.kde_query import kde, l1_err, true_kde
+from mdpsim.queries.knn_query import dist_err, knn, true_knn
+from mdpsim.queries.range_query import Disk, Rectangle, count_err, range_count, true_count
 from mdpsim.queries.threshold import threshold_query
 
 # The kinds of query the server asks (scenario ``queries.kinds``).

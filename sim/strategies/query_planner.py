@@ -25,9 +25,9 @@ from mdpsim.errors import InputError
 from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
 from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter
 from mdpsim.queries.elimination import QueryAnswer
-from mdpsim.queries.kde import kde, l1_err, true_kde
-from mdpsim.queries.knn import dist_err, knn
-from mdpsim.queries.range_count import Disk, count_err, range_count, true_count
+from mdpsim.queries.kde_query import kde, l1_err, true_kde
+from mdpsim.queries.knn_query import dist_err, knn
+from mdpsim.queries.range_query import Disk, count_err, range_count, true_count
 from mdpsim.registry import Registry
 
 if TYPE_CHECKING:

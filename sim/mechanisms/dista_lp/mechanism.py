@@ -69,7 +69,7 @@ from mdpsim.mechanisms.dista_lp.user import (
 )
 from mdpsim.mechanisms.wem_lp import build_block, check_budget_margin
 from mdpsim.privacy.split import BudgetSplit
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
 
 UPLOADS = ("none", "location", "strict", "paper")

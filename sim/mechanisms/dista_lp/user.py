@@ -283,7 +283,7 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
 
     Returns the ``n x K`` block in true neighbourhood order.
     """
-    from mdpsim.privacy.verify import verify
+    from mdpsim.privacy.verifier import verify
 
     z = np.asarray(z_block_permuted, dtype=float)
     n = len(state.perm)
@@ -304,7 +304,7 @@ def _repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarra
     """The smallest-margin envelope repair that passes the exact verifier on ``dx``
     (:func:`~mdpsim.mechanisms.repair.release_verified`, margin doubling from 1e-3)."""
     from mdpsim.mechanisms.repair import release_verified
-    from mdpsim.privacy.verify import PrivacyViolation
+    from mdpsim.privacy.verifier import PrivacyViolation
 
     try:
         return release_verified(block, dx, epsilon_pt, margin=1e-3, who="DistA-LP block").matrix

@@ -52,7 +52,7 @@ def kde(
 
     ``tail_bias`` adds ``|S0| e^-18 / n`` for the eliminated users, omitted when it exceeds
     the kept users' term (paper §6.3). Other parameters as in
-    :func:`mdpsim.queries.range_count.range_count`; ``value`` is the estimate (unitless).
+    :func:`mdpsim.queries.range_query.range_count`; ``value`` is the estimate (unitless).
     """
     len_p, b = distance_to(point_in_km(point_m)), _bandwidth_km(bandwidth_m)
     released = release_locations(

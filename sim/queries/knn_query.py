@@ -46,7 +46,7 @@ def knn(
     """Privately find the k asked users nearest to ``point_m``.
 
     With at most k users asked the answer is all of them and nobody pays (it does not depend
-    on their data). Other parameters as in :func:`mdpsim.queries.range_count.range_count`.
+    on their data). Other parameters as in :func:`mdpsim.queries.range_query.range_count`.
     """
     check_method(method)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:

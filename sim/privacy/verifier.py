@@ -3,7 +3,8 @@
 ``Z`` must be a mechanism: a dense, finite, non-negative N x K array whose every row sums to 1
 within ``ROW_SUM_TOL = 1e-9`` (absolute, per row; the tolerance ``Mechanism.fit`` also applies).
 Anything else (a row summing to 2, an all-zero matrix, a scipy sparse matrix, a ragged list,
-strings, NaN/inf/negative entries, distances of the wrong shape) is refused with
+strings, NaN/inf/negative entries, distances of the wrong shape, an asymmetric or non-zero-diagonal
+distance matrix unless ``directed=True``: sim/metric_checks.py) is refused with
 :class:`~mdpsim.errors.InputError` before any ratio is looked at: the ratio test alone would pass
 such a matrix, since scaling every row by the same factor changes no ratio.
 
@@ -28,6 +29,7 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import InputError
+from mdpsim.metric_checks import check_distances
 
 DEFAULT_RTOL = 1e-9
 ROW_SUM_TOL = 1e-9  # |sum_k Z[i,k] - 1| allowed per row
@@ -89,6 +91,7 @@ def verify(
     rtol: float = DEFAULT_RTOL,
     chunk_rows: int = 256,
     stochastic: bool = True,
+    directed: bool = False,
 ) -> VerifyResult:
     """Check ``matrix`` (N x K) against the true distances ``dist`` (N x N, km) at ``epsilon``.
 
@@ -98,7 +101,8 @@ def verify(
         Dense non-negative finite N x K matrix, ``Z[i,k] = Pr[y_k | x_i]``, each row summing
         to 1 within ``ROW_SUM_TOL`` (1e-9); otherwise :class:`InputError`.
     dist
-        Non-negative finite N x N distances in km (the TRUE metric).
+        Non-negative finite N x N distances in km (the TRUE metric), zero on the diagonal and
+        symmetric (relative 1e-9), else :class:`InputError`.
     epsilon
         Budget per km, finite and > 0.
     pairs
@@ -111,11 +115,14 @@ def verify(
         ``False`` skips the row-sum check and tests only the ratio condition, for non-negative
         matrices that are not mechanisms (e.g. an un-normalised Lipschitz envelope); never for
         a released matrix.
+    directed
+        ``True`` accepts an asymmetric ``dist`` (a directed metric, asked for by name): each
+        ordered pair ``i -> j`` is then checked at ``eps * dist[i, j]``.
     """
     if not isinstance(stochastic, bool):
         raise InputError(f"stochastic={stochastic!r} must be True or False")
     Z = _as_matrix(matrix, stochastic=stochastic)
-    D = _as_dist(dist, len(Z))
+    D = _as_dist(dist, len(Z), directed=directed)
     eps = _as_positive(epsilon, "epsilon")
     if not (_is_number(rtol) and math.isfinite(rtol) and 0 <= rtol < 1):
         raise InputError(f"rtol={rtol!r} must be in [0, 1)")
@@ -273,12 +280,13 @@ def _as_matrix(matrix, *, stochastic: bool) -> np.ndarray:
     return Z
 
 
-def _as_dist(dist, n: int) -> np.ndarray:
+def _as_dist(dist, n: int, *, directed: bool) -> np.ndarray:
     D = _dense_numbers(dist, "dist")
     if D.shape != (n, n):
         raise InputError(f"dist must be {n} x {n} (km between secrets), got shape {D.shape}")
     if not np.all(np.isfinite(D)) or np.any(D < 0):
         raise InputError("dist must be finite and non-negative (km)")
+    check_distances(D, "dist", directed=directed)
     return D
 
 
