@@ -20,12 +20,10 @@ import numpy as np
 
 from mdpsim import scenario as sc
 from mdpsim.attacks import AttackSuite, Observation, Release
-from mdpsim.attacks.harness import draw_world
 from mdpsim.attacks.tracking import MAX_THREADS, available_cores
-from mdpsim.domain import Domain
 from mdpsim.mechanisms import make
-from mdpsim.network import load_network
 from mdpsim.run import simulate
+from mdpsim.world import build_world
 
 SPECS = [
     {"name": "bayes"},
@@ -77,17 +75,25 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=16)
     parser.add_argument("--warmup-ticks", type=int, default=4)
     args = parser.parse_args()
-    graph = load_network("helsinki", network_type="walk")
-    domain = Domain.from_network(graph, n_points=args.n_points, seed=1)
-    world = draw_world(
-        domain, n_users=args.users, ticks=args.ticks, seed=1, n_places=40, speed_mps=1.4,
-        tick_seconds=60.0, dwell_ticks=(1, 5), personal_places=4,
+    world = build_world(
+        sc.from_dict(
+            {
+                "scenario": {"name": "bench", "seed": 1, "ticks": args.ticks},
+                "network": {"source": "helsinki", "network_type": "walk"},
+                "domain": {"n_points": args.n_points},
+                "users": {"count": args.users, "n_places": 40, "dwell_ticks": [1, 5],
+                          "personal_places": 4},
+                "mechanism": {"name": "em", "epsilon_per_km": 7.0},
+                "attacks": {"run": ["bayes"]},
+            }
+        )
     )  # fmt: skip
+    domain, traces = world.domain, world.walks_ahead(args.ticks)
     mech = make("em", epsilon=7.0).fit(domain)
     rng = np.random.default_rng(0)
-    outputs = np.stack([mech.sample_many(world.traces[t], rng) for t in range(args.ticks)])
+    outputs = np.stack([mech.sample_many(traces[t], rng) for t in range(args.ticks)])
     pseudonyms = np.arange(args.users)
-    nnz = world.context(grant_true_mobility=False)
+    nnz = world.context()
     print(
         f"{args.users:,} users, |X| = |Y| = {domain.n_x:,}, {args.ticks} ticks "
         f"(the first {args.warmup_ticks} not timed), em at 7/km, "
@@ -107,7 +113,7 @@ def main() -> None:
         for t in range(args.ticks):
             obs = Observation(tick=t + 1, outputs=outputs[t], pseudonyms=pseudonyms)
             start = time.perf_counter()
-            suite.observe(obs, world.traces[t])
+            suite.observe(obs, traces[t])
             ticks_s.append(time.perf_counter() - start)
         start = time.perf_counter()
         suite.finish()

@@ -16,6 +16,7 @@ from mdpsim.domain import Domain
 from mdpsim.model import PrivacyModel
 from mdpsim.network import load_network
 from mdpsim.scenario import Scenario
+from mdpsim.world import build_domain
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO_DIR = REPO / "scenarios"
@@ -33,18 +34,14 @@ def roads(source: str, network_type: str) -> list[list[list[float]]]:
     return road_paths(graph(source, network_type))
 
 
-@st.cache_resource(show_spinner="Placing the secrets and computing road distances ...")
-def domain(
-    source: str, network_type: str, *, n_points: int, n_outputs: int, metric: str, seed: int
-) -> Domain:
-    """The domain a model of this scenario builds (same arguments as ``PrivacyModel``)."""
-    return Domain.from_network(
-        graph(source, network_type),
-        n_points=n_points,
-        n_outputs=n_outputs or None,
-        metric=metric,
-        seed=seed,
-    )
+@st.cache_resource(
+    show_spinner="Placing the secrets and computing road distances ...",
+    hash_funcs={Scenario: lambda s: (s.network.model_dump_json(), s.domain.model_dump_json())},
+)
+def domain(scenario: Scenario, seed: int) -> Domain:
+    """The domain a model of ``scenario`` builds with ``seed`` (keyed by [network], [domain])."""
+    net = scenario.network
+    return build_domain(scenario, graph(net.source, net.network_type), seed=seed)
 
 
 @st.cache_resource
@@ -55,19 +52,11 @@ def mechanisms() -> dict:
 
 def build_model(scenario: Scenario) -> PrivacyModel:
     """A fresh model of ``scenario`` on the cached graph and domain."""
-    net, dom = scenario.network, scenario.domain
-    seed = scenario.scenario.seed
+    net = scenario.network
     return PrivacyModel(
         scenario,
         graph=graph(net.source, net.network_type),
-        domain=domain(
-            net.source,
-            net.network_type,
-            n_points=dom.n_points,
-            n_outputs=dom.n_outputs,
-            metric=dom.metric,
-            seed=seed,
-        ),
+        domain=domain(scenario, scenario.scenario.seed),
         mechanism_cache=mechanisms(),
     )
 

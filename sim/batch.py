@@ -133,8 +133,8 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
     :class:`InputError` naming the first bad task and field.
     """
     from mdpsim.domain import check_memory
-    from mdpsim.network import load_network
     from mdpsim.routing import max_points
+    from mdpsim.world import domain_sizes, load_graph
 
     limits: dict[tuple[str, str], int] = {}
     seen: set[str] = set()
@@ -148,7 +148,7 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
         where = f"task {task.task_id}" + (f" ({_describe(task.params)})" if task.params else "")
         if (net.source, net.network_type) not in limits:
             try:
-                graph = load_network(net.source, network_type=net.network_type)
+                graph = load_graph(varied)
             except InputError as exc:
                 raise InputError(f"{where}: field network.source: {exc}") from None
             limits[net.source, net.network_type] = max_points(graph)
@@ -162,7 +162,7 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
                     f"{net.source!r} ({net.network_type}) allows: at most {limit:,} points "
                     "at least 1 m apart; use fewer points or a larger network"
                 )
-        for name, n_y in (("n_points", None), ("n_outputs", dom.n_outputs or None)):
+        for name, n_y in (("n_points", None), ("n_outputs", domain_sizes(varied)[1])):
             try:
                 check_memory(dom.n_points, n_y)
             except InputError as exc:

@@ -20,14 +20,11 @@ import numpy as np
 from mesa.discrete_space import Network
 
 from mdpsim.domain import Domain
-from mdpsim.mobility import MobilityModel, Population
-from mdpsim.network import load_network
 from mdpsim.players import CuriousServer, UserAgent
 from mdpsim.scenario import Scenario
 from mdpsim.strategies import Strategies, from_scenario
 from mdpsim.strategies.report import ReportContext
-
-_STREAMS = ("mobility", "reports", "queries", "mechanism", "places")
+from mdpsim.world import build_world
 
 
 @dataclass
@@ -79,50 +76,23 @@ class PrivacyModel(mesa.Model):
         mechanism_cache: MutableMapping | None = None,
         strategies: Strategies | None = None,
     ):
-        seed = scenario.scenario.seed if rng is None else int(rng)
-        super().__init__(rng=seed)
-        self.config = scenario
-        self.seed = seed
-        streams = np.random.SeedSequence(seed).spawn(len(_STREAMS))
-        self.streams = {
-            name: np.random.default_rng(s) for name, s in zip(_STREAMS, streams, strict=True)
-        }
-        net, dom, users = scenario.network, scenario.domain, scenario.users
-        self.graph = graph if graph is not None else load_network(
-            net.source, network_type=net.network_type
-        )  # fmt: skip
-        self.domain = domain if domain is not None else Domain.from_network(
-            self.graph,
-            n_points=dom.n_points,
-            n_outputs=dom.n_outputs or None,
-            metric=dom.metric,
-            seed=seed,
-        )  # fmt: skip
+        world = build_world(scenario, rng, graph=graph, domain=domain)
+        super().__init__(rng=world.seed)
+        self.world, self.config, self.seed = world, scenario, world.seed
+        self.streams = world.streams
+        self.graph, self.domain = world.graph, world.domain
+        self.mobility, self.population = world.mobility, world.population
         self.space = _secret_network(self.domain, self.random)
-        self.mobility = MobilityModel.build(
-            self.domain,
-            n_places=users.n_places,
-            speed_mps=users.speed_mps,
-            tick_seconds=scenario.scenario.tick_seconds,
-            dwell_ticks=tuple(users.dwell_ticks),
-            rng=self.streams["places"],
-        )
-        self.population = Population(
-            self.mobility,
-            self.domain,
-            users.count,
-            self.streams["mobility"],
-            personal_places=users.personal_places,
-        )
         self.strategies = from_scenario(scenario) if strategies is None else strategies
         self.horizon_ticks = scenario.scenario.ticks
         self.budget = self.strategies.budget
-        self.filters = self.budget.new_filter(users.count)
+        self.filters = self.budget.new_filter(world.n_users)
         self.report_policy = self.strategies.report
         self.strategies.query_planner.bind(scenario.queries, horizon_ticks=self.horizon_ticks)
         self.tick = 0
+        self.pseudonyms = np.arange(world.n_users, dtype=np.int64)  # the names reports carry
         self.log = TickLog()
-        for index in range(users.count):
+        for index in range(world.n_users):
             UserAgent(self, index)
         self.server = CuriousServer(
             self,
@@ -151,8 +121,12 @@ class PrivacyModel(mesa.Model):
     def decide(self) -> Decisions:
         """The players' decisions for the coming tick, by their strategies."""
         tick = self.tick + 1
+        report = np.asarray(self.report_policy.decide(self.report_context()), dtype=bool)
+        chance = self.config.attacks.report_probability
+        if chance < 1.0:  # every willing user reports with this chance, whatever its place
+            report &= self.streams["participation"].random(len(report)) < chance
         return Decisions(
-            report=np.asarray(self.report_policy.decide(self.report_context()), dtype=bool),
+            report=report,
             refresh=bool(self.server.wants_refresh(tick)),
             query=bool(self.server.wants_queries(tick)),
         )
@@ -170,6 +144,9 @@ class PrivacyModel(mesa.Model):
             if decisions.refresh:
                 self.server.generate()  # 1. a new mechanism on a public schedule (uploads)
         with _timed(timing, "report_s"):
+            self.pseudonyms = self.strategies.pseudonyms.names(
+                self.tick, self.pseudonyms, self.streams["pseudonyms"]
+            )
             reports = self.server.collect_reports(decisions.report)  # 2. users report and pay
         with _timed(timing, "query_s"):
             queries = self.server.ask_queries() if decisions.query else {}  # 3. queries

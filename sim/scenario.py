@@ -226,13 +226,13 @@ class AttacksTable(Table):
         '"true"); never otherwise',
     )
     report_probability: float = Field(
-        default=1.0, gt=0, le=1, description="mdpsim attack: chance that a user reports a tick"
+        default=1.0, gt=0, le=1, description="chance that a willing user reports at a tick"
     )
     pseudonym_change_tick: int = Field(
         default=0,
         ge=0,
-        description="mdpsim attack: every user gets a new pseudonym at this tick (0: never); "
-        "linkage splits the run there",
+        description="every user gets a new pseudonym at this tick (0: never; the default "
+        "of strategies.pseudonyms); linkage splits the run there",
     )
 
     @model_validator(mode="after")
@@ -291,6 +291,11 @@ class StrategiesTable(Table):
         default=None,
         description="mechanism refresh schedule (public): every, on_release (unset: every "
         "mechanism.refresh_every_ticks)",
+    )
+    pseudonyms: StrategySpec | None = Field(
+        default=None,
+        description="pseudonym strategy: fixed, change_at (unset: change_at "
+        "attacks.pseudonym_change_tick)",
     )
 
     @model_validator(mode="after")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from attack_driver import draw_world, run
 
 from mdpsim.attacks import Attack, AttackSuite, Context, Observation, Release, available, hmm, make
-from mdpsim.attacks.harness import draw_world, run
 from mdpsim.attacks.mobility_models import reach_kernel
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import make as make_mechanism

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from attack_driver import draw_world, run
 from test_attacks_contract import Identity, Uniform
 
 from mdpsim import scenario as scenario_mod
 from mdpsim.attacks import Context, Observation, Release, make
 from mdpsim.attacks.base import Truth
-from mdpsim.attacks.harness import draw_world, run
 from mdpsim.attacks.places import true_places
 from mdpsim.cli import main
 from mdpsim.errors import InputError

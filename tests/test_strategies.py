@@ -14,6 +14,7 @@ from mdpsim.model import PrivacyModel
 from mdpsim.run import run_scenario, simulate
 from mdpsim.strategies import (
     BUDGET_POLICIES,
+    PSEUDONYM_STRATEGIES,
     QUERY_PLANNERS,
     REFRESH_SCHEDULES,
     REPORT_POLICIES,
@@ -71,6 +72,7 @@ def test_same_bytes_whatever_the_order_strategies_are_built_in(tmp_path):
         "budget": ("cgp", BUDGET_POLICIES),
         "query_planner": ("budgeter", QUERY_PLANNERS),
         "refresh": ({"name": "every", "ticks": 2}, REFRESH_SCHEDULES),
+        "pseudonyms": ({"name": "change_at", "tick": 3}, PSEUDONYM_STRATEGIES),
     }
     tables = []
     for order in (list(specs), list(reversed(specs))):

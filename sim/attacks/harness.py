@@ -1,173 +1,35 @@
 """Mechanisms x attacks on one scenario: the evaluation behind ``mdpsim attack``.
 
-The true world is drawn once per seed and shared by every mechanism (common random numbers):
-the users' walks (sim/mobility.py), a public population's walks (other people, other places;
-the adversary's public data) and, as the oracle the scenario may grant, the users' own
-empirical transitions. Each mechanism is fitted once on the domain; every user reports every
-tick with probability ``report_probability``; the attacks see what the server sees and are
-scored against the walks. Pseudonyms change at ``pseudonym_change_tick`` (0: never), which is
-where the linkage attack splits the run.
+Each (repetition, mechanism, eps) is one ordinary run of the scenario through
+:class:`~mdpsim.model.PrivacyModel` with that mechanism: the same world builder, players and
+strategies as ``mdpsim run`` (``[attacks] report_probability``, the pseudonym strategy and
+``grant_true_mobility`` act as they do there). Repetition ``r`` runs seed ``scenario.seed + r``
+for every mechanism, so all mechanisms meet the same walks (common random numbers). The
+attacks' whole-run scores (Viterbi, places, linkage) are taken when the run ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from mdpsim.attacks.base import Context, Observation, Release
-from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
-from mdpsim.attacks.suite import AttackSuite
 from mdpsim.errors import InputError
-from mdpsim.mobility import MobilityModel, Population
+from mdpsim.model import PrivacyModel
 from mdpsim.outputs import atomic_folder
-
-if TYPE_CHECKING:
-    from mdpsim.domain import Domain
-
-
-@dataclass(frozen=True, eq=False)
-class World:
-    """The truth of one seed: walks of the users and of the public, and the mobility."""
-
-    domain: Domain
-    traces: np.ndarray  # (T, U) secret index of every user per tick
-    public_traces: np.ndarray  # (T, M)
-    mobility: MobilityModel
-    reports_seed: np.random.SeedSequence
-    seed: int
-
-    def context(self, *, grant_true_mobility: bool) -> Context:
-        """What the adversary gets: reach and public traces; the truth only if granted."""
-        true = None
-        if grant_true_mobility:
-            support = reach_kernel(self.domain.dist_xx, self.mobility.reach_km)
-            true = counted_kernel(support, self.traces, 1e-3).forward
-        return Context(
-            domain=self.domain,
-            n_users=self.traces.shape[1],
-            reach_km=self.mobility.reach_km,
-            public_traces=self.public_traces,
-            true_transitions=true,
-            seed=self.seed,
-        )
-
-
-def draw_world(
-    domain,
-    *,
-    n_users: int,
-    ticks: int,
-    seed: int,
-    n_places: int,
-    speed_mps: float,
-    tick_seconds: float,
-    dwell_ticks: tuple[int, int],
-    personal_places: int = 0,
-    n_public: int | None = None,
-) -> World:
-    """Walk the users and a public population of ``n_public`` (default ``n_users``) people
-    (their own places, drawn apart; see :class:`~mdpsim.mobility.Population`)."""
-    users_ss, public_ss, reports_ss = np.random.SeedSequence(seed).spawn(3)
-
-    def walks(count: int, ss: np.random.SeedSequence) -> tuple[MobilityModel, np.ndarray]:
-        places_rng, walk_rng = (np.random.default_rng(s) for s in ss.spawn(2))
-        model = MobilityModel.build(
-            domain,
-            n_places=n_places,
-            speed_mps=speed_mps,
-            tick_seconds=tick_seconds,
-            dwell_ticks=dwell_ticks,
-            rng=places_rng,
-        )
-        pop = Population(model, domain, count, walk_rng, personal_places=personal_places)
-        out = np.empty((ticks, count), dtype=np.int64)
-        for t in range(ticks):
-            pop.step(walk_rng)
-            out[t] = pop.position
-        return model, out
-
-    mobility, traces = walks(n_users, users_ss)
-    _, public = walks(n_public or n_users, public_ss)  # fmt: skip
-    return World(
-        domain=domain,
-        traces=traces,
-        public_traces=public,
-        mobility=mobility,
-        reports_seed=reports_ss,
-        seed=seed,
-    )
-
-
-def public_walks(scenario, domain, *, seed: int) -> np.ndarray:
-    """``(ticks, users.count)`` walks of a public population for a live model's adversary:
-    other people on the same roads with their own places (the users' walks are not used)."""
-    u, s = scenario.users, scenario.scenario
-    world = draw_world(
-        domain,
-        n_users=1,
-        n_public=u.count,
-        ticks=s.ticks,
-        seed=seed,
-        n_places=u.n_places,
-        speed_mps=u.speed_mps,
-        tick_seconds=s.tick_seconds,
-        dwell_ticks=(u.dwell_ticks[0], u.dwell_ticks[1]),
-        personal_places=u.personal_places,
-    )
-    return world.public_traces
-
-
-def run(
-    world: World,
-    mechanism,
-    specs: Sequence[dict],
-    *,
-    uploads: np.ndarray | None = None,
-    report_probability: float = 1.0,
-    pseudonym_change_tick: int = 0,
-    grant_true_mobility: bool = False,
-    progress: Callable[[], None] | None = None,
-) -> AttackSuite:
-    """Feed one fitted mechanism's reports to the attacks of ``specs``; the scored suite."""
-    suite = AttackSuite.from_specs(specs)
-    suite.start(world.context(grant_true_mobility=grant_true_mobility))
-    release = Release(tick=1, mechanism=mechanism, uploads=uploads)
-    suite.release(release)
-    rng = np.random.default_rng(world.reports_seed)
-    n_ticks, n_users = world.traces.shape
-    pseudonyms = np.arange(n_users, dtype=np.int64)
-    for t in range(n_ticks):
-        tick = t + 1
-        if pseudonym_change_tick and tick == pseudonym_change_tick:
-            pseudonyms = n_users + rng.permutation(n_users)
-        secrets = world.traces[t]
-        reporting = np.less(rng.random(n_users), report_probability)
-        outputs = np.full(n_users, -1, dtype=np.int64)
-        idx = np.nonzero(reporting)[0]
-        outputs[idx] = mechanism.sample_many(secrets[idx], rng)
-        suite.observe(
-            Observation(tick=tick, outputs=outputs, pseudonyms=pseudonyms), world.traces[t]
-        )
-        if progress is not None:
-            progress()
-    suite.finish()
-    return suite
+from mdpsim.world import build_domain, load_graph
 
 
 # ---------------------------------------------------------------------- mdpsim attack
 @dataclass(frozen=True)
 class Plan:
-    """What ``mdpsim attack`` runs: mechanisms x epsilons x repetitions, with these attacks."""
+    """What ``mdpsim attack`` runs: mechanisms x epsilons x repetitions (the scenario's attacks)."""
 
     mechanisms: list[str]
     epsilons: list[float]
     repetitions: int
-    specs: list[dict]
 
     @property
     def n_runs(self) -> int:
@@ -193,86 +55,44 @@ def plan_of(scenario, *, mechanisms=None, epsilons=None, repetitions=None) -> Pl
     reps = repetitions if repetitions is not None else sweep.get("repetitions", 1)
     if reps < 1:
         raise InputError(f"--repetitions={reps} must be >= 1")
-    specs = scenario.attacks.specs()
-    if not specs:
+    if not scenario.attacks.specs():
         raise InputError("attacks.run lists no attack that is switched on")
-    return Plan(mechanisms=list(names), epsilons=eps, repetitions=int(reps), specs=specs)
-
-
-def fit_mechanism(scenario, name: str, eps: float, world: World):
-    """Fit ``name`` at ``eps`` on the world's domain; DistA-LP on the users' tick-1 secrets.
-
-    Returns the fitted mechanism and, for DistA-LP, which upload each slot sent.
-    """
-    from mdpsim.mechanisms import make
-
-    params = {**scenario.mechanism.params, **scenario.mechanism.params_by_name.get(name, {})}
-    uploads = None
-    if name == "dista_lp":
-        users = np.unique(world.traces[0])
-        params.setdefault("user_indices", users.tolist())
-        params.setdefault("seed", world.seed)
-    mech = make(name, epsilon=eps, **params).fit(world.domain)
-    if name == "dista_lp":
-        slot = {int(x): i for i, x in enumerate(mech.info_["users"])}
-        uploads = np.array([slot.get(int(x), -1) for x in world.traces[0]], dtype=np.int64)
-    return mech, uploads
+    return Plan(mechanisms=list(names), epsilons=eps, repetitions=int(reps))
 
 
 def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool = False):
     """Run the plan; ``(summary, per_tick)`` frames, one summary row per run and attack."""
-    from mdpsim.domain import Domain
-    from mdpsim.network import load_network
-
-    s, users, attacks = scenario.scenario, scenario.users, scenario.attacks
-    n_ticks = ticks or s.ticks
-    graph = load_network(scenario.network.source, network_type=scenario.network.network_type)
+    n_ticks = ticks or scenario.scenario.ticks
+    graph = load_graph(scenario)
     summaries, per_tick = [], []
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=plan.n_runs * n_ticks, unit="tick", desc=f"{s.name} attacks")
+        bar = tqdm(
+            total=plan.n_runs * n_ticks, unit="tick", desc=f"{scenario.scenario.name} attacks"
+        )
     try:
         for rep in range(plan.repetitions):
-            seed = s.seed + rep
-            domain = Domain.from_network(
-                graph,
-                n_points=scenario.domain.n_points,
-                n_outputs=scenario.domain.n_outputs or None,
-                metric=scenario.domain.metric,
-                seed=seed,
-            )
-            world = draw_world(
-                domain,
-                n_users=users.count,
-                ticks=n_ticks,
-                seed=seed,
-                n_places=users.n_places,
-                speed_mps=users.speed_mps,
-                tick_seconds=s.tick_seconds,
-                dwell_ticks=tuple(users.dwell_ticks),
-                personal_places=users.personal_places,
-            )
+            seed = scenario.scenario.seed + rep
+            domain = build_domain(scenario, graph, seed=seed)
             for name in plan.mechanisms:
                 for eps in plan.epsilons:
-                    mech, uploads = fit_mechanism(scenario, name, eps, world)
-                    suite = run(
-                        world,
-                        mech,
-                        plan.specs,
-                        uploads=uploads,
-                        report_probability=attacks.report_probability,
-                        pseudonym_change_tick=attacks.pseudonym_change_tick,
-                        grant_true_mobility=attacks.grant_true_mobility,
-                        progress=None if bar is None else bar.update,
+                    varied = scenario.replace(
+                        **{
+                            "mechanism.name": name,
+                            "mechanism.epsilon_per_km": eps,
+                            "scenario.ticks": n_ticks,
+                        }
                     )
-                    summaries.append(
-                        suite.summary().assign(mechanism=name, epsilon_per_km=eps, repetition=rep)
-                    )
-                    per_tick.append(
-                        suite.table().assign(mechanism=name, epsilon_per_km=eps, repetition=rep)
-                    )
+                    model = PrivacyModel(varied, rng=seed, graph=graph, domain=domain)
+                    model.run(n_ticks, progress=None if bar is None else lambda _t: bar.update())
+                    suite = model.server.attacks
+                    assert suite is not None, "plan_of refuses a plan without attacks"
+                    suite.finish()
+                    keys = {"mechanism": name, "epsilon_per_km": eps, "repetition": rep}
+                    summaries.append(suite.summary().assign(**keys))
+                    per_tick.append(suite.table().assign(**keys))
     finally:
         if bar is not None:
             bar.close()

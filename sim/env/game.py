@@ -29,8 +29,8 @@ from gymnasium import spaces
 
 from mdpsim.errors import InputError
 from mdpsim.model import Decisions, PrivacyModel
-from mdpsim.network import load_network
 from mdpsim.players import attack_success
+from mdpsim.world import build_domain, load_graph
 
 USER_OBS = (
     "tick_fraction",  # ticks done / horizon
@@ -81,8 +81,7 @@ class Game:
         self.n_users = scenario.users.count
         self.horizon = scenario.scenario.ticks
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
-        net = scenario.network
-        self.graph = load_network(net.source, network_type=net.network_type)
+        self.graph = load_graph(scenario)
         self._domains: dict[int, Any] = {}
         self._model: PrivacyModel | None = None
 
@@ -118,18 +117,10 @@ class Game:
     # ------------------------------------------------------------------ episode
     def reset(self, seed: int) -> None:
         """A fresh model of the scenario with run seed ``seed`` (as ``mdpsim run --seed``)."""
-        from mdpsim.domain import Domain
         from mdpsim.strategies import from_scenario
 
-        dom = self.scenario.domain
         if seed not in self._domains:
-            self._domains[seed] = Domain.from_network(
-                self.graph,
-                n_points=dom.n_points,
-                n_outputs=dom.n_outputs or None,
-                metric=dom.metric,
-                seed=seed,
-            )
+            self._domains[seed] = build_domain(self.scenario, self.graph, seed=seed)
         domain = self._domains[seed]
         strategies = from_scenario(self.scenario, **self.strategy_overrides)
         self._model = PrivacyModel(

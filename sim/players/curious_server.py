@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import mesa
 import numpy as np
 
-from mdpsim.attacks import AttackSuite, Context, Observation, Release
-from mdpsim.attacks.harness import public_walks
+from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.suite import TickResult
 from mdpsim.mechanisms import Mechanism, make
 from mdpsim.privacy.filters import Charge
@@ -62,21 +61,10 @@ class CuriousServer(mesa.Agent):
         self.silent_active_last = 0
         self.active_last = 0
         self.hit_probability = float("nan")
-        self.pseudonyms = np.arange(model.population.n_users, dtype=np.int64)
         specs = model.config.attacks.specs()
         self.attacks = AttackSuite.from_specs(specs) if specs else None
         if self.attacks is not None:
-            self.attacks.start(
-                Context(
-                    domain=model.domain,
-                    n_users=model.population.n_users,
-                    reach_km=model.mobility.reach_km,
-                    public_traces=public_walks(model.config, model.domain, seed=model.seed)
-                    if any(spec.get("mobility") == "public" for spec in specs)
-                    else None,
-                    seed=model.seed,
-                )
-            )
+            self.attacks.start(model.world.context())
         self._refuse_uncharged()
 
     def _refuse_uncharged(self) -> None:
@@ -236,7 +224,7 @@ class CuriousServer(mesa.Agent):
             return TickResult(tick=model.tick, scores={})
         outputs = np.full(model.population.n_users, -1, dtype=np.int64)
         outputs[reports.users] = reports.outputs
-        obs = Observation(tick=model.tick, outputs=outputs, pseudonyms=self.pseudonyms)
+        obs = Observation(tick=model.tick, outputs=outputs, pseudonyms=model.pseudonyms)
         return self.attacks.observe(obs, model.population.position)
 
 

@@ -7,6 +7,7 @@ report policy      ``REPORT_POLICIES``     ``always``, ``budget_aware``, ``thres
 budget policy      ``BUDGET_POLICIES``     ``cgp``, ``pure_gp``, ``renewing``
 query planner      ``QUERY_PLANNERS``      ``per_query``, ``budgeter``
 refresh schedule   ``REFRESH_SCHEDULES``   ``every``, ``on_release``
+pseudonyms         ``PSEUDONYM_STRATEGIES`` ``fixed``, ``change_at``
 =================  ======================  ==============================================
 
 A scenario names each with its parameters (``[strategies]``); :func:`from_scenario` builds
@@ -22,6 +23,7 @@ from typing import Any
 from mdpsim.errors import InputError
 from mdpsim.registry import Registry
 from mdpsim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
+from mdpsim.strategies.pseudonyms import PSEUDONYM_STRATEGIES, PseudonymStrategy
 from mdpsim.strategies.query_planner import QUERY_PLANNERS, QueryPlanner
 from mdpsim.strategies.refresh import REFRESH_SCHEDULES, RefreshSchedule
 from mdpsim.strategies.report import REPORT_POLICIES, ReportContext, ReportPolicy
@@ -31,6 +33,7 @@ REGISTRIES: dict[str, Registry] = {
     "budget": BUDGET_POLICIES,
     "query_planner": QUERY_PLANNERS,
     "refresh": REFRESH_SCHEDULES,
+    "pseudonyms": PSEUDONYM_STRATEGIES,
 }
 
 
@@ -42,14 +45,15 @@ class Strategies:
     budget: BudgetPolicy
     query_planner: QueryPlanner
     refresh: RefreshSchedule
+    pseudonyms: PseudonymStrategy
 
 
 def specs_of(scenario) -> dict[str, Any]:
     """The strategy specs (name or ``{name, **params}``) a scenario asks for.
 
     A scenario without a ``[strategies]`` table gets what older files meant: a CGP budget of
-    ``users.budget_rho_per_km2``, ``mechanism.refresh_every_ticks``, every user reporting and
-    the per-query planner.
+    ``users.budget_rho_per_km2``, ``mechanism.refresh_every_ticks``, every user reporting,
+    the per-query planner and pseudonyms changed at ``attacks.pseudonym_change_tick``.
     """
     given = dict(_strategies_table(scenario))
     legacy = {
@@ -57,6 +61,7 @@ def specs_of(scenario) -> dict[str, Any]:
         "budget": {"name": "cgp", "rho_per_km2": scenario.users.budget_rho_per_km2},
         "query_planner": "per_query",
         "refresh": {"name": "every", "ticks": scenario.mechanism.refresh_every_ticks},
+        "pseudonyms": {"name": "change_at", "tick": scenario.attacks.pseudonym_change_tick},
     }
     return {
         kind: legacy[kind] if given.get(kind) is None else _plain(given[kind])
@@ -86,11 +91,13 @@ def _strategies_table(scenario) -> dict[str, Any]:
 
 __all__ = [
     "BUDGET_POLICIES",
+    "PSEUDONYM_STRATEGIES",
     "QUERY_PLANNERS",
     "REFRESH_SCHEDULES",
     "REGISTRIES",
     "REPORT_POLICIES",
     "BudgetPolicy",
+    "PseudonymStrategy",
     "QueryPlanner",
     "RefreshSchedule",
     "ReportContext",

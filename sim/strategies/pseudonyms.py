@@ -1,0 +1,55 @@
+"""Pseudonym strategies: under which name the server sees each user's reports at a tick.
+
+The users choose their pseudonyms; the server sees only the names. A change is drawn from the
+run's ``pseudonyms`` stream (never from a location), so it tells the server nothing but the
+fact of the change, which it sees anyway.
+
+* ``fixed``: one name per user for the whole run;
+* ``change_at``: every user takes a fresh name at tick ``tick`` (0: never), a random
+  permutation of ``n .. 2n - 1``; the linkage attack splits the run there.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from mdpsim.errors import InputError
+from mdpsim.registry import Registry
+
+PSEUDONYM_STRATEGIES: Registry[PseudonymStrategy] = Registry("pseudonym strategy")
+
+
+class PseudonymStrategy(ABC):
+    """Decides, for all users at once, the names their reports carry at each tick."""
+
+    name = "?"
+
+    @abstractmethod
+    def names(self, tick: int, current: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The pseudonyms of tick ``tick`` (``current``: those of the tick before)."""
+
+
+@PSEUDONYM_STRATEGIES.register("fixed")
+class Fixed(PseudonymStrategy):
+    """The same name for the whole run."""
+
+    def names(self, tick: int, current: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return current
+
+
+@PSEUDONYM_STRATEGIES.register("change_at")
+class ChangeAt(PseudonymStrategy):
+    """A fresh name for every user at tick ``tick`` (0: never)."""
+
+    def __init__(self, tick: int = 0) -> None:
+        if isinstance(tick, bool) or not isinstance(tick, int) or tick < 0:
+            raise InputError(f"change_at: tick={tick!r} must be an integer >= 0")
+        self.tick = tick
+
+    def names(self, tick: int, current: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if self.tick and tick == self.tick:
+            n = len(current)
+            return n + rng.permutation(n).astype(np.int64)
+        return current

@@ -1,0 +1,175 @@
+"""The one place a scenario becomes a world: roads, domain, the users' walks, the adversary.
+
+:func:`build_world` turns a validated scenario and a seed into a :class:`World`: the projected
+road graph, the domain of secrets and outputs, the mobility model (places, routes), the users'
+starting positions and the seeded random streams every later draw of a run comes from. The
+model (:class:`~mdpsim.model.PrivacyModel`), and through it ``mdpsim run``, ``mdpsim attack``,
+``mdpsim batch``, the environment and the dashboard, all build their worlds here, so a
+scenario field means the same thing everywhere.
+
+:meth:`World.context` is what the adversary knows at the start (:class:`~mdpsim.attacks.Context`):
+the public reach of a tick, a public population's walks when an attack asks for them, and the
+users' own empirical transitions only when ``[attacks] grant_true_mobility`` hands them over.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mdpsim.attacks.base import Context
+from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
+from mdpsim.domain import Domain
+from mdpsim.mobility import MobilityModel, Population
+from mdpsim.network import load_network
+
+if TYPE_CHECKING:
+    from mdpsim.scenario import Scenario
+
+#: The run's independent random streams, children of the seed in this order. New streams are
+#: appended (a SeedSequence's i-th child does not depend on how many are spawned), so adding
+#: one leaves every earlier stream, and so every earlier result, unchanged.
+STREAMS = (
+    "mobility",
+    "reports",
+    "queries",
+    "mechanism",
+    "places",
+    "participation",
+    "pseudonyms",
+)
+#: Laplace smoothing of the users' counted transitions handed over by grant_true_mobility.
+TRUE_MOBILITY_SMOOTHING = 1e-3
+
+
+@dataclass(eq=False)
+class World:
+    """What a scenario and a seed make; shared by every player of one run."""
+
+    scenario: Scenario
+    seed: int
+    graph: Any
+    domain: Domain
+    mobility: MobilityModel
+    population: Population
+    streams: dict[str, np.random.Generator]
+
+    @property
+    def n_users(self) -> int:
+        """How many users walk in this world."""
+        return self.population.n_users
+
+    def context(self) -> Context:
+        """What the adversary knows before the first tick (see the module docstring)."""
+        attacks = self.scenario.attacks
+        specs = attacks.specs()
+        wants_public = any(spec.get("mobility") == "public" for spec in specs)
+        true = None
+        if attacks.grant_true_mobility:
+            support = reach_kernel(self.domain.dist_xx, self.mobility.reach_km)
+            traces = self.walks_ahead(self.scenario.scenario.ticks)
+            true = counted_kernel(support, traces, TRUE_MOBILITY_SMOOTHING).forward
+        return Context(
+            domain=self.domain,
+            n_users=self.n_users,
+            reach_km=self.mobility.reach_km,
+            public_traces=public_walks(self.scenario, self.domain, seed=self.seed)
+            if wants_public
+            else None,
+            true_transitions=true,
+            seed=self.seed,
+        )
+
+    def walks_ahead(self, ticks: int) -> np.ndarray:
+        """``(ticks, users)`` secrets of the users at ticks 1 .. ``ticks``, as the run will walk
+        them (drawn on copies of the population and its stream; the world is not advanced)."""
+        population = copy.deepcopy(self.population)
+        rng = copy.deepcopy(self.streams["mobility"])
+        out = np.empty((ticks, self.n_users), dtype=np.int64)
+        for t in range(ticks):
+            out[t] = population.position
+            population.step(rng)
+        return out
+
+
+def build_world(
+    scenario: Scenario, seed: int | None = None, *, graph=None, domain: Domain | None = None
+) -> World:
+    """The world of ``scenario`` with run seed ``seed`` (default: the scenario's).
+
+    ``graph`` and ``domain`` may be given when already built for the same scenario fields and
+    seed (the dashboard and the environment cache them); they are never mutated.
+    """
+    seed = scenario.scenario.seed if seed is None else int(seed)
+    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    streams = {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}
+    graph = load_graph(scenario) if graph is None else graph
+    domain = build_domain(scenario, graph, seed=seed) if domain is None else domain
+    users = scenario.users
+    mobility = MobilityModel.build(
+        domain,
+        n_places=users.n_places,
+        speed_mps=users.speed_mps,
+        tick_seconds=scenario.scenario.tick_seconds,
+        dwell_ticks=(users.dwell_ticks[0], users.dwell_ticks[1]),
+        rng=streams["places"],
+    )
+    population = Population(
+        mobility, domain, users.count, streams["mobility"], personal_places=users.personal_places
+    )
+    return World(
+        scenario=scenario,
+        seed=seed,
+        graph=graph,
+        domain=domain,
+        mobility=mobility,
+        population=population,
+        streams=streams,
+    )
+
+
+def load_graph(scenario: Scenario):
+    """The scenario's projected road graph (``[network]``)."""
+    net = scenario.network
+    return load_network(net.source, network_type=net.network_type)
+
+
+def domain_sizes(scenario: Scenario) -> tuple[int, int | None]:
+    """``(n_points, n_outputs)`` of the scenario's domain; ``n_outputs`` None: outputs = secrets."""
+    dom = scenario.domain
+    return dom.n_points, dom.n_outputs or None
+
+
+def build_domain(scenario: Scenario, graph, *, seed: int) -> Domain:
+    """The scenario's domain (``[domain]``) on ``graph``, its points placed by ``seed``."""
+    n_points, n_outputs = domain_sizes(scenario)
+    return Domain.from_network(
+        graph, n_points=n_points, n_outputs=n_outputs, metric=scenario.domain.metric, seed=seed
+    )
+
+
+def public_walks(scenario: Scenario, domain: Domain, *, seed: int) -> np.ndarray:
+    """``(ticks, users.count)`` walks of a public population: other people on the same roads
+    with places of their own, drawn apart from the users (the adversary's public data)."""
+    users, s = scenario.users, scenario.scenario
+    _, public_ss, _ = np.random.SeedSequence(seed).spawn(3)
+    places_rng, walk_rng = (np.random.default_rng(child) for child in public_ss.spawn(2))
+    mobility = MobilityModel.build(
+        domain,
+        n_places=users.n_places,
+        speed_mps=users.speed_mps,
+        tick_seconds=s.tick_seconds,
+        dwell_ticks=(users.dwell_ticks[0], users.dwell_ticks[1]),
+        rng=places_rng,
+    )
+    population = Population(
+        mobility, domain, users.count, walk_rng, personal_places=users.personal_places
+    )
+    out = np.empty((s.ticks, users.count), dtype=np.int64)
+    for t in range(s.ticks):
+        population.step(walk_rng)
+        out[t] = population.position
+    return out

@@ -1,0 +1,142 @@
+"""One world builder, one loop: every driver builds its world in mdpsim.world and runs the model."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mdpsim import scenario as sc
+from mdpsim.attacks import harness
+from mdpsim.cli import main
+from mdpsim.env import parallel_env
+from mdpsim.model import PrivacyModel
+from mdpsim.run import simulate
+from mdpsim.world import build_world
+
+SIM = Path(__file__).resolve().parent.parent / "sim"
+DASHBOARD = SIM.parent / "dashboard"
+
+ORACLE = {
+    "scenario": {"name": "oracle", "seed": 5, "ticks": 4},
+    "network": {"source": "helsinki-test"},
+    "domain": {"n_points": 50},
+    "users": {"count": 12, "budget_rho_per_km2": 1000.0},
+    "mechanism": {"name": "em", "epsilon_per_km": 4.0},
+    "queries": {"every_ticks": 0},
+    "attacks": {
+        "run": ["bayes", "oracle"],
+        "params": {"oracle": {"attack": "tracking", "mobility": "true"}},
+        "grant_true_mobility": True,
+    },
+}
+
+
+ORACLE_TOML = """
+[scenario]
+name = "oracle"
+seed = 5
+ticks = 4
+[network]
+source = "helsinki-test"
+[domain]
+n_points = 50
+[users]
+count = 12
+budget_rho_per_km2 = 1000.0
+[mechanism]
+name = "em"
+epsilon_per_km = 4.0
+[queries]
+every_ticks = 0
+[attacks]
+run = ["bayes", "oracle"]
+params.oracle = { attack = "tracking", mobility = "true" }
+grant_true_mobility = true
+"""
+
+
+def _oracle(**changes) -> sc.Scenario:
+    s = sc.from_dict(ORACLE)
+    return s.replace(**changes) if changes else s
+
+
+def test_only_the_world_builder_places_the_domain():
+    """``Domain.from_network`` from scenario fields is called in mdpsim.world only."""
+    callers = []
+    for path in [*SIM.rglob("*.py"), *DASHBOARD.rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "from_network":
+                callers.append(path.relative_to(SIM.parent).as_posix())
+    assert sorted(set(callers) - {"sim/cli.py"}) == ["sim/world.py"]  # cli: `mdpsim domain`
+
+
+def test_the_model_walks_the_world_the_builder_makes():
+    s = _oracle()
+    world = build_world(s, 9)
+    ahead = world.walks_ahead(3)
+    model = PrivacyModel(s, rng=9)
+    np.testing.assert_array_equal(model.domain.x_xy, world.domain.x_xy)
+    for t in range(3):
+        np.testing.assert_array_equal(model.population.position, ahead[t])
+        model.step()
+
+
+def test_walks_ahead_leave_the_world_unchanged():
+    world = build_world(_oracle(), 2)
+    start = world.population.position.copy()
+    first = world.walks_ahead(4)
+    np.testing.assert_array_equal(world.population.position, start)
+    np.testing.assert_array_equal(world.walks_ahead(4), first)
+
+
+def test_granted_true_mobility_runs_in_run_attack_and_env(tmp_path):
+    s = _oracle()
+    ticks, _, _ = simulate(s)
+    assert np.isfinite(ticks["oracle_error_km"]).all()
+
+    summary, _ = harness.evaluate(s, harness.plan_of(s))
+    assert set(summary["attack"]) == {"bayes", "oracle"}
+
+    env = parallel_env(s)
+    env.reset(seed=5)
+    while env.agents:
+        env.step({agent: env.action_space(agent).sample() for agent in env.agents})
+    path = tmp_path / "oracle.toml"
+    path.write_text(ORACLE_TOML, encoding="utf-8")
+    assert sc.load(path).to_dict() == s.to_dict()
+    assert main(["run", str(path), "--out", str(tmp_path / "r")]) == 0
+    assert main(["attack", str(path), "--out", str(tmp_path / "a"), "--no-progress"]) == 0
+
+
+def test_report_probability_thins_the_reports_in_mdpsim_run():
+    full, _, _ = simulate(_oracle())
+    half, _, _ = simulate(_oracle(**{"attacks.report_probability": 0.5}))
+    assert (full["n_reports"] == 12).all()
+    assert 0 < half["n_reports"].sum() < 0.8 * full["n_reports"].sum()
+
+
+def test_pseudonyms_change_at_the_scenario_tick_in_mdpsim_run():
+    model = PrivacyModel(_oracle(**{"attacks.pseudonym_change_tick": 3}))
+    seen = []
+    for _ in range(4):
+        model.step()
+        seen.append(model.pseudonyms.copy())
+    np.testing.assert_array_equal(seen[0], seen[1])
+    assert set(seen[2]) == set(range(12, 24)) and not np.array_equal(seen[1], seen[2])
+    np.testing.assert_array_equal(seen[2], seen[3])
+
+
+def test_mdpsim_attack_is_the_run_of_each_mechanism():
+    """The attack table of a mechanism is the attack columns of `mdpsim run` with it."""
+    s = _oracle(**{"attacks.run": ["bayes"], "attacks.params": {}})
+    summary, per_tick = harness.evaluate(s, harness.plan_of(s))
+    ticks, _, _ = simulate(s)
+    pd.testing.assert_series_equal(
+        per_tick.set_index("tick")["error_km"].rename("bayes_error_km"),
+        ticks.set_index("tick")["bayes_error_km"],
+        check_dtype=False,
+    )
+    assert summary["mechanism"].tolist() == ["em"]
