@@ -64,7 +64,8 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
     """Run the plan; ``(summary, per_tick)`` frames, one summary row per run and attack."""
     n_ticks = ticks or scenario.scenario.ticks
     graph = load_graph(scenario)
-    summaries, per_tick = [], []
+    summaries: list[pd.DataFrame] = []
+    per_tick: list[pd.DataFrame] = []
     bar = None
     if progress:
         from tqdm import tqdm
@@ -90,9 +91,10 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
                     suite = model.server.attacks
                     assert suite is not None, "plan_of refuses a plan without attacks"
                     suite.finish()
-                    keys = {"mechanism": name, "epsilon_per_km": eps, "repetition": rep}
-                    summaries.append(suite.summary().assign(**keys))
-                    per_tick.append(suite.table().assign(**keys))
+                    for frames, frame in ((summaries, suite.summary()), (per_tick, suite.table())):
+                        frames.append(
+                            frame.assign(mechanism=name, epsilon_per_km=eps, repetition=rep)
+                        )
     finally:
         if bar is not None:
             bar.close()
