@@ -20,9 +20,10 @@ import numpy as np
 
 from mdpsim import scenario as sc
 from mdpsim.attacks import AttackSuite, Observation, Release
-from mdpsim.attacks.tracking import MAX_THREADS, available_cores
+from mdpsim.attacks.tracking import MAX_THREADS
 from mdpsim.mechanisms import make
 from mdpsim.run import simulate
+from mdpsim.threads import available_cores
 from mdpsim.world import build_world
 
 SPECS = [

@@ -26,6 +26,7 @@ from mdpsim import store
 from mdpsim.errors import InputError
 from mdpsim.scenario import Scenario
 from mdpsim.store import canonical_json
+from mdpsim.threads import available_cores, check_threads, thread_budget, threads_per_worker
 
 SEEDING = ("per-task", "common")
 _MANIFEST_EVERY_S = 1.0  # rewrite the manifest at most this often while tasks finish
@@ -63,11 +64,22 @@ class BatchOutcome:
     n_skipped: int
     seconds: float
     failures: dict[str, str] = field(default_factory=dict)
+    workers: int = 1  # concurrent tasks; 0 on an external cluster
+    threads_per_task: int = 1
+    cores: int = 1
 
     @property
     def ok(self) -> bool:
         """Whether every task of the batch has finished."""
         return self.n_done == self.n_tasks
+
+    @property
+    def threads_line(self) -> str:
+        """How the batch shared the cores, for its summary (workers 0: an external cluster's)."""
+        threads = f"{self.threads_per_task} thread(s) per task (tracking filter; BLAS pinned to 1)"
+        if self.workers == 0:
+            return f"the cluster's workers x {threads}"
+        return f"{self.workers} worker(s) x {threads} on {self.cores} core(s) this process may use"
 
 
 # ---------------------------------------------------------------------- expansion and seeds
@@ -180,14 +192,16 @@ def error_line(text: str) -> str:
 
 
 # ---------------------------------------------------------------------- one task (in a worker)
-def run_task(scenario: Scenario, task: Task) -> TaskResult:
-    """Simulate one task; never raises (errors come back as text)."""
+def run_task(scenario: Scenario, task: Task, threads: int | None = None) -> TaskResult:
+    """Simulate one task with a budget of ``threads`` (``None``: the worker's cores); never
+    raises (errors come back as text)."""
     from mdpsim.run import simulate
 
     start = time.perf_counter()
     try:
         varied = scenario.replace(**task.params) if task.params else scenario
-        ticks, users, timings = simulate(varied, seed=task.seed)
+        with thread_budget(threads):
+            ticks, users, timings = simulate(varied, seed=task.seed)
         front = _identity_columns(task)
         return TaskResult(
             task_id=task.task_id,
@@ -226,13 +240,15 @@ def _with_front(df: pd.DataFrame, front: dict[str, Any]) -> pd.DataFrame:
 _Results = Generator[tuple[Task, TaskResult], None, None]
 
 
-def _serial(scenario: Scenario, tasks: list[Task]) -> _Results:
+def _serial(scenario: Scenario, tasks: list[Task], threads: int) -> _Results:
     for task in tasks:
-        yield task, run_task(scenario, task)
+        yield task, run_task(scenario, task, threads)
 
 
-def _pooled(executor, scenario: Scenario, tasks: list[Task]) -> _Results:
-    futures: dict[Future, Task] = {executor.submit(run_task, scenario, t): t for t in tasks}
+def _pooled(executor, scenario: Scenario, tasks: list[Task], threads: int) -> _Results:
+    futures: dict[Future, Task] = {
+        executor.submit(run_task, scenario, t, threads): t for t in tasks
+    }
     try:
         for fut in as_completed(futures):
             task = futures.pop(fut)
@@ -307,6 +323,7 @@ def run_batch(
     overwrite: bool = False,
     seeding: str = "per-task",
     progress: bool = True,
+    threads_per_task: int | None = None,
     on_result: Callable[[Task, TaskResult], None] | None = None,
 ) -> BatchOutcome:
     """Run every unfinished task of ``scenario``'s sweep and store the results in ``out_dir``.
@@ -326,6 +343,11 @@ def run_batch(
         afresh, e.g. after fixing the scenario of a failed batch.
     seeding
         ``"per-task"`` or ``"common"`` (see :func:`expand`).
+    threads_per_task
+        Threads each task may use (the tracking filter's; BLAS is always pinned to one).
+        ``None``: the cores this process may use divided by the concurrent tasks (local
+        workers or ``dask_workers``), so workers x threads <= cores; 1 on an external
+        ``scheduler``, whose machines the driver does not know.
     on_result
         Called in the driver after each task's outcome has been stored.
     """
@@ -335,6 +357,8 @@ def run_batch(
         )
     if workers < 1:
         raise InputError(f"--workers={workers} must be >= 1")
+    if threads_per_task is not None:
+        check_threads(threads_per_task, "--threads-per-task")
     if resume and overwrite:
         raise InputError("give either --resume (keep finished tasks) or --overwrite, not both")
     start = time.perf_counter()
@@ -351,6 +375,15 @@ def run_batch(
     failures = {k: v for k, v in failures.items() if k not in done}
     store.write_state(out, manifest, done, failures)
 
+    cores = available_cores()
+    if scheduler is not None:
+        concurrent = 0  # unknown: the cluster's workers
+    elif dask_workers is not None:
+        concurrent = dask_workers
+    else:
+        concurrent = min(workers, len(todo)) if workers > 1 and len(todo) > 1 else 1
+    if threads_per_task is None:
+        threads_per_task = 1 if scheduler is not None else threads_per_worker(concurrent, cores)
     bar = None
     if progress and todo:
         from tqdm import tqdm
@@ -365,12 +398,12 @@ def run_batch(
                 processes=dask_processes,
                 connect_timeout_s=connect_timeout_s,
             )
-            results = _pooled(client.get_executor(pure=False), scenario, todo)
-        elif workers > 1 and len(todo) > 1:
-            pool = _process_pool(min(workers, len(todo)))
-            results = _pooled(pool, scenario, todo)
+            results = _pooled(client.get_executor(pure=False), scenario, todo, threads_per_task)
+        elif concurrent > 1:
+            pool = _process_pool(concurrent)
+            results = _pooled(pool, scenario, todo, threads_per_task)
         else:
-            results = _serial(scenario, todo)
+            results = _serial(scenario, todo, threads_per_task)
         last_write = time.monotonic()
         try:
             for task, result in results:
@@ -415,6 +448,9 @@ def run_batch(
         n_skipped=n_skipped,
         seconds=time.perf_counter() - start,
         failures=dict(failures),
+        workers=concurrent,
+        threads_per_task=threads_per_task,
+        cores=cores,
     )
 
 

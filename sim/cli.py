@@ -80,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--connect-timeout", type=float, default=10.0, help="seconds to reach --scheduler"
     )
+    p.add_argument(
+        "--threads-per-task",
+        type=int,
+        help="threads each task may use (default: cores / concurrent tasks, so workers x "
+        "threads <= cores; 1 with --scheduler)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = sub.add_parser(
@@ -227,11 +233,11 @@ def _demo(args: argparse.Namespace) -> int:
 
 @command("batch")
 def _batch(args: argparse.Namespace) -> int:
-    import os
     from pathlib import Path
 
     from mdpsim import scenario as scenario_mod
     from mdpsim.batch import run_batch
+    from mdpsim.threads import available_cores
 
     scenario = scenario_mod.load(args.scenario)
     if args.ticks is not None:
@@ -240,7 +246,7 @@ def _batch(args: argparse.Namespace) -> int:
     outcome = run_batch(
         scenario,
         out,
-        workers=args.workers if args.workers is not None else os.cpu_count() or 1,
+        workers=args.workers if args.workers is not None else available_cores(),
         scheduler=args.scheduler,
         dask_workers=args.dask_workers,
         connect_timeout_s=args.connect_timeout,
@@ -248,11 +254,13 @@ def _batch(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         seeding="common" if args.common_seeds else "per-task",
         progress=not args.no_progress,
+        threads_per_task=args.threads_per_task,
     )
     print(
         f"tasks            {outcome.n_done} of {outcome.n_tasks} finished "
         f"({outcome.n_skipped} skipped as already done), {outcome.n_failed} failed"
     )
+    print(f"threads          {outcome.threads_line}")
     print(f"time             {outcome.seconds:.1f} s")
     print(f"store            {out}/ (manifest.json, tasks/*.parquet, failures.json)")
     if outcome.failures:

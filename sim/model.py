@@ -24,6 +24,7 @@ from mdpsim.players import CuriousServer, UserAgent
 from mdpsim.scenario import Scenario
 from mdpsim.strategies import Strategies, from_scenario
 from mdpsim.strategies.report import ReportContext
+from mdpsim.threads import one_blas_thread
 from mdpsim.world import build_world
 
 
@@ -66,6 +67,7 @@ class PrivacyModel(mesa.Model):
     decisions see it.
     """
 
+    @one_blas_thread()  # the same bits whatever the environment's BLAS threads (sim/threads.py)
     def __init__(
         self,
         scenario: Scenario,
@@ -135,6 +137,7 @@ class PrivacyModel(mesa.Model):
         """One tick with every player following its strategy."""
         self.advance(self.decide())
 
+    @one_blas_thread()
     def advance(self, decisions: Decisions) -> None:
         """One tick, as docs/design.md §6 tells it, with the players' ``decisions`` for it."""
         self.tick += 1

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -40,18 +39,12 @@ from mdpsim.attacks.base import (
 )
 from mdpsim.attacks.mobility_models import MODELS, counted_kernel, learn_kernel, reach_kernel
 from mdpsim.errors import InputError
+from mdpsim.threads import task_threads
 
 METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
 #: The most threads ``threads=None`` takes.
 MAX_THREADS = 8
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 @functools.cache
@@ -83,9 +76,10 @@ class Tracking(Attack):
         this many EM iterations, on this many slots (drawn once with the context's seed).
     threads
         Threads of the filter's tick, each running the whole step on its part of the users
-        (numpy and scipy's sparse product release the GIL); ``None``: the cores this process
-        may use, at most :data:`MAX_THREADS`. The beliefs are the same bits whatever the
-        number (docs/attacks.md, Speed).
+        (numpy and scipy's sparse product release the GIL); ``None``: the task's thread budget
+        (:func:`mdpsim.threads.task_threads`: the cores this process may use, or the batch's
+        share of them per worker), at most :data:`MAX_THREADS`. The beliefs are the same bits
+        whatever the number (docs/attacks.md, Speed).
     """
 
     def __init__(
@@ -151,7 +145,7 @@ class Tracking(Attack):
         self.prior_ = np.asarray(domain.prior, dtype=float)
         self._prior_row32 = self.prior_.astype(np.float32)[None, :]
         u = context.n_users
-        threads = min(MAX_THREADS, available_cores()) if self.threads is None else self.threads
+        threads = min(MAX_THREADS, task_threads()) if self.threads is None else self.threads
         bounds = np.linspace(0, u, min(threads, max(u, 1)) + 1).astype(int)
         self._parts = [slice(a, b) for a, b in itertools.pairwise(bounds)]
         # per part, (N, U_part) float32 beliefs; every column sums to 1

@@ -1,0 +1,106 @@
+"""Threads of a run: BLAS pinned to one (the same bits everywhere), the rest within a budget.
+
+* **BLAS / OpenMP: one thread, always.** OpenBLAS splits a matrix product between its threads,
+  and the split changes the order of the sums: the Bayes attack's risk table
+  ``dist_xx @ posterior`` came out different in the last bit under ``OMP_NUM_THREADS=1`` and
+  under the default (14-18 of 1,260 ``bayes_error_km`` values of a 6-task sweep). A model is
+  built and every tick is run inside :func:`one_blas_thread` (threadpoolctl), so what the
+  environment says (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, a Dask worker's settings)
+  changes nothing. The parallel work that matters (the tracking filter) has its own threads,
+  whose result does not depend on their number (docs/attacks.md, Speed).
+* **A thread budget per task.** :func:`task_threads` is what a task may use: the cores this
+  process may run on (``os.sched_getaffinity``), or less while :func:`thread_budget` is in
+  force; the batch sets it in each worker so that workers x threads <= the cores
+  (docs/batch.md). The tracking filter's ``threads=None`` takes it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mdpsim.errors import InputError
+
+_budget: int | None = None
+_lock = threading.Lock()
+_depth = 0
+_limit = None
+_controller = None
+_modules_seen = -1
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def task_threads() -> int:
+    """Threads the running task may use: the budget in force, else :func:`available_cores`."""
+    return _budget if _budget is not None else available_cores()
+
+
+def threads_per_worker(workers: int, cores: int | None = None) -> int:
+    """The most threads each of ``workers`` concurrent tasks may take so that
+    ``workers * threads <= cores`` (at least 1)."""
+    cores = available_cores() if cores is None else cores
+    return max(1, cores // max(1, workers))
+
+
+def check_threads(value, name: str) -> int:
+    """``value`` as a thread count >= 1, else one :class:`InputError` line naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name}={value!r} must be an integer >= 1")
+    return value
+
+
+@contextmanager
+def thread_budget(threads: int | None) -> Iterator[None]:
+    """Within the block, :func:`task_threads` is ``threads`` (``None``: leave it as it is)."""
+    global _budget
+    previous = _budget
+    if threads is not None:
+        _budget = check_threads(threads, "threads")
+    try:
+        yield
+    finally:
+        _budget = previous
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS and OpenMP libraries limited to one thread within the block (threadpoolctl).
+
+    The limit is process-wide, so nested and concurrent blocks (two dashboard sessions in one
+    server) share it: the first to enter sets it, the last to leave restores the libraries'
+    own settings."""
+    global _depth, _limit
+    with _lock:
+        if _depth == 0:
+            _limit = _blas_controller().limit(limits=1)
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _limit is not None:
+                _limit.restore_original_limits()
+                _limit = None
+
+
+def _blas_controller():
+    """The threadpoolctl controller of the loaded libraries, rebuilt when modules were
+    imported since (a new extension may load a new BLAS); building one scans the process's
+    shared libraries (~3 ms), using it does not."""
+    global _controller, _modules_seen
+    if _controller is None or len(sys.modules) != _modules_seen:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+        _modules_seen = len(sys.modules)
+    return _controller
