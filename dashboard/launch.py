@@ -1,16 +1,27 @@
 """How ``mdpsim dashboard`` starts Streamlit: the command line and its environment.
 
 Settings are given on the command line (not only in ``.streamlit/config.toml``) so that they
-hold from any working folder: headless (no browser opened), no usage statistics sent.
+hold from any working folder, as from an installed package: headless (no browser opened), no
+usage statistics sent, a minimal toolbar. The app script is found in the installed package.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
-APP = Path(__file__).resolve().parent / "app.py"
+
+def app_path() -> Path:
+    """The dashboard's entry script, ``mdpsim/dashboard/app.py`` of the installed package."""
+    spec = importlib.util.find_spec("mdpsim.dashboard.app")
+    if spec is None or spec.origin is None:  # pragma: no cover - a broken installation
+        raise RuntimeError("mdpsim.dashboard.app is not installed")
+    return Path(spec.origin)
+
+
+APP = app_path()
 
 
 def streamlit_command(*, port: int = 8501, address: str = "localhost") -> list[str]:
@@ -29,6 +40,8 @@ def streamlit_command(*, port: int = 8501, address: str = "localhost") -> list[s
         "true",
         "--browser.gatherUsageStats",
         "false",
+        "--client.toolbarMode",
+        "minimal",
     ]
 
 

@@ -6,6 +6,7 @@ from are shared between sessions and reruns here, keyed by the scenario fields t
 
 from __future__ import annotations
 
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import streamlit as st
@@ -18,8 +19,9 @@ from mdpsim.network import load_network
 from mdpsim.scenario import Scenario
 from mdpsim.world import build_domain
 
+# The clone the package runs from, if any: its docs/results hold bundled batch results (an
+# installed package has none, and the batch page then lists the stores under ./runs only).
 REPO = Path(__file__).resolve().parent.parent
-SCENARIO_DIR = REPO / "scenarios"
 
 
 @st.cache_resource(show_spinner="Loading the road network ...")
@@ -61,9 +63,9 @@ def build_model(scenario: Scenario) -> PrivacyModel:
     )
 
 
-def scenario_files() -> dict[str, Path]:
-    """The scenario files shipped in ``scenarios/``, by file stem."""
-    return {p.stem: p for p in sorted(SCENARIO_DIR.glob("*.toml"))}
+def scenario_files() -> dict[str, Traversable]:
+    """The scenarios shipped in the package (``mdpsim.scenarios``), by file stem."""
+    return scenario_mod.packaged()
 
 
 def load_scenario(name: str) -> Scenario:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from mdpsim.errors import InputError
 
 EXIT_USAGE = 2
+DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
+SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
@@ -43,19 +45,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_domain_args(p)
 
     p = sub.add_parser("run", help="run a scenario; write Parquet tables and summary.json")
-    p.add_argument("scenario", help="a TOML scenario file (see docs/scenarios.md)")
+    p.add_argument("scenario", help=SCENARIO_HELP)
     p.add_argument("--out", help="output folder (default runs/<scenario name>-seed<S>)")
     p.add_argument("--seed", type=int, help="override scenario.seed")
     p.add_argument("--ticks", type=int, help="override scenario.ticks")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
 
-    p = sub.add_parser("demo", help="run scenarios/helsinki_demo.toml on the bundled network")
+    p = sub.add_parser("demo", help="run the packaged scenario helsinki_demo (bundled network)")
     p.add_argument("--out", help="output folder (default runs/helsinki_demo-seed<S>)")
 
     p = sub.add_parser(
         "batch", help="run a scenario's [sweep] as tasks (process pool or Dask); see docs/batch.md"
     )
-    p.add_argument("scenario", help="a TOML scenario file with a [sweep] table")
+    p.add_argument("scenario", help=f"{SCENARIO_HELP}, with a [sweep] table")
     p.add_argument("--out", help="results store folder (default runs/<scenario name>-batch)")
     backend = p.add_mutually_exclusive_group()
     backend.add_argument(
@@ -91,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "attack", help="run mechanisms x attacks on a scenario; table and heatmap of success"
     )
-    p.add_argument("scenario", help="a TOML scenario file; its [attacks] lists the attacks")
+    p.add_argument("scenario", help=f"{SCENARIO_HELP}; its [attacks] lists the attacks")
     p.add_argument("--out", help="output folder (default runs/<scenario name>-attacks)")
     p.add_argument("--mechanisms", help="comma-separated mechanism names (default: scenario)")
     p.add_argument("--epsilons", help="comma-separated eps per km (default: scenario)")
@@ -210,7 +212,7 @@ def _run(args: argparse.Namespace) -> int:
     from mdpsim import scenario as scenario_mod
     from mdpsim.run import run_scenario, summary_table
 
-    scenario = scenario_mod.load(args.scenario)
+    scenario = scenario_mod.resolve(args.scenario)
     seed = scenario.scenario.seed if args.seed is None else args.seed
     out = Path(args.out or f"runs/{scenario.scenario.name}-seed{seed}")
     summary = run_scenario(
@@ -223,12 +225,10 @@ def _run(args: argparse.Namespace) -> int:
 
 @command("demo")
 def _demo(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from mdpsim import scenario as scenario_mod
 
-    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "helsinki_demo.toml"
-    return _run(
-        argparse.Namespace(scenario=str(scenario), out=args.out, seed=None, ticks=None, force=True)
-    )
+    demo = scenario_mod.load(scenario_mod.packaged()[DEMO_SCENARIO])  # never a local file
+    return _run(argparse.Namespace(scenario=demo, out=args.out, seed=None, ticks=None, force=True))
 
 
 @command("batch")
@@ -239,7 +239,7 @@ def _batch(args: argparse.Namespace) -> int:
     from mdpsim.batch import run_batch
     from mdpsim.threads import available_cores
 
-    scenario = scenario_mod.load(args.scenario)
+    scenario = scenario_mod.resolve(args.scenario)
     if args.ticks is not None:
         scenario = scenario.replace(**{"scenario.ticks": args.ticks})
     out = Path(args.out or f"runs/{scenario.scenario.name}-batch")
@@ -290,7 +290,7 @@ def _attack(args: argparse.Namespace) -> int:
     from mdpsim import scenario as scenario_mod
     from mdpsim.attacks import harness
 
-    scenario = scenario_mod.load(args.scenario)
+    scenario = scenario_mod.resolve(args.scenario)
     if args.ticks is not None and args.ticks < 1:
         raise InputError(f"--ticks={args.ticks} must be >= 1")
     plan = harness.plan_of(

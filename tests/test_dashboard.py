@@ -170,7 +170,7 @@ def test_picking_a_shipped_scenario_loads_its_fields(helsinki_walk):
     at.run()
     at.selectbox(key="live_scenario").set_value("mechanism_compare").run()
     _no_failures(at)
-    shipped = sc.load(Path(APP).parent.parent / "scenarios" / "mechanism_compare.toml")
+    shipped = sc.resolve("mechanism_compare")
     assert at.number_input(key="live_domain_n_points").value == shipped.get("domain.n_points")
     assert at.session_state["live_model"].population.n_users == shipped.get("users.count")
 
@@ -378,6 +378,7 @@ def test_dashboard_command_runs_the_app_headless_without_usage_statistics():
         "--server.address": "127.0.0.1",
         "--server.headless": "true",
         "--browser.gatherUsageStats": "false",
+        "--client.toolbarMode": "minimal",
     }
     assert streamlit_env()["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] == "false"
 

@@ -16,15 +16,20 @@ from typing import Any
 from mdpsim.env.game import SERVER_ACTIONS, SERVER_OBS, USER_ACTIONS, USER_OBS, Game, RewardWeights
 from mdpsim.env.parallel import PrivacyParallelEnv
 from mdpsim.env.single import SingleAgentEnv
+from mdpsim.scenario import ScenarioSource
 
 
-def parallel_env(scenario, **overrides: Any) -> PrivacyParallelEnv:
-    """The PettingZoo ParallelEnv of ``scenario`` (a :class:`~mdpsim.scenario.Scenario`)."""
+def parallel_env(scenario: ScenarioSource, **overrides: Any) -> PrivacyParallelEnv:
+    """The PettingZoo ParallelEnv of ``scenario``: a TOML path, a packaged scenario name
+    (``"helsinki_demo"``), a dict of tables or a :class:`~mdpsim.scenario.Scenario`."""
     return PrivacyParallelEnv(scenario, **overrides)
 
 
-def single_agent_env(scenario, agent: str = "server", **overrides: Any) -> SingleAgentEnv:
-    """The Gymnasium Env in which ``agent`` acts and the others follow their strategies."""
+def single_agent_env(
+    scenario: ScenarioSource, agent: str = "server", **overrides: Any
+) -> SingleAgentEnv:
+    """The Gymnasium Env in which ``agent`` acts and the others follow their strategies
+    (``scenario`` as in :func:`parallel_env`)."""
     return SingleAgentEnv(scenario, agent=agent, **overrides)
 
 

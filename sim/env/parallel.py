@@ -9,6 +9,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from mdpsim.env.game import Game
+from mdpsim.scenario import ScenarioSource, resolve
 
 
 class PrivacyParallelEnv(ParallelEnv):
@@ -16,7 +17,8 @@ class PrivacyParallelEnv(ParallelEnv):
 
     metadata = {"name": "mdpsim_v0", "render_modes": []}
 
-    def __init__(self, scenario, **overrides: Any) -> None:
+    def __init__(self, scenario: ScenarioSource, **overrides: Any) -> None:
+        scenario = resolve(scenario)  # a path, a packaged name, a dict or a Scenario
         weights = overrides.pop("weights", None)
         self.game = Game(scenario, weights=weights, **overrides)
         self.possible_agents = list(self.game.agents)

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from mdpsim.env.game import Game
+from mdpsim.scenario import ScenarioSource, resolve
 
 
 class SingleAgentEnv(gym.Env):
@@ -15,7 +16,8 @@ class SingleAgentEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, scenario, agent: str = "server", **overrides: Any) -> None:
+    def __init__(self, scenario: ScenarioSource, agent: str = "server", **overrides: Any) -> None:
+        scenario = resolve(scenario)  # a path, a packaged name, a dict or a Scenario
         weights = overrides.pop("weights", None)
         self.game = Game(scenario, weights=weights, **overrides)
         if agent != "server":

@@ -1,0 +1,1 @@
+"""The dashboard's pages (Streamlit scripts run by ``mdpsim.dashboard.app``)."""
