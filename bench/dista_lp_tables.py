@@ -86,7 +86,7 @@ def _variants(args) -> list[tuple[str, str, dict]]:
 
 
 def _dista_params(mode: str, args, users, seed: int) -> dict:
-    params: dict = {"upload": mode, "user_indices": users, "seed": seed}
+    params: dict = {"upload": mode, "seed": seed}
     if mode in ("paper", "strict"):
         params.update(
             n_neighbours=args.neighbours, delta=args.delta, confidence=args.confidence,
@@ -139,7 +139,8 @@ def table_mechanisms(G, args) -> None:
                     t0 = time.perf_counter()
                     if name in nones:
                         params["planner"] = None if nones[name] == "default" else nones[name]
-                        mech = make("dista_lp", upload="none", **params).fit(domain)
+                        mech = make("dista_lp", upload="none", **params)
+                        mech.fit(domain, users=np.array([], dtype=np.int64))
                     else:
                         mech = make(name, **params).fit(domain)
                     sec = time.perf_counter() - t0
@@ -170,7 +171,8 @@ def table_mechanisms(G, args) -> None:
                     try:
                         t0 = time.perf_counter()
                         params = _dista_params(mode, args, users[r], r) | extra
-                        mech = make("dista_lp", epsilon=eps, **params).fit(domain)
+                        mech = make("dista_lp", epsilon=eps, **params)
+                        mech.fit(domain, users=users[r])
                         sec = time.perf_counter() - t0
                     except Exception as err:
                         cells[(name, eps)] = f"{type(err).__name__}: {str(err)[:60]}"
@@ -251,7 +253,7 @@ def table_share(G, args) -> None:
             params = (
                 {"upload": "none"} if share == 0 else {"upload": "location", "upload_share": share}
             )
-            mech = make("dista_lp", epsilon=eps, user_indices=users, seed=r, **params).fit(domain)
+            mech = make("dista_lp", epsilon=eps, seed=r, **params).fit(domain, users=users)
             losses.append(_loss(mech, users))
             attacks.extend(mech.info_["upload_attack_error_km"])
             _log(section="share", share=share, rep=r, loss=losses[-1])
@@ -332,9 +334,9 @@ def table_quality(G, args) -> None:
             for r in range(args.reps):
                 users = np.sort(np.random.default_rng(r).choice(size, args.users, replace=False))
                 mech = NoiseFreeDistALP(
-                    eps, upload="strict", user_indices=users, seed=r, n_neighbours=min(20, size),
+                    eps, upload="strict", seed=r, n_neighbours=min(20, size),
                     delta=args.delta, confidence=args.confidence, audit_records=args.audit_records,
-                ).fit(domain)  # fmt: skip
+                ).fit(domain, users=users)  # fmt: skip
                 base = _loss(lp, users)
                 lp_loss.append(base)
                 ratios.append(_loss(mech, users) / base)

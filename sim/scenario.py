@@ -172,9 +172,8 @@ class MechanismTable(Table):
         """The mechanism's own constructor validates the parameters."""
         from mdpsim.mechanisms import make
 
-        params = {k: v for k, v in self.constructor_params().items() if k != "user_indices"}
         try:
-            make(self.name, epsilon=self.epsilon_per_km, **params)
+            make(self.name, epsilon=self.epsilon_per_km, **self.constructor_params())
         except TypeError as exc:
             raise _refuse(f"does not suit mechanism {self.name!r}: {exc}", field="params") from None
         except InputError as exc:

@@ -63,14 +63,15 @@ def test_server_helpers_reject_bad_input(call):
         call()
 
 
-SMALL = {"n_users": 3, "n_neighbours": 8, "audit_records": 20, "delta": 0.05, "confidence": 0.9}
+THREE_USERS = np.array([4, 19, 33])  # the users' secrets given to fit
+SMALL = {"n_neighbours": 8, "audit_records": 20, "delta": 0.05, "confidence": 0.9}
 SURROGATE = {**SMALL, "tile_size": 20, "sweeps": 1}
 
 
 @pytest.fixture(scope="module")
 def fitted(road_domain_small):
     return make("dista_lp", epsilon=4.0, upload="strict", seed=3, **SURROGATE).fit(
-        road_domain_small
+        road_domain_small, users=THREE_USERS
     )
 
 
@@ -103,13 +104,14 @@ def test_bytes_are_counted_per_user(fitted):
 @pytest.mark.slow
 def test_same_seed_gives_same_matrix(fitted, road_domain_small):
     again = make("dista_lp", epsilon=4.0, upload="strict", seed=3, **SURROGATE)
-    np.testing.assert_array_equal(again.fit(road_domain_small).matrix_, fitted.matrix_)
+    again.fit(road_domain_small, users=THREE_USERS)
+    np.testing.assert_array_equal(again.matrix_, fitted.matrix_)
 
 
 @pytest.mark.parametrize("upload", ["none", "location"])
 def test_pure_modes_compose_exactly_and_verify_over_x(upload, road_domain_small):
-    mech = make("dista_lp", epsilon=6.0, upload=upload, n_users=3, tile_size=20, sweeps=1)
-    mech.fit(road_domain_small)
+    mech = make("dista_lp", epsilon=6.0, upload=upload, tile_size=20, sweeps=1)
+    mech.fit(road_domain_small, users=THREE_USERS)
     g, up, rep = mech.guarantee, mech.upload_guarantee, mech.report_guarantee
     assert g.kind == rep.kind == "pure" and g.epsilon_per_km == pytest.approx(6.0)
     spent = rep.epsilon_per_km + (0.0 if up is None else up.epsilon_per_km)
@@ -120,7 +122,7 @@ def test_pure_modes_compose_exactly_and_verify_over_x(upload, road_domain_small)
 
 def test_release_is_never_worse_than_the_em_for_the_planned_weights(road_domain_small):
     mech = make("dista_lp", epsilon=6.0, planner="blocks", tile_size=20, sweeps=1)
-    mech.fit(road_domain_small)
+    mech.fit(road_domain_small, users=THREE_USERS)
     assert mech.info_["planner"] == "blocks"
     info = mech.info_
     assert info["planner_weighted_loss"] <= info["planner_em_weighted_loss"] * (1 + 1e-6)
@@ -129,7 +131,8 @@ def test_release_is_never_worse_than_the_em_for_the_planned_weights(road_domain_
 
 
 def test_the_lp_medoids_planner_releases_an_exact_matrix_over_x(road_domain_small):
-    mech = make("dista_lp", epsilon=6.0, planner="lp_medoids").fit(road_domain_small)
+    mech = make("dista_lp", epsilon=6.0, planner="lp_medoids")
+    mech.fit(road_domain_small, users=THREE_USERS)
     assert mech.matrix_.shape[0] == road_domain_small.n_x
     assert verify(mech.matrix_, road_domain_small.dist_xx, 6.0).passed
 
@@ -140,26 +143,27 @@ def test_the_lp_medoids_planner_releases_an_exact_matrix_over_x(road_domain_smal
 def test_the_default_planner_is_the_best_measured_one_for_the_mode(
     upload, planner, road_domain_small
 ):
-    mech = make("dista_lp", epsilon=6.0, upload=upload, n_users=2, n_neighbours=8)
+    mech = make("dista_lp", epsilon=6.0, upload=upload, n_neighbours=8)
     assert mech.get_params()["planner"] is None  # the parameter stays as given
     if upload != "paper":  # (paper fits are slow; its planner is resolved without fitting)
-        mech.fit(road_domain_small)
+        mech.fit(road_domain_small, users=THREE_USERS[:2])
         assert mech.info_["planner"] == planner
     assert mech._planner() == planner
 
 
 def test_the_matrix_does_not_depend_on_the_true_locations_without_uploads(road_domain_small):
-    a = make("dista_lp", epsilon=6.0, user_indices=[0, 5], tile_size=20, sweeps=1)
-    b = make("dista_lp", epsilon=6.0, user_indices=[7, 30, 31], tile_size=20, sweeps=1)
+    a = make("dista_lp", epsilon=6.0, tile_size=20, sweeps=1)
+    b = make("dista_lp", epsilon=6.0, tile_size=20, sweeps=1)
     np.testing.assert_array_equal(
-        a.fit(road_domain_small).matrix_, b.fit(road_domain_small).matrix_
+        a.fit(road_domain_small, users=np.array([0, 5])).matrix_,
+        b.fit(road_domain_small, users=np.array([7, 30, 31])).matrix_,
     )
 
 
 def test_fit_leaves_public_parameters_unchanged(road_domain_small):
-    mech = make("dista_lp", epsilon=6.0, upload="location", n_users=2, tile_size=20, sweeps=1)
+    mech = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1)
     before = mech.get_params()
-    mech.fit(road_domain_small)
+    mech.fit(road_domain_small, users=THREE_USERS[:2])
     assert mech.get_params() == before
 
 
@@ -177,13 +181,11 @@ def test_fit_leaves_public_parameters_unchanged(road_domain_small):
         ({"upload": "paper", "paper_tau_c": 0.1}, "paper_tau_c"),
         ({"upload": "paper", "paper_noise": "fidelity:0"}, "paper_noise"),
         ({"upload": "paper", "paper_noise": "laplace"}, "paper_noise"),
-        ({"n_users": 0}, "n_users"),
         ({"n_neighbours": 1}, "n_neighbours"),
         ({"upload": "strict", "family": "spline"}, "family"),
         ({"gap": 0.0}, "gap"),
         ({"margin": 0.9}, "margin"),
         ({"gamma_km": -1.0}, "gamma"),
-        ({"user_indices": [1, 1]}, "user_indices"),
         ({"tile_size": 1}, "tile_size"),
         ({"planner": "simplex"}, "planner"),
         ({"upload": "strict", "planner": "lp_medoids"}, "planner"),
@@ -192,6 +194,37 @@ def test_fit_leaves_public_parameters_unchanged(road_domain_small):
 def test_dista_lp_rejects_bad_parameters_naming_them(params, field):
     with pytest.raises(InputError, match=field):
         make("dista_lp", epsilon=4.0, **params)
+
+
+@pytest.mark.parametrize(
+    "users, match",
+    [(None, "needs its users"), (np.array([[1]]), "1-D"), (np.array([40]), r"\[0, 40\)")],
+)
+def test_fit_refuses_missing_or_bad_users_naming_them(users, match, road_domain_small):
+    with pytest.raises(InputError, match=match):
+        make("dista_lp", epsilon=4.0).fit(road_domain_small, users=users)
+
+
+def test_uploading_modes_need_a_user(road_domain_small):
+    with pytest.raises(InputError, match="at least one user"):
+        make("dista_lp", epsilon=4.0, upload="location").fit(
+            road_domain_small, users=np.array([], int)
+        )
+
+
+def test_users_sharing_a_secret_share_one_upload(road_domain_small):
+    mech = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1)
+    mech.fit(road_domain_small, users=np.array([7, 3, 7, 12]))
+    np.testing.assert_array_equal(mech.info_["users"], [3, 7, 12])
+    np.testing.assert_array_equal(mech.uploads_.slot, [1, 0, 1, 2])
+    drawn = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1)
+    users = np.array([3, 7])
+    drawn.fit(road_domain_small, users=users, rng=np.random.default_rng(1))
+    same_seed = int(np.random.default_rng(1).integers(2**31))
+    again = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1, seed=same_seed)
+    again.fit(road_domain_small, users=users)
+    np.testing.assert_array_equal(drawn.matrix_, again.matrix_)  # seed drawn from the rng
+    assert drawn.get_params()["seed"] is None
 
 
 def test_constructor_parameters_are_keyword_only():

@@ -67,9 +67,9 @@ def test_error_summary_and_bad_shapes():
 def test_paper_uploads_leak_and_say_they_are_not_certified(road_domain_small):
     users = [3, 20, 33]
     mech = make(
-        "dista_lp", epsilon=7.0, upload="paper", user_indices=users, n_neighbours=N_LOCAL,
+        "dista_lp", epsilon=7.0, upload="paper", n_neighbours=N_LOCAL,
         delta=0.05, audit_records=20, tile_size=20, sweeps=1,
-    ).fit(road_domain_small)  # fmt: skip
+    ).fit(road_domain_small, users=np.array(users))  # fmt: skip
     assert "NOT certified" in mech.upload_guarantee.note
     assert "NOT certified" in str(mech.guarantee)
     for x, err in zip(users, mech.info_["upload_attack_error_km"], strict=True):

@@ -10,7 +10,15 @@ learned in attributes ending in ``_``:
   index ``i`` in ``sample_many`` is its secret ``i``);
 * ``info_``: solver status, timings (seconds) and sizes.
 
-Subclasses implement ``_fit(domain) -> (matrix, info)``; the base class checks the matrix
+Subclasses implement ``_fit(domain) -> (matrix, info)``. A mechanism built from its users'
+uploads sets ``needs_users = True`` and implements ``_fit_users(domain, users, rng) ->
+(matrix, info, uploads)`` instead: ``fit(domain, users=..., rng=...)`` then requires ``users``,
+the secret index of each user taking part (several users may share a secret), and keeps what
+each user sent in ``uploads_`` (:class:`Uploads`; ``None`` for mechanisms that need no users,
+which ignore ``users`` and ``rng``). No code outside a mechanism's folder needs its name: the
+simulation, the attack harness and the env read ``needs_users`` and ``uploads_``.
+
+The base class checks the matrix
 (``domain.n_x x domain.n_y``, finite, non-negative, rows summing to 1 within 1e-9, then
 renormalised) and times the fit.
 
@@ -30,7 +38,6 @@ from __future__ import annotations
 
 import math
 import time
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Self
 
@@ -97,20 +104,42 @@ make = _MECHANISMS.make
 mechanism_class = _MECHANISMS.get
 
 
-class Mechanism(ABC):
+@dataclass(frozen=True)
+class Uploads:
+    """What each user sent at one fit: ``slot[u]`` indexes user u's upload in the mechanism's
+    own record (-1: nothing)."""
+
+    slot: np.ndarray  # (U,) int64, one entry per user given to fit
+
+
+class Mechanism:
     """Base class of all location-privacy mechanisms over a finite domain."""
 
     name: ClassVar[str] = "?"
+    # True: fit(domain, users=...) builds the matrix from the users' uploads (module docstring).
+    needs_users: ClassVar[bool] = False
     # Extra constructor parameters for the 40-point conformance test (see module docstring).
     conformance_params: ClassVar[dict] = {}
 
     def __init__(self, epsilon: float) -> None:
         self.epsilon = check_epsilon(epsilon)
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        hook = "_fit_users" if cls.needs_users else "_fit"
+        if getattr(cls, hook) is getattr(Mechanism, hook):
+            raise TypeError(f"{cls.__name__} (needs_users={cls.needs_users}) must implement {hook}")
+
     # --------------------------------------------------------------- the contract
-    @abstractmethod
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         """Build the N x K matrix for ``domain``; return it with an info dict."""
+        raise TypeError(f"{type(self).__name__} needs its users: implement _fit_users")
+
+    def _fit_users(
+        self, domain, users: np.ndarray, rng: np.random.Generator | None
+    ) -> tuple[np.ndarray, dict, Uploads]:
+        """``needs_users`` mechanisms: the matrix, info and each user's upload slot."""
+        raise TypeError(f"{type(self).__name__} needs no users: implement _fit")
 
     @property
     def guarantee(self) -> Guarantee:
@@ -130,16 +159,36 @@ class Mechanism(ABC):
         """
         return None
 
-    def fit(self, domain) -> Self:
-        """Build the mechanism for ``domain`` and return ``self``."""
-        start = time.perf_counter()
-        matrix, info = self._fit(domain)
-        elapsed = time.perf_counter() - start
+    def fit(
+        self,
+        domain,
+        *,
+        users: np.ndarray | None = None,
+        rng: np.random.Generator | None = None,
+    ) -> Self:
+        """Build the mechanism for ``domain`` and return ``self``.
+
+        ``users``: the (U,) secret indices of the users taking part, required when
+        ``needs_users`` (ignored otherwise, like ``rng``, the fit's randomness).
+        """
         who = type(self).__name__
+        start = time.perf_counter()
+        uploads: Uploads | None = None
+        if self.needs_users:
+            if users is None:
+                raise InputError(f"{who} needs its users: fit(domain, users=<secret indices>)")
+            idx = _checked_users(users, domain)
+            matrix, info, uploads = self._fit_users(domain, idx, rng)
+            if uploads.slot.shape != idx.shape:
+                raise RuntimeError(f"{who} gave {uploads.slot.shape} upload slots for {idx.shape}")
+        else:
+            matrix, info = self._fit(domain)
+        elapsed = time.perf_counter() - start
         matrix = _checked_matrix(matrix, domain, who)
         verified = self._self_check(matrix, domain, who)
         self.matrix_ = matrix
         self.domain_ = domain
+        self.uploads_ = uploads
         self.info_ = {
             "fit_seconds": elapsed,
             "n_x": domain.n_x,
@@ -199,6 +248,15 @@ class Mechanism(ABC):
             return self.matrix_
         except AttributeError:
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(domain)") from None
+
+
+def _checked_users(users, domain) -> np.ndarray:
+    idx = np.asarray(users)
+    if idx.ndim != 1 or not (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
+        raise InputError("users must be a 1-D array of secret indices")
+    if idx.size and (idx.min() < 0 or idx.max() >= domain.n_x):
+        raise InputError(f"users must be secret indices in [0, {domain.n_x})")
+    return idx.astype(np.int64)
 
 
 def _checked_matrix(matrix: np.ndarray, domain, who: str) -> np.ndarray:

@@ -21,6 +21,7 @@ import numpy as np
 from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.suite import TickResult
 from mdpsim.mechanisms import Mechanism, make
+from mdpsim.mechanisms.base import mechanism_class
 from mdpsim.privacy.filters import Charge
 from mdpsim.strategies.query_planner import QueryRound
 from mdpsim.strategies.refresh import RefreshContext
@@ -98,12 +99,7 @@ class CuriousServer(mesa.Agent):
         """Fit a new mechanism, charge the uploads it needed, tabulate the attacks."""
         model = self.model
         params = self.settings.constructor_params()
-        per_user = self.settings.name == "dista_lp"
         active = np.nonzero(~model.filters.halted)[0]
-        if per_user:
-            # users at the same secret upload the same blocks: one DistA-LP user per secret
-            params.setdefault("user_indices", np.unique(model.population.position[active]).tolist())
-            params.setdefault("seed", int(model.streams["mechanism"].integers(2**31)))
         start = time.perf_counter()
         key = (
             self.settings.name,
@@ -111,14 +107,16 @@ class CuriousServer(mesa.Agent):
             repr(sorted(params.items())),
             id(model.domain),
         )
-        cached = None if per_user or self.mechanism_cache is None else self.mechanism_cache.get(key)
+        cache = None if mechanism_class(self.settings.name).needs_users else self.mechanism_cache
+        cached = None if cache is None else cache.get(key)
         if cached is not None:
             mech = cached
         else:
             mech = self._new_mechanism(params)
-            mech.fit(model.domain)
-            if not per_user and self.mechanism_cache is not None:
-                self.mechanism_cache[key] = mech
+            users = model.population.position[active]
+            mech.fit(model.domain, users=users, rng=model.streams["mechanism"])
+            if cache is not None:
+                cache[key] = mech
         self.generation_seconds = time.perf_counter() - start
         # the reference printed beside the mechanism's loss: EM at the same total eps
         em = make("em", epsilon=self.settings.epsilon_per_km).fit(model.domain)
@@ -132,7 +130,7 @@ class CuriousServer(mesa.Agent):
         self.uploaded = np.ones(model.population.n_users, dtype=bool)
         if mech.upload_guarantee is not None:
             self._charge_uploads(mech, active)
-        uploads = self._upload_slots(mech, active) if per_user else None
+        uploads = self._upload_slots(mech, active)
         if self.attacks is not None:  # the first mechanism serves from tick 1
             self.attacks.release(Release(tick=max(model.tick, 1), mechanism=mech, uploads=uploads))
 
@@ -145,13 +143,12 @@ class CuriousServer(mesa.Agent):
         paid = model.filters.request(cost, component="upload", delta=charge.delta)
         self.uploaded = paid
 
-    def _upload_slots(self, mech, active: np.ndarray) -> np.ndarray:
-        """Each user's DistA-LP upload (its secret's slot in ``info_["users"]``; -1: none)."""
-        model = self.model
-        slot_of = {int(x): m for m, x in enumerate(mech.info_["users"])}
-        uploads = np.full(model.population.n_users, -1, dtype=np.int64)
-        for user in active:
-            uploads[user] = slot_of[int(model.population.position[user])]
+    def _upload_slots(self, mech, active: np.ndarray) -> np.ndarray | None:
+        """Each user's upload slot in the mechanism's record (-1: none; ``None``: no uploads)."""
+        if mech.uploads_ is None:
+            return None
+        uploads = np.full(self.model.population.n_users, -1, dtype=np.int64)
+        uploads[active] = mech.uploads_.slot
         uploads[~self.uploaded] = -1
         return uploads
 

@@ -48,7 +48,14 @@ from mdpsim.attacks.upload import (
     prior_guess,
 )
 from mdpsim.errors import InputError, PrivacyBudgetError
-from mdpsim.mechanisms.base import Guarantee, Mechanism, check_positive_int, make, register
+from mdpsim.mechanisms.base import (
+    Guarantee,
+    Mechanism,
+    Uploads,
+    check_positive_int,
+    make,
+    register,
+)
 from mdpsim.mechanisms.dista_lp import block_repair
 from mdpsim.mechanisms.dista_lp.benders import solve_benders
 from mdpsim.mechanisms.dista_lp.calibration import calibrate_upload
@@ -127,9 +134,6 @@ class DistALP(Mechanism):
         Total budget per km (upload + report).
     upload
         ``"none"``, ``"location"``, ``"strict"`` or ``"paper"`` (module docstring).
-    n_users, user_indices
-        The users' true secrets: ``user_indices`` or ``n_users`` drawn from ``seed``
-        (``upload="none"`` uses neither).
     upload_share
         ``upload="location"`` only: ``eps_up / epsilon``, in (0, 1) (default 0.1).
     eps_dx, eps_dy, eps_cy, eps_pt
@@ -164,19 +168,22 @@ class DistALP(Mechanism):
     margin
         LPs run at ``eps_pt (1 - margin)``; the lift absorbs solver round-off in it.
     seed, calibration_seed
-        Users' random choices (users, permutations, noise, released locations); the
-        memoised noise calibration.
+        Users' random choices (permutations, noise, released locations; ``None``: drawn from
+        the ``rng`` given to ``fit``, else 0); the memoised noise calibration.
+
+    The users come with ``fit(domain, users=..., rng=...)``: their true secrets, one entry
+    per user; users at the same secret upload the same blocks, so there is one DistA-LP user
+    per distinct secret (``info_["users"]``, sorted) and ``uploads_.slot[u]`` is user u's.
     """
 
-    conformance_params: ClassVar[dict] = {"n_users": 3, "tile_size": 20, "sweeps": 1}
+    needs_users: ClassVar[bool] = True
+    conformance_params: ClassVar[dict] = {"tile_size": 20, "sweeps": 1}
 
     def __init__(
         self,
         epsilon: float,
         *,
         upload: str = DEFAULT_UPLOAD,
-        n_users: int = 10,
-        user_indices=None,
         upload_share: float | None = None,
         eps_dx: float | None = None,
         eps_dy: float | None = None,
@@ -201,15 +208,13 @@ class DistALP(Mechanism):
         release_neighbours: int = 40,
         planner: str | None = None,
         margin: float = 1e-3,
-        seed: int = 0,
+        seed: int | None = None,
         calibration_seed: int = 0,
     ) -> None:
         super().__init__(epsilon)
         if upload not in UPLOADS:
             raise InputError(f"upload={upload!r} must be one of {', '.join(UPLOADS)}")
         self.upload = upload
-        self.n_users = check_positive_int(n_users, "n_users")
-        self.user_indices = None if user_indices is None else _indices(user_indices)
         split_given = any(p is not None for p in (eps_dx, eps_dy, eps_cy, eps_pt))
         if upload in ("none", "location") and split_given:
             raise InputError(
@@ -247,7 +252,7 @@ class DistALP(Mechanism):
                              "upload must be 'none' or 'location'")  # fmt: skip
         self.planner = planner
         self.margin = check_budget_margin(margin)
-        self.seed = check_positive_int(seed, "seed", minimum=0)
+        self.seed = None if seed is None else check_positive_int(seed, "seed", minimum=0)
         self.calibration_seed = check_positive_int(calibration_seed, "calibration_seed", minimum=0)
         self._budgets()  # validates the split (InputError / PrivacyBudgetError naming it)
         if upload in ("strict", "paper"):
@@ -344,8 +349,19 @@ class DistALP(Mechanism):
         return Guarantee("pmdp", self.epsilon, self.delta, up.confidence, note=note)
 
     # ------------------------------------------------------------------ fit
-    def _fit(self, domain) -> tuple[np.ndarray, dict]:
-        rng = np.random.default_rng(self.seed)
+    def _fit_users(
+        self, domain, users: np.ndarray, rng: np.random.Generator | None
+    ) -> tuple[np.ndarray, dict, Uploads]:
+        users, slot = np.unique(users, return_inverse=True)  # one DistA-LP user per secret
+        if len(users) == 0 and self.upload != "none":
+            raise InputError(f"upload={self.upload!r} needs at least one user to upload")
+        seed = self.seed
+        if seed is None:
+            seed = 0 if rng is None else int(rng.integers(2**31))
+        Z, info = self._fit_unique(domain, users, np.random.default_rng(seed))
+        return Z, info, Uploads(slot=slot.astype(np.int64))
+
+    def _fit_unique(self, domain, users: np.ndarray, rng) -> tuple[np.ndarray, dict]:
         eps_up, eps_pt = self._budgets()
         info: dict = {
             "upload": self.upload, "planner": self._planner(),
@@ -353,16 +369,13 @@ class DistALP(Mechanism):
         }  # fmt: skip
         t0 = time.perf_counter()
         if self.upload == "none":
-            users = np.array([], dtype=np.int64) if self.user_indices is None else self.user_indices
             weights, blocks = domain.prior, self._tiles(domain)
             guesses = np.full(len(users), prior_guess(domain))
             info["bytes_up"] = [0] * len(users)
         elif self.upload == "location":
-            users = self._users(domain, rng)
             weights, guesses = self._location_uploads(domain, users, eps_up, rng, info)
             blocks = self._tiles(domain)
         else:
-            users = self._users(domain, rng)
             located = self._surrogate_uploads(domain, users, eps_pt, rng, info)
             # the server's guess as an output (the output nearest the located secret)
             guesses = np.argmin(domain.dist_xy[np.asarray(located, dtype=np.int64)], axis=1)
@@ -499,15 +512,6 @@ class DistALP(Mechanism):
             )  # fmt: skip
         return per_domain[key]
 
-    def _users(self, domain, rng: np.random.Generator) -> np.ndarray:
-        if self.user_indices is not None:
-            if self.user_indices.max() >= domain.n_x:
-                raise InputError(f"user_indices must lie in [0, {domain.n_x})")
-            return self.user_indices
-        if self.n_users > domain.n_x:
-            raise InputError(f"n_users={self.n_users} exceeds the {domain.n_x} secrets")
-        return np.sort(rng.choice(domain.n_x, size=self.n_users, replace=False))
-
 
 def _row_of(neighbourhood: np.ndarray, x) -> int:
     return int(np.flatnonzero(neighbourhood == x)[0])
@@ -530,12 +534,3 @@ def _own_block(perm, z_permuted, local_dx, eps_pt) -> np.ndarray:
     if verify(block, local_dx, eps_pt).passed:
         return block
     return _repaired(block, local_dx, eps_pt)
-
-
-def _indices(values) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1 or len(arr) == 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise InputError("user_indices must be a non-empty list of secret indices")
-    if arr.min() < 0 or len(np.unique(arr)) != len(arr):
-        raise InputError("user_indices must be distinct and >= 0")
-    return arr.astype(np.int64)
