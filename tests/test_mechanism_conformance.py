@@ -44,8 +44,8 @@ def _params(name: str) -> dict:
 
 
 def _users(name: str) -> dict:
-    """``fit`` inputs: a mechanism that needs its users gets four (two share a secret)."""
-    return {"users": np.array([0, 5, 5, 17])} if mechanism_class(name).needs_users else {}
+    """``fit``'s users: four, two sharing a secret (ignored unless it needs its users)."""
+    return {"users": np.array([0, 5, 5, 17])}
 
 
 def _fitted(name: str, domain_name: str, eps: float, request):
