@@ -21,10 +21,12 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from mdpsim.errors import InputError
 
-_budget: int | None = None
+# Per thread (batch worker threads set their own budgets concurrently): a ContextVar.
+_budget: ContextVar[int | None] = ContextVar("thread_budget", default=None)
 _lock = threading.Lock()
 _depth = 0
 _limit = None
@@ -41,7 +43,8 @@ def available_cores() -> int:
 
 def task_threads() -> int:
     """Threads the running task may use: the budget in force, else :func:`available_cores`."""
-    return _budget if _budget is not None else available_cores()
+    budget = _budget.get()
+    return budget if budget is not None else available_cores()
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -61,14 +64,14 @@ def check_threads(value, name: str) -> int:
 @contextmanager
 def thread_budget(threads: int | None) -> Iterator[None]:
     """Within the block, :func:`task_threads` is ``threads`` (``None``: leave it as it is)."""
-    global _budget
-    previous = _budget
-    if threads is not None:
-        _budget = check_threads(threads, "threads")
+    if threads is None:
+        yield
+        return
+    token = _budget.set(check_threads(threads, "threads"))
     try:
         yield
     finally:
-        _budget = previous
+        _budget.reset(token)
 
 
 @contextmanager
