@@ -1,11 +1,15 @@
-"""The auditor's power against leaks of 1.2x eps on road domains, and its false alarms.
+"""The auditor's power against planted leaks on road domains of 50-2,000 points, and its false
+alarms on correct mechanisms, by domain size and sample budget.
 
-Each row audits one sampler ``--runs`` times with independent seeds at the auditor's defaults
-(3e7 samples per audit, family-wise false-alarm rate 1e-6) and counts the violations reported.
-The domains are road-metric domains of both bundled networks. A "1.2x" mechanism truly
-satisfies ``1.2 eps`` (its smallest epsilon under the exact verifier) and claims ``eps``; a
-"tight" one satisfies exactly ``eps``. Usage: ``python bench/audit_power.py [--runs 10]
-[--false-alarm-runs 100] [--registered-runs 10] [--only TEXT]``; prints a Markdown table.
+Domains: the test extract's walk network (``helsinki-test``), road metric, seed 0, Y = X.
+Claimed eps 4/km. Planted leaks (each claims eps but truly satisfies more, by the exact
+verifier): EM tuned to a true 1.2 and 1.5 eps (the whole matrix), and tight EM with one output
+raised to a 1.5x ratio at the closest pair and at the chaining pair whose eps d is nearest 1.
+Correct: EM tuned to a true eps exactly. Samplers give counts of n draws per call (a
+multinomial over the row, the exact distribution of n draws), so 3e8 draws cost milliseconds;
+the auditor is told the chaining pairs and the outputs' distances (both public).
+Usage: ``python bench/audit_power.py [--sizes 50,100,200,500,2000] [--budgets 3e7,3e8]
+[--runs 10] [--false-alarm-runs 100] [--only TEXT]``; prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -19,26 +23,20 @@ from collections.abc import Iterator
 import numpy as np
 from scipy.optimize import brentq
 
-from mdpsim.audit import audit, mechanism_sampler
+from mdpsim.audit import audit, matrix_sampler
 from mdpsim.domain import Domain
-from mdpsim.mechanisms import available, make
+from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.network import load_network
 from mdpsim.privacy.verifier import verify
-from mdpsim.sampling import sample_rows
 
 EPS = 4.0  # claimed, per km
-LEAK = 1.2
-DOMAINS = {"helsinki-test": 50, "helsinki": 70}  # network: road-domain secrets
-
-
-# Where each mechanism's own epsilon lies, relative to its smallest epsilon
-_BRACKETS = {"em": (0.9, 2.5), "laplace": (1.0, 1.05), "lp": (1.0, 1.05)}
+NETWORK = "helsinki-test"
 
 
 @functools.cache
-def road_domain(network: str) -> Domain:
-    """The audited road domain of one bundled network (walk, seed 0)."""
-    return Domain.from_network(load_network(network), n_points=DOMAINS[network], seed=0)
+def road_domain(n_points: int) -> Domain:
+    """The audited road domain (test extract, walk, seed 0)."""
+    return Domain.from_network(load_network(NETWORK), n_points=n_points, seed=0)
 
 
 def smallest_epsilon(matrix: np.ndarray, dist_km: np.ndarray) -> float:
@@ -46,118 +44,95 @@ def smallest_epsilon(matrix: np.ndarray, dist_km: np.ndarray) -> float:
     return verify(matrix, dist_km, 1e9).smallest_epsilon
 
 
-def tuned(name: str, domain: Domain, true_epsilon: float) -> np.ndarray:
-    """The matrix of registered ``name`` whose smallest epsilon is exactly ``true_epsilon``
-    (its own parameter found by root finding; EM's bound is loose by the normaliser)."""
+def em_with_true_epsilon(dist_km: np.ndarray, true_epsilon: float) -> np.ndarray:
+    """EM whose smallest epsilon is exactly ``true_epsilon`` (its parameter by root finding;
+    EM's own bound is loose by the normaliser)."""
 
     def gap(e: float) -> float:
-        return smallest_epsilon(make(name, epsilon=e).fit(domain).matrix_, domain.dist_xx) - (
-            true_epsilon
-        )
+        return smallest_epsilon(exponential_matrix(dist_km, e), dist_km) - true_epsilon
 
-    low, high = _BRACKETS[name]
-    e = brentq(gap, low * true_epsilon, high * true_epsilon, xtol=1e-9 * true_epsilon)
-    return make(name, epsilon=e).fit(domain).matrix_
+    e = brentq(gap, true_epsilon, 2.5 * true_epsilon, xtol=1e-9 * true_epsilon)
+    return exponential_matrix(dist_km, e)
 
 
-def single_output_leak(
-    matrix: np.ndarray, dist_km: np.ndarray, eps: float, rank: int = 0
-) -> np.ndarray:
-    """``matrix`` with one leaking entry: for the ``rank``-th closest pair (x, x'; 0 = the
-    closest), x's most likely output is raised until its ratio to x' is ``exp(1.2 eps d)``
-    (row renormalised)."""
-    ii, jj = np.triu_indices(len(dist_km), k=1)
-    pick = np.argsort(dist_km[ii, jj], kind="stable")[rank]
-    i, j = ii[pick], jj[pick]
+def one_output_leak(matrix: np.ndarray, dist_km: np.ndarray, i: int, j: int, factor: float):
+    """``matrix`` with x = ``i``'s most likely output raised until its ratio to x' = ``j`` is
+    ``exp(factor eps d)`` (row ``i`` renormalised)."""
     k = int(np.argmax(matrix[i]))
     z = matrix.copy()
-    target = np.exp(LEAK * eps * dist_km[i, j]) * z[j, k]  # wanted z[i, k] after renormalising
+    target = np.exp(factor * EPS * dist_km[i, j]) * z[j, k]  # wanted z[i, k] after renormalising
+    if not target < 1:
+        raise ValueError(f"pair ({i}, {j}) cannot carry a {factor}x leak on one output")
     rest = z[i].sum() - z[i, k]
     z[i, k] = target * rest / (1.0 - target)  # z[i,k] / (rest + z[i,k]) = target
     z[i] /= z[i].sum()
     return z
 
 
-def matrix_sampler(matrix: np.ndarray):
-    """The exact sampler of a row-stochastic matrix, as a black box."""
-
-    def sample(i: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        return sample_rows(matrix, np.full(n, i), rng)
-
-    return sample
-
-
-def raising_on_odd(inner):
-    """A correct sampler that raises for odd inputs: the refusal itself leaks."""
-
-    def sample(i: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        if i % 2 == 1:
-            raise ValueError("input not supported")
-        return inner(i, n, rng)
-
-    return sample
+def leak_pairs(domain: Domain) -> dict[str, tuple[int, int]]:
+    """The closest pair, and the chaining pair whose eps d is nearest 1 (within 0.25), else
+    the pair of any kind (at 2,000 points no chaining pair is that far apart: the leak then
+    shows, larger, on the chaining pairs of its path)."""
+    pairs, d = domain.constraint_pairs, domain.dist_xx
+    dp = d[pairs[:, 0], pairs[:, 1]]
+    closest = pairs[np.argmin(np.where(dp > 0, dp, np.inf))]
+    unit = pairs[np.argmin(np.abs(EPS * dp - 1.0))]
+    if abs(EPS * d[unit[0], unit[1]] - 1.0) > 0.25:
+        ii, jj = np.triu_indices(len(d), k=1)
+        k = np.argmin(np.abs(EPS * d[ii, jj] - 1.0))
+        unit = np.array([ii[k], jj[k]])
+    return {"closest pair": (int(closest[0]), int(closest[1])), "eps d ~ 1": (int(unit[0]),
+            int(unit[1]))}  # fmt: skip
 
 
-def cases() -> Iterator[tuple[str, bool, np.ndarray | None, object, np.ndarray]]:
-    """``(label, is_bug, matrix or None, sampler, dist_km)`` for every row of the table."""
-    for network, n in DOMAINS.items():
-        dom = road_domain(network)
-        d = dom.dist_xx
-        where = f"{network}, {n} pts"
-        for name, label in (("em", "EM"), ("laplace", "planar Laplace"), ("lp", "optimal LP")):
-            bug = tuned(name, dom, LEAK * EPS)
-            yield f"bug: {label} at 1.2 eps ({where})", True, bug, matrix_sampler(bug), d
-        em = tuned("em", dom, EPS)
-        leak = single_output_leak(em, d, EPS)
-        yield f"bug: one output, closest pair, 1.2 eps ({where})", True, leak, matrix_sampler(
-            leak), d  # fmt: skip
-        leak = single_output_leak(em, d, EPS, rank=4)
-        yield f"bug: one output, 5th-closest pair, 1.2 eps ({where})", True, leak, (
-            matrix_sampler(leak)), d  # fmt: skip
-        yield f"bug: tight EM raising on odd inputs ({where})", True, None, raising_on_odd(
-            matrix_sampler(em)), d  # fmt: skip
-        for name, label in (("em", "EM"), ("laplace", "planar Laplace"), ("lp", "optimal LP")):
-            z = em if name == "em" else tuned(name, dom, EPS)
-            yield f"correct: tight {label} ({where})", False, z, matrix_sampler(z), d
-    dom = road_domain("helsinki-test")
-    for name in available():
-        params = getattr(type(make(name, epsilon=1.0)), "conformance_params", {})
-        mech = make(name, epsilon=EPS, **params).fit(dom)
-        yield f"correct: registered `{name}` (helsinki-test, 50 pts)", False, mech.matrix_, (
-            mechanism_sampler(mech)), mech.domain_.dist_xx  # fmt: skip
+def cases(n_points: int) -> Iterator[tuple[str, bool, np.ndarray]]:
+    """``(label, is_bug, matrix)`` for one domain size."""
+    dom = road_domain(n_points)
+    d = dom.dist_xx
+    tight = em_with_true_epsilon(d, EPS)
+    for factor in (1.2, 1.5):
+        yield f"EM at {factor} eps", True, em_with_true_epsilon(d, factor * EPS)
+    for where, (i, j) in leak_pairs(dom).items():
+        m = f"{d[i, j] * 1000:.0f} m"
+        yield f"one output 1.5x, {where} ({m})", True, one_output_leak(tight, d, i, j, 1.5)
+    yield "correct: tight EM", False, tight
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10, help="audits per bug row")
-    parser.add_argument(
-        "--false-alarm-runs", type=int, default=100, help="audits per tight correct row"
-    )
-    parser.add_argument(
-        "--registered-runs", type=int, default=10, help="audits per registered mechanism row"
-    )
+    parser.add_argument("--sizes", default="50,100,200,500,2000")
+    parser.add_argument("--budgets", default="3e7,3e8", help="draws per audit")
+    parser.add_argument("--runs", type=int, default=10, help="audits per leak row and budget")
+    parser.add_argument("--false-alarm-runs", type=int, default=100, help="audits per correct row")
     parser.add_argument("--only", default="", help="rows whose label contains this text")
     args = parser.parse_args()
+    budgets = [int(float(b)) for b in args.budgets.split(",")]
     print(f"load: {os.getloadavg()[0]:.2f} (1-min average) on {os.cpu_count()} cores\n")
-    print("| sampler | true eps (claimed 4) | violations reported | median eps lower bound | "
-          "samples / audit | s / audit |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|")
-    for label, is_bug, matrix, sample, dist in cases():
-        if args.only not in label:
-            continue
-        runs = args.runs if is_bug else args.false_alarm_runs
-        runs = args.registered_runs if "registered" in label else runs
-        true_eps = "-" if matrix is None else f"{smallest_epsilon(matrix, dist):.3f}"
-        found, bounds, samples, start = 0, [], 0, time.perf_counter()
-        for run in range(runs):
-            result = audit(sample, dist, EPS, rng=np.random.default_rng(1000 + run))
-            found += not result.passed
-            bounds.append(result.epsilon_lower_bound)
-            samples = max(samples, result.total_samples)
-        secs = (time.perf_counter() - start) / runs
-        med = float(np.median(bounds))
-        print(f"| {label} | {true_eps} | {found}/{runs} | {med:.3g} | {samples:.2g} | "
-              f"{secs:.1f} |", flush=True)  # fmt: skip
+    head = " | ".join(f"flagged at {b:.0e} | median bound" for b in budgets)
+    print(f"| points | sampler | true eps (claimed 4) | {head} | s / audit |")
+    print("|---:|---|---:|" + "---:|---:|" * len(budgets) + "---:|")
+    for n_points in (int(s) for s in args.sizes.split(",")):
+        dom = road_domain(n_points)
+        for label, is_bug, matrix in cases(n_points):
+            if args.only not in label:
+                continue
+            runs = args.runs if is_bug else args.false_alarm_runs
+            cells, start = [], time.perf_counter()
+            for budget in budgets:
+                found, bounds = 0, []
+                for run in range(runs):
+                    result = audit(
+                        matrix_sampler(matrix), dom.dist_xx, EPS, total_samples=budget,
+                        pairs=dom.constraint_pairs, output_dist_km=dom.dist_xy,
+                        rng=np.random.default_rng(1000 + run),
+                    )  # fmt: skip
+                    found += not result.passed
+                    bounds.append(result.epsilon_lower_bound)
+                cells.append(f"{found}/{runs} | {float(np.median(bounds)):.3g}")
+            secs = (time.perf_counter() - start) / (runs * len(budgets))
+            true_eps = smallest_epsilon(matrix, dom.dist_xx)
+            print(f"| {n_points:,} | {label} | {true_eps:.3f} | {' | '.join(cells)} | "
+                  f"{secs:.1f} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

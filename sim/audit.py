@@ -1,42 +1,68 @@
-"""Black-box statistical auditor of mDP claims (``mdpsim audit``), in two stages.
+"""Black-box statistical auditor of mDP claims (``mdpsim audit``): selection, then confirmation.
 
 The auditor sees only a sampler ``sample(i, n, rng) -> n outputs`` (integer output indices;
 an exception raised by the mechanism is itself an output, ``ERROR``), the true distances between
 inputs, and the claimed eps. It looks for an input pair (x, x') and an output set S with
-``Pr[M(x) ∈ S] > exp(eps d(x, x')) Pr[M(x') ∈ S]``:
+``Pr[M(x) ∈ S] > exp(eps d(x, x')) Pr[M(x') ∈ S]``. What it uses besides the samples is public:
 
-1. *Screen* (a share of the budget, spread over every input): for every ordered pair, the
-   candidate events are the single outputs and the DP-Sniper-style sets "the outputs whose
-   empirical likelihood ratio is at least t" (prefixes of the outputs sorted by that ratio).
-   Each candidate is scored by the lower bound the test stage is expected to reach on it,
-   minus a penalty for the screen's own noise; the best ones go to the test, and so do the
-   closest pairs (where a leak's margin ``(eps' - eps) d`` is smallest) with their best events.
-2. *Test* (the rest of the budget, spread over the few inputs the chosen candidates use):
-   on fresh samples, a one-sided Clopper-Pearson lower bound ``L`` of ``Pr[M(x) ∈ S]`` and an
-   upper bound ``U`` of ``Pr[M(x') ∈ S]``. A violation is reported when ``L > exp(eps d) U``;
-   ``ln(L / U) / d`` is a lower bound on the true epsilon.
+* **Chaining pairs only.** If every pair of a chain ``x = x_0, x_1, ..., x_m = x'`` with
+  ``d(x, x') = sum d(x_k, x_k+1)`` satisfies the bound on S, so does (x, x') (multiply the
+  ratios). So a violation on any pair implies one, on the same S and at least the same eps per
+  km, on a pair with no third input on a shortest path between them (``Domain.constraint_pairs``;
+  computed from the distances when not given). On a road domain that is a few pairs per input
+  instead of N - 1, which cuts the candidates and concentrates the draws.
+* **Events from the outputs' places** when ``output_dist_km`` (inputs x outputs) is given:
+  the half-spaces "outputs at least t closer to x than to x'" (prefixes of the outputs sorted by
+  ``d(x', y) - d(x, y)``), which are the likelihood-ratio sets of distance-based mechanisms.
 
-Every bound is taken at ``alpha / (2 * candidates)`` (Bonferroni over the tested candidates
-and their two bounds). The candidates are fixed by the screen, which the test's samples are
-independent of, so the chance of any false alarm on an eps-mDP mechanism whose draws are
-independent is at most ``alpha`` (default 1e-6), whatever the screen chose. The screen spends
-no error probability: it only decides where to look.
+The budget is spent in three parts:
+
+1. *Broad screen* (``screen_share * (1 - focus_share)`` of the draws, even over all inputs).
+2. *Focused screen* (``screen_share * focus_share``, even over ``focus_inputs`` inputs: those
+   of the ``n_closest`` closest chaining pairs, where a leak's margin ``(eps' - eps) d`` is
+   smallest, then those of the best-ranked pairs). The screens' draws are pooled. For every
+   ordered chaining pair the candidate events are the single outputs, the DP-Sniper-style sets
+   "outputs whose empirical likelihood ratio is at least t" (ordered on one random half of the
+   screen's draws, scored on the other), and the half-spaces above. Pairs are ranked by two
+   criteria taken in turn: *evidence*, the screen's z-score that the confirmation will see a
+   violation, less the largest z-score chance gives among that many events (finds leaks); and
+   *bound*, the epsilon lower bound the confirmation is expected to reach (resolves tight
+   mechanisms). The ``n_candidates`` best, each with its best event, are confirmed.
+3. *Confirmation* (the rest, even over the inputs the candidates use): on fresh draws, a
+   one-sided Clopper-Pearson lower bound ``L`` of ``Pr[M(x) ∈ S]`` and an upper bound ``U`` of
+   ``Pr[M(x') ∈ S]``. A violation is reported when ``L > exp(eps d) U``; ``ln(L / U) / d`` is a
+   lower bound on the true epsilon.
+
+Every bound is taken at ``alpha / (2 * candidates)`` (Bonferroni over the confirmed candidates
+and their two bounds). The candidates are a function of the screens' draws only, which the
+confirmation's draws are independent of, so the chance of any false alarm on an eps-mDP
+mechanism whose draws are independent is at most ``alpha`` (default 1e-6), whatever the
+screens chose. The screens spend no error probability: they only decide where to look.
+
+A sampler may also offer ``sample.counts(i, n, rng)``: the counts of ``n`` draws over the
+outputs ``0..K-1`` in one vector (:func:`matrix_sampler` draws them from a multinomial, exactly
+the distribution of ``n`` draws); the auditor then asks for counts instead of draws.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import binomtest, norm
 
+from mdpsim.domain import implied_free_pairs
 from mdpsim.errors import InputError
 
 ERROR = np.iinfo(np.int64).min  # the output "the mechanism raised"
 MIN_EVENT_COUNT = 20  # screen draws an event needs under x before it is considered
-SCREEN_NOISE_Z = 2.0  # screen noise penalty, in standard errors of the screened estimate
+BOUND_NOISE_Z = 2.0  # standard errors of the screen taken off the expected bound
+MIN_DRAWS = 1000  # draws per input each part of the audit needs at least
+_CHUNK_DRAWS = 1 << 22  # draws asked of a sampler per call (bounds the memory of one call)
+_PAIR_BLOCK_ENTRIES = 1 << 21  # (pairs x outputs) entries scored at once
 _BINCOUNT_LIMIT = 1 << 22  # outputs in [0, limit) are counted with bincount, others sorted
 
 Sampler = Callable[[int, int, np.random.Generator], np.ndarray | Sequence[int]]
@@ -44,7 +70,7 @@ Sampler = Callable[[int, int, np.random.Generator], np.ndarray | Sequence[int]]
 
 @dataclass(frozen=True)
 class PairResult:
-    """The test of one ordered pair (x -> x') on one event."""
+    """The confirmation of one ordered pair (x -> x') on one event."""
 
     i: int
     j: int
@@ -54,7 +80,7 @@ class PairResult:
     upper_x_prime: float
     epsilon_lower_bound: float
     violated: bool
-    chosen_as: str  # "screen" (best score) or "closest" (a closest pair)
+    chosen_as: str  # the kind of event: "output", "ratio set" or "half-space"
 
 
 @dataclass
@@ -63,14 +89,16 @@ class AuditResult:
 
     claimed_epsilon: float
     alpha: float
-    screen_samples_per_input: dict[int, int]  # input -> its screen draws
-    test_samples_per_input: dict[int, int]  # input -> its test draws
+    screen_samples_per_input: dict[int, int]  # input -> its broad-screen draws
+    focus_samples_per_input: dict[int, int]  # input -> its focused-screen draws
+    test_samples_per_input: dict[int, int]  # input -> its confirmation draws
     total_samples: int
+    n_pairs: int  # ordered chaining pairs screened
     pairs: list[PairResult] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        """No tested candidate showed a violation."""
+        """No confirmed candidate showed a violation."""
         return not any(p.violated for p in self.pairs)
 
     @property
@@ -92,20 +120,25 @@ class AuditResult:
             f"claimed eps      {self.claimed_epsilon:g} /km",
             f"eps lower bound  {self.epsilon_lower_bound:.4g} /km (holds with that confidence)",
             f"samples          {self.total_samples:,}: screen "
-            f"{_span(self.screen_samples_per_input)} per input, test "
-            f"{_span(self.test_samples_per_input)} on {len(self.test_samples_per_input)} inputs",
-            f"candidates       {len(self.pairs)} (ordered pair, event) tested",
+            f"{_span(self.screen_samples_per_input)} per input, focus "
+            f"{_span(self.focus_samples_per_input)} on {len(self.focus_samples_per_input)} "
+            f"inputs, test {_span(self.test_samples_per_input)} on "
+            f"{len(self.test_samples_per_input)} inputs",
+            f"candidates       {len(self.pairs)} (ordered pair, event) tested, of "
+            f"{self.n_pairs:,} ordered chaining pairs screened",
         ]
         if w is not None:
             out.append(
-                f"worst pair       x={w.i} -> x'={w.j} at {w.distance_km * 1000:.1f} m "
-                f"({w.chosen_as}), event of {len(w.event)} outputs: Pr >= {w.lower_x:.4g} "
+                f"worst pair       x={w.i} -> x'={w.j} at {w.distance_km * 1000:.1f} m, "
+                f"{w.chosen_as} of {len(w.event)} outputs: Pr >= {w.lower_x:.4g} "
                 f"vs <= {w.upper_x_prime:.4g}"
             )
         return out
 
 
 def _span(draws: dict[int, int]) -> str:
+    if not draws:
+        return "0"
     lo, hi = min(draws.values()), max(draws.values())
     return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
 
@@ -114,9 +147,9 @@ def _span(draws: dict[int, int]) -> str:
 class _Candidate:
     i: int
     j: int
-    event: np.ndarray  # column indices into the screen's output vocabulary
+    event: np.ndarray  # column indices into the output vocabulary
     score: float
-    chosen_as: str
+    kind: str
 
 
 def audit(
@@ -125,11 +158,14 @@ def audit(
     epsilon: float,
     *,
     total_samples: int = 30_000_000,
-    screen_share: float = 0.3,
-    n_candidates: int = 8,
-    n_closest: int = 2,
-    closest_share: float = 0.6,
+    screen_share: float = 0.5,
+    focus_share: float = 0.5,
+    n_candidates: int = 6,
+    focus_inputs: int = 16,
+    n_closest: int = 1,
     alpha: float = 1e-6,
+    pairs: np.ndarray | None = None,
+    output_dist_km: np.ndarray | None = None,
     rng: np.random.Generator | None = None,
 ) -> AuditResult:
     """Audit a sampler's eps-mDP claim; see the module docstring.
@@ -138,24 +174,33 @@ def audit(
     ----------
     sample
         ``sample(i, n, rng)`` returns ``n`` outputs for input ``i``; it may raise (that counts
-        as the output ``ERROR`` for all ``n`` draws).
+        as the output ``ERROR`` for all ``n`` draws). With a ``counts(i, n, rng)`` attribute,
+        that is used instead (counts of ``n`` draws over the outputs ``0..K-1``).
     dist_km
         True distances between inputs (km).
     epsilon
         Claimed eps per km.
     total_samples
-        Draws from the sampler over the whole audit (screen and test together).
+        Draws from the sampler over the whole audit (screens and confirmation together).
     screen_share
-        Share of each input's draws spent on the screen.
+        Share of ``total_samples`` spent on the two screens.
+    focus_share
+        Share of the screens' draws spent on the focused screen.
     n_candidates
-        (ordered pair, event) candidates with the best screen scores sent to the test.
+        (ordered pair, event) candidates with the best screen scores that are confirmed.
+    focus_inputs
+        Inputs of the best-scoring pairs that the focused screen draws from.
     n_closest
-        Closest unordered pairs also sent to the test (both directions, best event each).
-    closest_share
-        Share of ``total_samples`` given to the inputs of the closest pairs (screen and test),
-        where a leak's margin ``(eps' - eps) d`` is smallest.
+        Closest chaining pairs whose inputs are always in the focus: a leak's margin
+        ``(eps' - eps) d`` is smallest there, too small for the broad screen to see.
     alpha
         Family-wise false-alarm rate.
+    pairs
+        Unordered pairs ``(i, j)`` whose constraints imply all others by chaining
+        (``Domain.constraint_pairs``); by default computed from ``dist_km``.
+    output_dist_km
+        Distances from the inputs to the outputs ``0..K-1`` (km), when outputs are places:
+        adds the half-space events. Outputs outside ``0..K-1`` (``ERROR``) are in none.
     """
     dist_km = np.asarray(dist_km, dtype=float)
     n = len(dist_km)
@@ -165,181 +210,282 @@ def audit(
         raise InputError(f"epsilon={epsilon!r} must be finite and > 0")
     if not (0 < alpha < 1):
         raise InputError(f"alpha={alpha!r} must lie in (0, 1)")
-    if not (0 < screen_share < 1):
-        raise InputError(f"screen_share={screen_share!r} must lie in (0, 1)")
-    if not (0 <= closest_share < 1):
-        raise InputError(f"closest_share={closest_share!r} must lie in [0, 1)")
-    if n_candidates < 1 or n_closest < 0:
-        raise InputError("n_candidates must be >= 1 and n_closest >= 0")
+    for name, share in (("screen_share", screen_share), ("focus_share", focus_share)):
+        if not (0 < share < 1):
+            raise InputError(f"{name}={share!r} must lie in (0, 1)")
+    if n_candidates < 1 or focus_inputs < 2 or not 0 <= 2 * n_closest <= focus_inputs:
+        raise InputError(
+            "n_candidates must be >= 1, focus_inputs >= 2 and n_closest in [0, focus_inputs / 2]"
+        )
     if not (dist_km > 0).any():
         raise InputError("dist_km has no pair of inputs at a positive distance")
-    close = _closest_pairs(dist_km, n_closest)
-    plan = _Plan.make(n, {k for pair in close for k in pair}, total_samples, screen_share,
-                      closest_share, n_candidates)  # fmt: skip
+    ordered = _ordered_pairs(dist_km, pairs)
+    out_dist = _output_distances(output_dist_km, n)
+    plan = _Plan.make(n, total_samples, screen_share, focus_share, n_candidates, focus_inputs)
     rng = np.random.default_rng(0) if rng is None else rng
 
-    vocab, counts = _count_outputs(_draw(sample, i, int(plan.screen[i]), rng) for i in range(n))
-    cands = _choose(counts, plan, dist_km, epsilon, alpha, close, n_candidates=n_candidates)
-    n_test = plan.test_draws(cands)
-    inputs = sorted(n_test)
-    draws = (_draw(sample, i, n_test[i], rng) for i in inputs)
-    test = dict(zip(inputs, _count_outputs(draws, vocab=vocab)[1], strict=True))
-    level = alpha / (2 * len(cands))
+    known = 0 if out_dist is None else out_dist.shape[1]
+    if hasattr(sample, "counts") and out_dist is None:
+        known = -1  # the vocabulary is what the counts' length says
+    screen = [_draw_counts(sample, i, plan.broad, rng) for i in range(n)]
+    vocab = _vocabulary(screen, known)
+    counts = np.stack([_on_vocab(c, vocab) for c in screen])
+    n_sel = np.full(n, plan.broad, dtype=np.int64)
+    cols = None if out_dist is None else _columns(vocab, out_dist.shape[1])
+    scorer = _Scorer(dist_km, epsilon, ordered, out_dist, cols, plan.test_guess, alpha, len(vocab))
+
+    focus = scorer.focus(counts, n_sel, focus_inputs, n_closest, rng)
+    for i in focus:
+        counts[i] += _on_vocab(_draw_counts(sample, i, plan.focus, rng), vocab)
+        n_sel[i] += plan.focus
+    cands = scorer.candidates(counts, n_sel, n_candidates, rng)
+
+    used = sorted({k for c in cands for k in (c.i, c.j)})
+    per_input = plan.confirm_total // max(1, len(used))
+    test = {i: _on_vocab(_draw_counts(sample, i, per_input, rng), vocab) for i in used}
+    level = alpha / (2 * max(1, len(cands)))
     result = AuditResult(
         claimed_epsilon=epsilon,
         alpha=alpha,
-        screen_samples_per_input=dict(enumerate(plan.screen.tolist())),
-        test_samples_per_input=n_test,
-        total_samples=int(plan.screen.sum()) + sum(n_test.values()),
+        screen_samples_per_input=dict.fromkeys(range(n), plan.broad),
+        focus_samples_per_input=dict.fromkeys(focus, plan.focus),
+        test_samples_per_input=dict.fromkeys(used, per_input),
+        total_samples=plan.broad * n + plan.focus * len(focus) + per_input * len(used),
+        n_pairs=len(ordered),
     )
     for c in cands:
         d = float(dist_km[c.i, c.j])
-        lo = clopper_pearson_lower(int(test[c.i][c.event].sum()), n_test[c.i], level)
-        hi = clopper_pearson_upper(int(test[c.j][c.event].sum()), n_test[c.j], level)
+        lo = clopper_pearson_lower(int(test[c.i][c.event].sum()), per_input, level)
+        hi = clopper_pearson_upper(int(test[c.j][c.event].sum()), per_input, level)
         log_ratio = math.log(lo) - math.log(hi) if lo > 0 else -math.inf
         result.pairs.append(
             PairResult(
                 i=c.i, j=c.j, distance_km=d, event=tuple(vocab[c.event].tolist()),
                 lower_x=lo, upper_x_prime=hi, epsilon_lower_bound=max(log_ratio / d, 0.0),
-                violated=log_ratio > epsilon * d, chosen_as=c.chosen_as,
+                violated=log_ratio > epsilon * d, chosen_as=c.kind,
             )
         )  # fmt: skip
     return result
 
 
-def _closest_pairs(dist_km: np.ndarray, n_closest: int) -> list[tuple[int, int]]:
-    """The ``n_closest`` unordered pairs at the smallest positive distances."""
-    ii, jj = np.triu_indices(len(dist_km), k=1)
-    d = dist_km[ii, jj]
-    keep = np.flatnonzero(d > 0)
-    best = keep[np.argsort(d[keep], kind="stable")[:n_closest]]
-    return [(int(ii[k]), int(jj[k])) for k in best]
+def _ordered_pairs(dist_km: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
+    """Both directions of the chaining pairs at a positive distance, shape (P, 2)."""
+    if pairs is None:
+        pairs = implied_free_pairs(dist_km)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    n = len(dist_km)
+    if len(pairs) and (pairs.min() < 0 or pairs.max() >= n):
+        raise InputError(f"pairs must index the {n} inputs of dist_km")
+    both = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0)
+    both = both[dist_km[both[:, 0], both[:, 1]] > 0]
+    if not len(both):
+        raise InputError("pairs has no pair of inputs at a positive distance")
+    return both
+
+
+def _output_distances(output_dist_km, n: int) -> np.ndarray | None:
+    if output_dist_km is None:
+        return None
+    out = np.asarray(output_dist_km, dtype=float)
+    if out.ndim != 2 or out.shape[0] != n or not np.isfinite(out).all():
+        raise InputError(
+            f"output_dist_km must be a finite ({n}, K) matrix (inputs x outputs), got {out.shape}"
+        )
+    return out
 
 
 @dataclass(frozen=True)
 class _Plan:
-    """Where the draws go. The closest pairs' inputs get ``closest_share`` of the budget (split
-    into screen and test by ``screen_share``): their leaks have the smallest margins, and the
-    screen must already tell the leaking output from the others. The other inputs share the
-    rest: a screen for every one, and a test for those the chosen candidates use."""
+    """Draws per input of each part, fixed before any draw by the sizes alone."""
 
-    screen: np.ndarray  # screen draws per input
-    close: frozenset[int]
-    test_close: int  # test draws per closest-pair input
-    test_other_total: int  # test draws shared by the other candidates' inputs
-    test_other_guess: int  # what one of them can expect (2 inputs per candidate)
+    broad: int  # broad-screen draws per input
+    focus: int  # focused-screen draws per focus input
+    confirm_total: int  # confirmation draws, shared by the candidates' inputs
+    test_guess: float  # confirmation draws one candidate input can expect
 
     @staticmethod
-    def make(n, close, total, screen_share, closest_share, n_candidates) -> _Plan:
-        n_other = n - len(close)
-        share = closest_share if close and n_other else (1.0 if close else 0.0)
-        per_close = int(total * share) // max(1, len(close))
-        rest = total - per_close * len(close)
-        screen_other = int(rest * screen_share) // max(1, n_other)
-        screen = np.full(n, screen_other, dtype=np.int64)
-        screen[list(close)] = int(per_close * screen_share)
-        test_other = rest - screen_other * n_other
-        plan = _Plan(screen, frozenset(close), per_close - int(per_close * screen_share),
-                     test_other, test_other // max(1, min(n_other, 2 * n_candidates)))  # fmt: skip
-        sizes = [int(screen.min()), plan.test_close if close else 10**9,
-                 plan.test_other_guess if n_other else 10**9]  # fmt: skip
-        if min(sizes) < 1000:
+    def make(n, total, screen_share, focus_share, n_candidates, focus_inputs) -> _Plan:
+        screen = int(total * screen_share)
+        broad = int(screen * (1 - focus_share)) // n
+        n_focus = min(n, focus_inputs)
+        focus = (screen - broad * n) // n_focus
+        confirm = total - broad * n - focus * n_focus
+        guess = confirm / min(n, 2 * n_candidates)
+        if min(broad, focus, guess) < MIN_DRAWS:
             raise InputError(
-                f"total_samples={total:,} is too few for {n} inputs: the screen and the test "
-                "need >= 1,000 draws per input each"
+                f"total_samples={total:,} is too few for {n} inputs: the screens and the "
+                f"confirmation need >= {MIN_DRAWS:,} draws per input each"
             )
-        return plan
-
-    def test_guess(self) -> np.ndarray:
-        """Test draws each input can expect if it is chosen (the screen's scores use it)."""
-        guess = np.full(len(self.screen), self.test_other_guess, dtype=float)
-        guess[list(self.close)] = self.test_close
-        return guess
-
-    def test_draws(self, cands: list[_Candidate]) -> dict[int, int]:
-        """Test draws per input the candidates use."""
-        other = {k for c in cands for k in (c.i, c.j)} - self.close
-        n_other = self.test_other_total // len(other) if other else 0
-        used = {k for c in cands for k in (c.i, c.j)}
-        return {k: self.test_close if k in self.close else n_other for k in sorted(used)}
+        return _Plan(broad, focus, confirm, guess)
 
 
-def _choose(
-    counts: np.ndarray,
-    plan: _Plan,
-    dist_km: np.ndarray,
-    epsilon: float,
-    alpha: float,
-    close: list[tuple[int, int]],
-    *,
-    n_candidates: int,
-) -> list[_Candidate]:
-    """The candidates to test: the closest pairs and the best-scoring ordered pairs."""
-    n = len(dist_km)
-    z = float(norm.isf(alpha / (2 * (n_candidates + 2 * len(close)))))
-    n_screen, n_test = plan.screen.astype(float), plan.test_guess()
-    best = [_best_events(counts, i, n_screen, dist_km[i] * epsilon, n_test, z) for i in range(n)]
-    score = np.array([s for s, _ in best])  # (n, n): score of pair i -> j
-    events = [e for _, e in best]
-    np.fill_diagonal(score, -np.inf)
-    score[dist_km <= 0] = -np.inf
-    chosen: dict[tuple[int, int], str] = {}
-    for i, j in close:
-        chosen[(i, j)] = chosen[(j, i)] = "closest"
-    picked = 0
-    for flat in np.argsort(-score, axis=None, kind="stable"):
-        i, j = divmod(int(flat), n)
-        if picked == n_candidates or not np.isfinite(score[i, j]):
-            break
-        if (i, j) not in chosen:
-            chosen[(i, j)] = "screen"
-            picked += 1
-    return [
-        _Candidate(i, j, events[i][j], float(score[i, j]), why) for (i, j), why in chosen.items()
-    ]
+class _Scorer:
+    """Scores every (ordered chaining pair, event) on the screens' counts, by two criteria:
+    ``evidence``, how strongly the screen says the confirmation will find a violation (finds
+    leaks), and ``bound``, the epsilon lower bound the confirmation is expected to reach
+    (resolves tight mechanisms). The focus and the candidates take from both in turn."""
+
+    CRITERIA = ("evidence", "bound")
+
+    def __init__(self, dist_km, epsilon, ordered, out_dist, cols, test_guess, alpha, n_outputs):
+        self.dist, self.eps, self.ordered = dist_km, epsilon, ordered
+        self.out_dist, self.cols = out_dist, cols
+        self.test_n = float(test_guess)
+        self.alpha = alpha
+        # the normal quantile that one of an option's events exceeds by chance about once per
+        # audit: (pair, output) for single outputs; (pair, prefix length) for the sorted sets,
+        # whose prefixes are nested (about log2 K independent lengths)
+        per_pair = {False: n_outputs, True: 1 + math.ceil(math.log2(max(2, n_outputs)))}
+        self.penalty = {k: float(norm.isf(1.0 / (len(ordered) * v))) for k, v in per_pair.items()}
+
+    def _z(self, n_candidates: int) -> float:
+        return float(norm.isf(self.alpha / (2 * n_candidates)))
+
+    def focus(self, counts, n_sel, focus_inputs: int, n_closest: int, rng) -> list[int]:
+        """The inputs of the ``n_closest`` closest pairs, then of the best pairs by both
+        criteria in turn, ``focus_inputs`` at most (topped up with the next closest pairs')."""
+        best = self._best(counts, n_sel, self._z(2 * focus_inputs), rng)
+        closest = np.argsort(self.dist[self.ordered[:, 0], self.ordered[:, 1]], kind="stable")
+        size = min(focus_inputs, len(self.dist))
+        chosen: list[int] = []
+        first = [(int(k), "") for k in closest[: 2 * n_closest]]  # both directions
+        for k, _ in (*first, *_interleave(best), *((k, "") for k in closest)):
+            for v in self.ordered[k]:
+                if int(v) not in chosen and len(chosen) < size:
+                    chosen.append(int(v))
+            if len(chosen) >= size:
+                break
+        return sorted(chosen)
+
+    def candidates(self, counts, n_sel, n_candidates: int, rng) -> list[_Candidate]:
+        """``n_candidates`` ordered pairs, the best by both criteria in turn, with the best
+        event by the criterion that chose them."""
+        best = self._best(counts, n_sel, self._z(n_candidates), rng)
+        out: list[_Candidate] = []
+        for k, crit in _interleave(best):
+            if len(out) == n_candidates:
+                break
+            score, events, kinds = best[crit]
+            out.append(_Candidate(int(self.ordered[k, 0]), int(self.ordered[k, 1]), events[k],
+                                  float(score[k]), kinds[k]))  # fmt: skip
+        return out
+
+    def _best(self, counts, n_sel, z, rng) -> dict[str, tuple[np.ndarray, list, list[str]]]:
+        """Per criterion, the best event of each ordered pair: scores (P,), events, kinds.
+
+        The ratio sets are ordered on a random half of each input's screen draws (an exact
+        split: a multivariate hypergeometric draw of the counts) and scored on the other half,
+        so that sorting by noisy ratios does not also inflate their scores.
+        """
+        half_n = n_sel // 2
+        half = np.stack([rng.multivariate_hypergeometric(c, int(h)) for c, h in
+                         zip(counts, half_n, strict=True)])  # fmt: skip
+        data = {"all": (counts, n_sel), "order": (half, half_n), "rest": (counts - half,
+                n_sel - half_n)}  # fmt: skip
+        n_pairs, width = len(self.ordered), counts.shape[1]
+        block = max(1, _PAIR_BLOCK_ENTRIES // max(1, width))
+        out: dict[str, tuple[np.ndarray, list, list[str]]] = {
+            c: (np.empty(n_pairs), [], []) for c in self.CRITERIA
+        }
+        for start in range(0, n_pairs, block):
+            part = self.ordered[start : start + block]
+            for crit, (s, e, k) in self._block(data, part, z).items():
+                out[crit][0][start : start + len(part)] = s
+                out[crit][1].extend(e)
+                out[crit][2].extend(k)
+        return out
+
+    def _block(self, data, part, z):
+        i, j = part[:, 0], part[:, 1]
+
+        def pair_counts(name):
+            c, n_draws = data[name]
+            n_x, n_y = n_draws[i].astype(float), n_draws[j].astype(float)
+            return c[i].astype(float), c[j].astype(float), n_x[:, None], n_y[:, None]
+
+        everything = pair_counts("all")
+        cx = everything[0]
+        options = [("output", np.broadcast_to(np.arange(cx.shape[1]), cx.shape), False, everything)]
+        ax, ay, hx, hy = pair_counts("order")
+        ratio = np.log(ax + 0.5) - np.log(hx) - np.log(ay + 0.5) + np.log(hy)
+        order = np.argsort(-ratio, axis=1, kind="stable")
+        options.append(("ratio set", order, True, pair_counts("rest")))
+        if self.out_dist is not None:
+            key = np.full(cx.shape, -np.inf)
+            ok = self.cols >= 0
+            key[:, ok] = self.out_dist[j][:, self.cols[ok]] - self.out_dist[i][:, self.cols[ok]]
+            options.append(("half-space", np.argsort(-key, axis=1, kind="stable"), True,
+                            everything))  # fmt: skip
+        d = self.dist[i, j][:, None]
+        rows = np.arange(len(part))
+        best = {c: (np.full(len(part), -np.inf), np.zeros(len(part), dtype=np.int64),
+                    np.zeros(len(part), dtype=np.int64)) for c in self.CRITERIA}  # fmt: skip
+        for o, (_, order, prefix, (px, py, nx, ny)) in enumerate(options):
+            sx = np.take_along_axis(px, order, axis=1)
+            sy = np.take_along_axis(py, order, axis=1)
+            if prefix:
+                sx, sy = np.cumsum(sx, axis=1), np.cumsum(sy, axis=1)
+                sx[:, -1] = 0  # the whole output set is no event
+            scores = _scores(sx, sy, (nx, ny), self.eps * d, (self.test_n, z),
+                             self.penalty[prefix])  # fmt: skip
+            for crit, s in zip(self.CRITERIA, scores, strict=True):
+                top, at, opt = best[crit]
+                k = s.argmax(axis=1)
+                better = s[rows, k] > top
+                best[crit] = (np.where(better, s[rows, k], top), np.where(better, k, at),
+                              np.where(better, o, opt))  # fmt: skip
+        out = {}
+        for crit, (top, at, opt) in best.items():
+            events, kinds = [], []
+            for r in range(len(part)):
+                kind, order, prefix, _ = options[opt[r]]
+                k = at[r]
+                events.append(np.array(order[r, : k + 1]) if prefix else np.array([order[r, k]]))
+                kinds.append(kind)
+            out[crit] = (top, events, kinds)
+        return out
 
 
-def _best_events(counts, i, n_screen, eps_d, n_test, z) -> tuple[np.ndarray, list[np.ndarray]]:
-    """For x = input ``i`` and every x': the best event's score and the event itself.
+def _interleave(best) -> list[tuple[int, str]]:
+    """Pair indices with a finite score, taken from each criterion's ranking in turn, each
+    pair once, with the criterion that took it."""
+    rankings = []
+    for crit, (score, _, _) in best.items():
+        order = np.argsort(-score, kind="stable")
+        rankings.append([(int(k), crit) for k in order[np.isfinite(score[order])]])
+    seen: set[int] = set()
+    out = []
+    for row in itertools.zip_longest(*rankings):
+        for item in row:
+            if item is not None and item[0] not in seen:
+                seen.add(item[0])
+                out.append(item)
+    return out
 
-    Candidates are single outputs and prefixes of the outputs sorted by smoothed ratio
-    ``((c_x + 0.5) / n_x) / ((c_x' + 0.5) / n_x')``. The score (log units) is the estimated
-    margin ``ln(p / q) - eps d`` minus the test's expected Clopper-Pearson width at ``n_test``
-    draws (normal approximation on the log scale) and SCREEN_NOISE_Z standard errors of the
-    screen's estimate, so that rare outputs whose ratio looks large by chance rank low.
-    ``n_screen`` and ``n_test`` hold the draws per input.
+
+def _scores(sx, sy, n_screen, eps_d, test, penalty: float) -> tuple[np.ndarray, np.ndarray]:
+    """The two criteria on events with ``sx`` and ``sy`` screen draws under x and x'.
+
+    With ``m`` the estimated margin ``ln(p / q) - eps d`` less the confirmation's expected
+    Clopper-Pearson width (at ``n_test`` draws a side and level ``z``, ``test``; normal
+    approximation on the log scale) and ``se`` the standard error of the screen's estimate:
+    evidence is ``m / se - penalty`` (``penalty``: the largest such value chance alone gives
+    among the option's many events); bound is ``(m - 2 se) / (eps d)``, the expected lower
+    bound's excess over the claim relative to it (ranks as the expected epsilon lower bound).
     """
-    cy = counts.astype(float)
-    cx = np.broadcast_to(cy[i], cy.shape)
-    nx, ny = n_screen[i], n_screen[:, None]
-    ratio = np.log(cx + 0.5) - np.log(nx) - np.log(cy + 0.5) + np.log(ny)
-    order = np.argsort(-ratio, axis=1, kind="stable")
-    sx = np.cumsum(np.take_along_axis(cx, order, axis=1), axis=1)
-    sy = np.cumsum(np.take_along_axis(cy, order, axis=1), axis=1)
-    tests = (n_test[i], n_test[:, None])
-    prefix = _score(sx, sy, (nx, ny), eps_d[:, None], tests, z)
-    single = _score(cx, cy, (nx, ny), eps_d[:, None], tests, z)
-    k_prefix, k_single = prefix.argmax(axis=1), single.argmax(axis=1)
-    rows = np.arange(len(cy))
-    s_prefix, s_single = prefix[rows, k_prefix], single[rows, k_single]
-    use_prefix = s_prefix >= s_single
-    events = [
-        order[j, : k_prefix[j] + 1] if use_prefix[j] else np.array([k_single[j]])
-        for j in range(len(cy))
-    ]
-    return np.where(use_prefix, s_prefix, s_single), events
-
-
-def _score(sx, sy, n_screen, eps_d, n_test, z) -> np.ndarray:
-    (nx, ny), (tx, ty) = n_screen, n_test
+    (nx, ny), (n_test, z) = n_screen, test
     p = sx / nx
     q = (sy + 0.5) / (ny + 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         a, b = (1.0 - p) / p, (1.0 - q) / q
-        width = z * (np.sqrt(a / tx) + np.sqrt(b / ty))
-        noise = SCREEN_NOISE_Z * np.sqrt(a / nx + b / ny)
-        s = np.log(p) - np.log(q) - eps_d - width - noise
-    return np.where(sx >= MIN_EVENT_COUNT, s, -np.inf)
+        width = z * (np.sqrt(a / n_test) + np.sqrt(b / n_test))
+        m = np.log(p) - np.log(q) - eps_d - width
+        se = np.sqrt(a / nx + b / ny)
+        evidence = m / se - penalty
+        bound = (m - BOUND_NOISE_Z * se) / eps_d
+    ok = sx >= MIN_EVENT_COUNT
+    evidence = np.where(ok & (np.isfinite(evidence) | (evidence == np.inf)), evidence, -np.inf)
+    return evidence, np.where(ok & np.isfinite(bound), bound, -np.inf)
 
 
 def clopper_pearson_lower(k: int, n: int, level: float) -> float:
@@ -364,6 +510,80 @@ def mechanism_sampler(mechanism) -> Callable[[int, int, np.random.Generator], np
     return sample
 
 
+class MatrixSampler:
+    """The exact sampler of a row-stochastic matrix, as a black box that can also give the
+    counts of ``n`` draws at once (a multinomial over the row: the same distribution as ``n``
+    draws, at the cost of one row)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = np.asarray(matrix, dtype=float)
+
+    def __call__(self, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        from mdpsim.sampling import sample_rows
+
+        return sample_rows(self.matrix, np.full(n, i), rng)
+
+    def counts(self, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Counts of ``n`` draws of row ``i`` over the columns."""
+        row = self.matrix[i]
+        return rng.multinomial(n, row / row.sum())
+
+
+def matrix_sampler(matrix: np.ndarray) -> MatrixSampler:
+    """:class:`MatrixSampler` of ``matrix``."""
+    return MatrixSampler(matrix)
+
+
+def _draw_counts(sample, i: int, n: int, rng: np.random.Generator) -> dict[int, int] | np.ndarray:
+    """Counts of ``n`` draws for input ``i``: a dense vector over ``0..K-1`` from a counting
+    sampler, else ``{output: count}`` from draws in chunks of at most ``_CHUNK_DRAWS``."""
+    if hasattr(sample, "counts"):
+        try:
+            c = np.asarray(sample.counts(i, n, rng))
+        except Exception:  # a refusal is an output, and a distinguishable one
+            return {int(ERROR): n}
+        if c.ndim != 1 or not np.issubdtype(c.dtype, np.integer) or int(c.sum()) != n:
+            raise InputError(f"sampler.counts must return integer counts summing to {n}")
+        return c.astype(np.int64)
+    total: dict[int, int] = {}
+    for start in range(0, n, _CHUNK_DRAWS):
+        size = min(_CHUNK_DRAWS, n - start)
+        values, c = _value_counts(_draw(sample, i, size, rng))
+        for v, k in zip(values.tolist(), c.tolist(), strict=True):
+            total[v] = total.get(v, 0) + k
+    return total
+
+
+def _vocabulary(screen, known: int) -> np.ndarray:
+    """The sorted outputs the audit tracks: ``0..known-1`` (or each count vector's length when
+    ``known`` is -1) and every output the broad screen drew. Later draws outside it are dropped
+    (no event contains them)."""
+    seen = [np.arange(len(c)) if isinstance(c, np.ndarray) else np.array(list(c)) for c in screen]
+    if known > 0:
+        seen.append(np.arange(known))
+    return np.unique(np.concatenate(seen).astype(np.int64))
+
+
+def _on_vocab(c, vocab: np.ndarray) -> np.ndarray:
+    """Counts (dense vector or dict) as a row over ``vocab``."""
+    row = np.zeros(len(vocab), dtype=np.int64)
+    if isinstance(c, np.ndarray):
+        values, c = np.flatnonzero(c), c[c > 0]
+    else:
+        values, c = np.array(list(c.keys()), dtype=np.int64), np.array(list(c.values()))
+    if not len(values):
+        return row
+    pos = np.minimum(np.searchsorted(vocab, values), len(vocab) - 1)
+    known = vocab[pos] == values
+    row[pos[known]] = c[known]
+    return row
+
+
+def _columns(vocab: np.ndarray, k: int) -> np.ndarray:
+    """Column of ``output_dist_km`` of each vocabulary entry, -1 for outputs outside 0..K-1."""
+    return np.where((vocab >= 0) & (vocab < k), vocab, -1)
+
+
 def _draw(sample: Sampler, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
     try:
         out = np.asarray(sample(i, n, rng))
@@ -372,22 +592,6 @@ def _draw(sample: Sampler, i: int, n: int, rng: np.random.Generator) -> np.ndarr
     if out.shape != (n,) or not np.issubdtype(out.dtype, np.integer):
         raise InputError(f"sampler must return {n} integer outputs, got {out.dtype} {out.shape}")
     return out.astype(np.int64)
-
-
-def _count_outputs(draws: Iterable[np.ndarray], vocab: np.ndarray | None = None):
-    """``(vocab, counts)``: the sorted distinct outputs and an (inputs, outputs) count table.
-
-    With ``vocab`` given, outputs outside it are dropped (no event of the test contains them).
-    """
-    per_input = [_value_counts(d) for d in draws]
-    if vocab is None:
-        vocab = np.unique(np.concatenate([v for v, _ in per_input]))
-    counts = np.zeros((len(per_input), len(vocab)), dtype=np.int64)
-    for row, (values, c) in zip(counts, per_input, strict=True):
-        pos = np.minimum(np.searchsorted(vocab, values), len(vocab) - 1)
-        known = vocab[pos] == values
-        row[pos[known]] = c[known]
-    return vocab, counts
 
 
 def _value_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--samples", type=int, default=30_000_000, help="draws in the whole audit (default 3e7)"
     )
-    p.add_argument("--candidates", type=int, default=8, help="screened candidates tested")
+    p.add_argument("--candidates", type=int, default=6, help="screened candidates confirmed")
     p.add_argument("--alpha", type=float, default=1e-6, help="overall false-alarm rate")
     p.add_argument("--seed", type=int, default=0)
 
@@ -357,13 +357,16 @@ def _audit(args: argparse.Namespace) -> int:
 
     mech, label = _audited_mechanism(args)
     eps = args.epsilon if args.epsilon is not None else float(mech.epsilon)
+    domain = mech.domain_
     result = audit(
         mechanism_sampler(mech),
-        mech.domain_.dist_xx,
+        domain.dist_xx,
         eps,
         total_samples=args.samples,
         n_candidates=args.candidates,
         alpha=args.alpha,
+        pairs=getattr(domain, "constraint_pairs", None),  # public: implied by the metric
+        output_dist_km=getattr(domain, "dist_xy", None),  # public: where the outputs are
         rng=np.random.default_rng(args.seed),
     )
     print(f"mechanism        {label} on {len(mech.domain_.dist_xx)} secrets")

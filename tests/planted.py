@@ -62,3 +62,31 @@ def raising_on_odd(inner):
         return inner(i, size, rng)
 
     return sample
+
+
+def em_with_true_epsilon(dist_km: np.ndarray, true_epsilon: float) -> np.ndarray:
+    """EM whose smallest epsilon (exact verifier) is exactly ``true_epsilon``: its parameter
+    by root finding (EM's own bound is loose by the normaliser)."""
+    from scipy.optimize import brentq
+
+    from mdpsim.mechanisms.em import exponential_matrix
+    from mdpsim.privacy.verifier import verify
+
+    def gap(e: float) -> float:
+        return verify(exponential_matrix(dist_km, e), dist_km, 1e9).smallest_epsilon - true_epsilon
+
+    e = brentq(gap, true_epsilon, 2.5 * true_epsilon, xtol=1e-9 * true_epsilon)
+    return exponential_matrix(dist_km, e)
+
+
+def one_output_leak(matrix: np.ndarray, dist_km: np.ndarray, i: int, j: int, log_ratio: float):
+    """``matrix`` with x = ``i``'s most likely output raised until its log-ratio to x' = ``j``
+    is ``log_ratio`` (row ``i`` renormalised): a leak on one output of one row."""
+    k = int(np.argmax(matrix[i]))
+    z = matrix.copy()
+    target = np.exp(log_ratio) * z[j, k]  # wanted z[i, k] after renormalising
+    assert target < 1, "this pair cannot carry that leak on one output"
+    rest = z[i].sum() - z[i, k]
+    z[i, k] = target * rest / (1.0 - target)  # z[i,k] / (rest + z[i,k]) = target
+    z[i] /= z[i].sum()
+    return z

@@ -6,9 +6,15 @@ import numpy as np
 import planted  # tests/planted.py: reference samplers, correct and with planted bugs
 import pytest
 from scipy.optimize import brentq
-from scipy.stats import beta
+from scipy.stats import beta, binom
 
-from mdpsim.audit import audit, clopper_pearson_lower, clopper_pearson_upper, mechanism_sampler
+from mdpsim.audit import (
+    audit,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    matrix_sampler,
+    mechanism_sampler,
+)
 from mdpsim.domain import Domain
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import available, make
@@ -175,3 +181,132 @@ def test_cli_audit_passes_em_and_refuses_unknown_mechanisms(capsys):
     assert "PASS" in capsys.readouterr().out
     assert main(["audit", "nonesuch", *args]) == 2
     assert "unknown mechanism" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- chaining pairs, counts, power
+def _road_audit(domain, matrix, seed, **kw):
+    return audit(
+        matrix_sampler(matrix), domain.dist_xx, ROAD_EPS, pairs=domain.constraint_pairs,
+        output_dist_km=domain.dist_xy, rng=np.random.default_rng(seed), **kw,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def road_domains(helsinki_test_walk):
+    """``road_domains(n)``: the test extract's road domain of n points (seed 0), cached."""
+    import functools
+
+    @functools.cache
+    def build(n_points: int) -> Domain:
+        return Domain.from_network(helsinki_test_walk, n_points=n_points, seed=0)
+
+    return build
+
+
+def _closest_chaining_pair(domain):
+    pairs = domain.constraint_pairs
+    k = int(np.argmin(domain.dist_xx[pairs[:, 0], pairs[:, 1]]))
+    return int(pairs[k, 0]), int(pairs[k, 1])
+
+
+def test_only_chaining_pairs_are_screened_and_the_budget_is_kept(road_domains):
+    dom = road_domains(50)
+    result = _road_audit(dom, planted.em_with_true_epsilon(dom.dist_xx, ROAD_EPS), 0,
+                         total_samples=3_000_000)  # fmt: skip
+    assert result.n_pairs == 2 * len(dom.constraint_pairs) < 50 * 49
+    chaining = {tuple(p) for p in dom.constraint_pairs.tolist()}
+    assert all((min(p.i, p.j), max(p.i, p.j)) in chaining for p in result.pairs)
+    assert result.total_samples <= 3_000_000 and len(result.pairs) <= 6
+    # without `pairs` the chaining pairs are found from the distances alone
+    again = audit(matrix_sampler(np.eye(3)), np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0.0]]), 1.0,
+                  total_samples=200_000, rng=np.random.default_rng(0))  # fmt: skip
+    assert again.n_pairs == 4 and not again.passed
+
+
+def test_the_false_alarm_rate_stays_below_alpha_on_a_tight_mechanism():
+    # at a lax alpha the family-wise rate is measurable: of 40 audits of the tight geometric
+    # mechanism, the number of false alarms must be plausible under a rate <= alpha
+    sample = planted.clamped_geometric(LINE_KM, LINE_STEP_KM, EPS)
+    alarms = sum(
+        not _audit(sample, LINE_DIST, EPS, seed=s, total_samples=200_000, alpha=0.2).passed
+        for s in range(40)
+    )
+    assert alarms <= binom.ppf(1 - 1e-4, 40, 0.2), alarms
+
+
+def test_no_false_alarm_on_tight_em_at_200_points_with_small_budgets(road_domains):
+    dom = road_domains(200)
+    tight = planted.em_with_true_epsilon(dom.dist_xx, ROAD_EPS)
+    for seed in range(10):
+        result = _road_audit(dom, tight, seed, total_samples=2_000_000)
+        assert result.passed, result.lines()
+
+
+def test_a_one_output_leak_at_the_closest_pair_of_50_points_is_flagged(road_domains):
+    dom = road_domains(50)
+    i, j = _closest_chaining_pair(dom)
+    tight = planted.em_with_true_epsilon(dom.dist_xx, ROAD_EPS)
+    leak = planted.one_output_leak(tight, dom.dist_xx, i, j, 1.5 * ROAD_EPS * dom.dist_xx[i, j])
+    result = _road_audit(dom, leak, 0, total_samples=30_000_000)
+    assert not result.passed, result.lines()
+    assert {result.worst.i, result.worst.j} & {i, j}
+    assert ROAD_EPS < result.epsilon_lower_bound <= verify(leak, dom.dist_xx, 1e9).smallest_epsilon
+
+
+def test_counts_and_draws_of_a_matrix_sampler_have_the_same_distribution():
+    z = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    sampler, rng = matrix_sampler(z), np.random.default_rng(0)
+    counts = sampler.counts(1, 100_000, rng)
+    draws = np.bincount(sampler(1, 100_000, rng), minlength=3)
+    assert counts.sum() == 100_000 and np.abs(counts - draws).max() < 1_000
+
+
+def test_a_sampler_is_asked_for_at_most_one_chunk_at_a_time(monkeypatch):
+    import mdpsim.audit as audit_module
+
+    monkeypatch.setattr(audit_module, "_CHUNK_DRAWS", 5_000)
+    sizes = []
+
+    def sample(i, n, rng):
+        sizes.append(n)
+        return planted.clamped_geometric(LINE_KM, LINE_STEP_KM, EPS)(i, n, rng)
+
+    result = _audit(sample, LINE_DIST, EPS, total_samples=2_000_000)
+    assert max(sizes) <= 5_000 and sum(sizes) == result.total_samples
+
+
+# the targets of issue 29 at 200 points (bench/audit_power.py has the table at every size)
+@pytest.mark.slow
+def test_em_at_a_true_1_2_eps_on_200_points_is_flagged_9_of_10_times_within_3e7(road_domains):
+    dom = road_domains(200)
+    bug = planted.em_with_true_epsilon(dom.dist_xx, 1.2 * ROAD_EPS)
+    found = sum(not _road_audit(dom, bug, 1000 + s).passed for s in range(10))
+    assert found >= 9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["closest pair", "eps d ~ 1"])
+def test_one_output_1_5x_leaks_on_200_points_are_flagged_9_of_10_times_within_3e8(
+    road_domains, where
+):
+    dom = road_domains(200)
+    d, pairs = dom.dist_xx, dom.constraint_pairs
+    if where == "closest pair":
+        i, j = _closest_chaining_pair(dom)
+    else:
+        k = int(np.argmin(np.abs(ROAD_EPS * d[pairs[:, 0], pairs[:, 1]] - 1.0)))
+        i, j = int(pairs[k, 0]), int(pairs[k, 1])
+    tight = planted.em_with_true_epsilon(d, ROAD_EPS)
+    leak = planted.one_output_leak(tight, d, i, j, 1.5 * ROAD_EPS * d[i, j])
+    found = sum(
+        not _road_audit(dom, leak, 1000 + s, total_samples=300_000_000).passed for s in range(10)
+    )
+    assert found >= 9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("budget", [30_000_000, 300_000_000])
+def test_no_false_alarm_in_100_audits_of_tight_em_on_200_points(road_domains, budget):
+    dom = road_domains(200)
+    tight = planted.em_with_true_epsilon(dom.dist_xx, ROAD_EPS)
+    assert all(_road_audit(dom, tight, s, total_samples=budget).passed for s in range(100))
