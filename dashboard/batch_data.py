@@ -18,13 +18,14 @@ import numpy as np
 import pandas as pd
 
 from mdpsim import report
+from mdpsim.columns import tick_metrics
 from mdpsim.errors import InputError
 from mdpsim.store import ID_COLUMNS, MANIFEST, load_manifest, load_ticks, load_timings
 
 #: Filters every batch has (tick-table column -> label), whatever it sweeps.
 FIXED_FILTERS = {"mechanism": "mechanism", "epsilon_per_km": "epsilon (1/km)"}
 COVERED = {"mechanism.name", "mechanism.epsilon_per_km"}  # swept fields the fixed filters cover
-TICK_METRICS = (*report.TICK_MEANS, "remaining_budget_mean", "n_halted")
+TICK_EXTRAS = ("remaining_budget_mean", "n_halted")  # plotted over ticks beside the tick means
 
 
 REPORT_TASKS = "tasks.csv"  # the per-task table of a report folder
@@ -127,8 +128,13 @@ def select(frame: pd.DataFrame, chosen: dict[str, list]) -> pd.DataFrame:
 def metrics(batch: Batch, *, over_ticks: bool) -> list[str]:
     """Metrics with data: per-tick columns for plots over ticks, else per-task values."""
     source = batch.ticks if over_ticks else batch.tasks
-    names = TICK_METRICS if over_ticks else report.LABELS
+    names = [*tick_metrics(source.columns), *TICK_EXTRAS] if over_ticks else labels(batch)
     return [m for m in names if m in source and source[m].notna().any()]
+
+
+def labels(batch: Batch) -> dict[str, str]:
+    """Metric -> label for this batch's per-task table (every attack it ran included)."""
+    return report.labels(batch.tasks.columns)
 
 
 def errorbars(frame: pd.DataFrame, *, x: str, y: str, series: list[str]) -> pd.DataFrame:

@@ -8,14 +8,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-#: Chart titles of the attack metrics every attack reports (keys of mdpsim.attacks.base.METRICS).
-ATTACK_PANELS = {
-    "error_km": "Attack expected error (km)",
-    "hit": "Attack top-1 hit rate",
-    "entropy_bits": "Attack posterior entropy (bits)",
-    "leakage_per_km": "Posterior leakage (1/km)",
-}
-
 
 def long_form(frame: pd.DataFrame, *, index: str = "tick") -> pd.DataFrame:
     """Wide columns (one per series, indexed by ``index``) to rows of (index, series, value)."""
@@ -114,19 +106,6 @@ def errorbars(*, x: str, y_title: str, series_title: str) -> dict:
 def _field(name: str) -> str:
     """A column name as a Vega-Lite field (a dot would mean a nested field: escape it)."""
     return name.replace(".", "\\.")
-
-
-def attack_panels(columns) -> dict[str, list[str]]:
-    """Every attack's tick columns (``{label}_{metric}``, mdpsim.attacks.suite) grouped into one
-    chart per metric of :data:`ATTACK_PANELS`, whatever attacks the run has."""
-    panels: dict[str, list[str]] = {}
-    for metric, title in ATTACK_PANELS.items():
-        picked = [c for c in columns if c.endswith(f"_{metric}") and c != metric]
-        # "guess_error_km" also ends in "_error_km": keep only the metric itself
-        picked = [c for c in picked if not c.endswith(f"guess_{metric}")]
-        if picked:
-            panels[title] = picked
-    return panels
 
 
 def success_heatmap(*, value: str = "hit") -> dict:

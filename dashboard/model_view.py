@@ -98,7 +98,9 @@ def _default(table: str, name: str):
     return scenario_mod.TABLES[table].model_fields[name].default
 
 
-CHARTS = columns.CHARTS  # one definition: sim/columns.py
+def charts(ticks: pd.DataFrame) -> dict[str, list[str]]:
+    """The live page's charts for this run's tick table (sim/columns.py)."""
+    return columns.charts(ticks.columns)
 
 
 def default_scenario() -> Scenario:

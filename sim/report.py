@@ -18,41 +18,31 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdpsim.columns import TICK_METRICS
+from mdpsim.columns import (
+    HEADLINE_ATTACK_METRICS,
+    attack_columns,
+    attack_metric,
+    tick_metrics,
+)
 from mdpsim.errors import InputError
 from mdpsim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
 
 Z95 = 1.96
-TICK_MEANS = TICK_METRICS  # one definition: sim/columns.py
 FINAL = {
     "remaining_budget_mean": ("remaining_budget_final", "remaining budget at the end (rho/km^2)"),
     "n_halted": ("halted_final", "halted users at the end"),
 }
 SOLVE = ("solve_s", "mechanism solve time (s)")
-LABELS = {**TICK_MEANS, **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
-TABLES = {
-    "Utility and attacks": [
-        "utility_loss_km",
-        "bayes_error_km",
-        "bayes_hit",
-        "tracking_error_km",
-        "tracking_hit",
-        "bayes_leakage_per_km",
-        "upload_guess_error_km",
-    ],
-    "Queries and budgets": [
-        "range_error",
-        "kde_error",
-        "knn_error",
-        "query_privacy_saving",
-        "remaining_budget_final",
-        "halted_final",
-    ],
-    "Cost": ["solve_s"],
-}
+QUERY_TABLE = [
+    "range_error",
+    "kde_error",
+    "knn_error",
+    "query_privacy_saving",
+    "remaining_budget_final",
+    "halted_final",
+]
 PIVOTED = (
     "utility_loss_km",
-    "bayes_error_km",
     "solve_s",
     "query_privacy_saving",
     "range_error",
@@ -60,6 +50,23 @@ PIVOTED = (
 )
 EPS_FIELD = "mechanism.epsilon_per_km"
 N_FIELD = "domain.n_points"
+
+
+# ---------------------------------------------------------------------- metrics
+def labels(columns) -> dict[str, str]:
+    """Metric -> label of a per-task table with ``columns``: the tick means (every attack's
+    columns included, sim/columns.py), the final budgets and the solve time."""
+    return {**tick_metrics(columns), **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
+
+
+def tables(metrics) -> dict[str, list[str]]:
+    """The summary's tables (title -> metrics) for the metrics a report has."""
+    attacks = attack_columns(metrics, HEADLINE_ATTACK_METRICS)
+    return {
+        "Utility and attacks": ["utility_loss_km", *attacks],
+        "Queries and budgets": QUERY_TABLE,
+        "Cost": [SOLVE[0]],
+    }
 
 
 # ---------------------------------------------------------------------- numbers
@@ -72,7 +79,7 @@ def per_task(ticks: pd.DataFrame, timings: pd.DataFrame, manifest: dict) -> pd.D
     out["n_points"] = (
         first[N_FIELD].to_numpy() if N_FIELD in swept else scenario_value(manifest, N_FIELD)
     )
-    present = [m for m in TICK_MEANS if m in ticks]
+    present = [m for m in tick_metrics(ticks.columns) if m in ticks]
     means = ticks.groupby("task_id", sort=False)[present].mean()
     last = ticks.groupby("task_id", sort=False).last()
     for col, (name, _) in FINAL.items():
@@ -84,7 +91,7 @@ def per_task(ticks: pd.DataFrame, timings: pd.DataFrame, manifest: dict) -> pd.D
 
 def summarize(tasks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Mean, 1.96-SE half-width and count over repetitions of each metric, per group."""
-    metrics = [m for m in LABELS if m in tasks and tasks[m].notna().any()]
+    metrics = [m for m in labels(tasks.columns) if m in tasks and tasks[m].notna().any()]
     frame, keys = (tasks, list(by)) if by else (tasks.assign(_all=0), ["_all"])
     groups = frame.groupby(keys, sort=False, dropna=False)[metrics]
     mean, sem = groups.mean(), groups.sem()  # sem: s / sqrt(n), ddof=1, NaN values skipped
@@ -113,15 +120,20 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *rows])
 
 
+def _metrics_of(summary: pd.DataFrame) -> list[str]:
+    return [c.removesuffix("_mean") for c in summary.columns if c.endswith("_mean")]
+
+
 def _summary_tables(summary: pd.DataFrame, by: list[str]) -> list[str]:
     parts = []
-    for title, metrics in TABLES.items():
+    names = labels(_metrics_of(summary))
+    for title, metrics in tables(names).items():
         metrics = [m for m in metrics if f"{m}_mean" in summary]
         if not metrics:
             continue
         frame = summary[[*by, "n"]].copy()
         for m in metrics:
-            frame[LABELS[m]] = [
+            frame[names[m]] = [
                 fmt(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"], strict=True)
             ]
         parts += [f"## {title}", "", markdown_table(frame), ""]
@@ -135,7 +147,9 @@ def _pivots(summary: pd.DataFrame, by: list[str]) -> list[str]:
     col = EPS_FIELD if EPS_FIELD in by else by[-1]
     rows = [f for f in by if f != col]
     parts = []
-    for m in PIVOTED:
+    names = labels(_metrics_of(summary))
+    pivoted = [PIVOTED[0], *attack_columns(names, ["error_km"]), *PIVOTED[1:]]
+    for m in pivoted:
         if f"{m}_mean" not in summary or summary[f"{m}_mean"].nunique() < 2:
             continue  # nothing to compare
         cells = summary.assign(
@@ -147,7 +161,7 @@ def _pivots(summary: pd.DataFrame, by: list[str]) -> list[str]:
             index=rows, columns=col, values="_cell", aggfunc="first", sort=False
         )
         table.columns = [f"{col} = {c}" for c in table.columns]
-        parts += [f"## {LABELS[m]}", "", markdown_table(table.reset_index()), ""]
+        parts += [f"## {names[m]}", "", markdown_table(table.reset_index()), ""]
     return parts
 
 
@@ -160,13 +174,15 @@ def _series_label(key, names: list[str]) -> str:
     )
 
 
-def _errorbar_plot(ax, tasks: pd.DataFrame, x: str, y: str, series: list[str]) -> None:
+def _errorbar_plot(
+    ax, tasks: pd.DataFrame, x: str, y: str, series: list[str], *, prefix: str = ""
+) -> None:
     for key, group in tasks.groupby(series, sort=False, dropna=False):
         stats = group.groupby(x)[y].agg(["mean", "std", "count"]).sort_index()
         ci = Z95 * stats["std"] / np.sqrt(stats["count"])
         ax.errorbar(
             stats.index, stats["mean"], yerr=ci.fillna(0.0), marker="o", capsize=3,
-            label=_series_label(key, series),
+            label=prefix + _series_label(key, series),
         )  # fmt: skip
 
 
@@ -197,9 +213,11 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
     import matplotlib.pyplot as plt
 
     others = [f for f in by if f not in (EPS_FIELD, "mechanism.name")]
+    names = labels(tasks.columns)
+    errors = [c for c in attack_columns(tasks.columns, ["error_km"]) if tasks[c].notna().any()]
     specs = [
         ("utility_loss_vs_eps.png", "utility_loss_km", "eps"),
-        ("attack_error_vs_eps.png", "bayes_error_km", "eps"),
+        ("attack_error_vs_eps.png", errors or [""], "eps"),  # every attack's expected error
         ("remaining_budget_over_ticks.png", "remaining_budget_mean", "ticks"),
         ("privacy_saving_over_ticks.png", "query_privacy_saving", "ticks"),
         ("solve_time_vs_n_points.png", SOLVE[0], "size"),
@@ -208,13 +226,20 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
     for name, metric, kind in specs:
         source = ticks if kind == "ticks" else tasks
         x = {"eps": "epsilon_per_km", "ticks": "tick", "size": "n_points"}[kind]
-        if metric not in source or not source[metric].notna().any() or source[x].nunique() < 2:
+        first = metric[0] if isinstance(metric, list) else metric  # the attacks: one each
+        if first not in source or not source[first].notna().any() or source[x].nunique() < 2:
             continue  # no data, or a single x value: nothing to plot against
         fig, ax = plt.subplots(figsize=(9.0, 4.2))
-        if kind == "eps":
+        if isinstance(metric, list):
+            for column in metric:
+                prefix = f"{attack_metric(column, tasks.columns)[0]}: "  # type: ignore[index]
+                _errorbar_plot(ax, tasks, x, column, ["mechanism", *others], prefix=prefix)
+            ax.set_xlabel("epsilon (1/km)")
+            ax.set_ylabel("attack expected error (km)")
+        elif kind == "eps":
             _errorbar_plot(ax, tasks, "epsilon_per_km", metric, ["mechanism", *others])
             ax.set_xlabel("epsilon (1/km)")
-            ax.set_ylabel(LABELS[metric])
+            ax.set_ylabel(names[metric])
         elif kind == "ticks":
             _over_ticks_plot(ax, ticks, metric, by)
             ax.set_xlabel("tick")
@@ -227,7 +252,7 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
             series = ["mechanism", *[f for f in others if f != N_FIELD]]  # eps pooled
             _errorbar_plot(ax, tasks, "n_points", metric, series)
             ax.set_xlabel("|X| (secrets)")
-            ax.set_ylabel(LABELS[metric])
+            ax.set_ylabel(names[metric])
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
         _restyle(ax)

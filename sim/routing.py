@@ -18,6 +18,7 @@ from scipy.sparse import csgraph
 
 from mdpsim.errors import InputError
 from mdpsim.network import undirected_lengths
+from mdpsim.validation import check_scalar
 
 MIN_SPACING_M = 1.0
 # Relative slack when deciding that d(i,k) + d(k,j) == d(i,j) (far below the verifier's 1e-9).
@@ -90,8 +91,7 @@ class RoadSegments:
                     f"spacing_m={spacing_m} leaves fewer than 2 points on {total:.0f} m of road"
                 )
         else:
-            if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)):
-                raise InputError(f"{name}: n_points={n_points!r} must be an integer")
+            n_points = check_scalar(n_points, "n_points", kind=int, owner=name)
             if n_points < 2:
                 raise InputError(f"{name}: n_points={n_points} must be at least 2")
             if n_points > max_points:

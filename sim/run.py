@@ -21,13 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdpsim.columns import TICK_METRICS
+from mdpsim.columns import tick_metrics
 from mdpsim.errors import InputError
 from mdpsim.model import PrivacyModel
 from mdpsim.outputs import atomic_folder
 from mdpsim.scenario import Scenario
-
-SUMMARY_METRICS = tuple(TICK_METRICS)  # means over the ticks
 
 
 def simulate(
@@ -87,7 +85,7 @@ def tables(model: PrivacyModel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
 def summarize(ticks_df: pd.DataFrame, timings_df: pd.DataFrame) -> dict:
     """Headline numbers of a run (means over ticks; the final budgets)."""
     out: dict = {"ticks": len(ticks_df)}
-    for name in SUMMARY_METRICS:
+    for name in tick_metrics(ticks_df.columns):  # means over the ticks
         if name in ticks_df:
             value = float(np.nanmean(ticks_df[name])) if ticks_df[name].notna().any() else math.nan
             out[name] = value

@@ -26,9 +26,9 @@ _KINDS: dict[type, tuple[tuple[type, ...], str]] = {
 }
 
 
-def _fail(owner: str, name: str, value: Any, what: str) -> InputError:
+def _fail(owner: str, name: str, value: Any, what: str, error: type[Exception] = InputError):
     prefix = f"{owner}: " if owner else ""
-    return InputError(f"{prefix}{name}={value!r} must be {what}")
+    return error(f"{prefix}{name}={value!r} must be {what}")
 
 
 def interval_text(
@@ -57,31 +57,33 @@ def check_scalar(
     finite: bool = True,
     owner: str = "",
     unit: str = "",
+    error: type[Exception] = InputError,
 ) -> Any:
     """``value`` as ``kind`` (``int``, ``float`` or ``bool``), checked against the bounds.
 
     ``include_boundaries`` says which of ``min`` / ``max`` are allowed themselves; ``unit``
-    (e.g. ``"per km"``) is named in the message.
+    (e.g. ``"per km"``) is named in the message; ``error`` is raised (an accountant raises
+    :class:`~mdpsim.errors.PrivacyBudgetError`).
     """
     types, article = _KINDS[kind]
     bounds = interval_text(min, max, include_boundaries)
     what = " ".join(part for part in (article, bounds) if part)
     what += f" ({unit})" if unit else ""
     if kind is not bool and isinstance(value, bool | np.bool_):
-        raise _fail(owner, name, value, what)
+        raise _fail(owner, name, value, what, error)
     if not isinstance(value, types):
-        raise _fail(owner, name, value, what)
+        raise _fail(owner, name, value, what, error)
     if kind is bool:
         return bool(value)
     number = kind(value)
     if kind is float and (math.isnan(number) or (finite and math.isinf(number))):
-        raise _fail(owner, name, value, what if bounds else f"{what}, finite")
+        raise _fail(owner, name, value, what if bounds else f"{what}, finite", error)
     low_closed = include_boundaries in ("both", "left")
     high_closed = include_boundaries in ("both", "right")
     if min is not None and not (number >= min if low_closed else number > min):
-        raise _fail(owner, name, value, what)
+        raise _fail(owner, name, value, what, error)
     if max is not None and not (number <= max if high_closed else number < max):
-        raise _fail(owner, name, value, what)
+        raise _fail(owner, name, value, what, error)
     return number
 
 
@@ -98,10 +100,12 @@ def check_optional(value: Any, name: str, **scalar: Any) -> Any:
     return None if value is None else check_scalar(value, name, **scalar)
 
 
-def check_epsilon(epsilon: Any, name: str = "epsilon", *, owner: str = "") -> float:
+def check_epsilon(
+    epsilon: Any, name: str = "epsilon", *, owner: str = "", error: type[Exception] = InputError
+) -> float:
     """A privacy budget in 1/km: a finite number > 0."""
     return check_scalar(
-        epsilon, name, min=0, include_boundaries="neither", owner=owner, unit="per km"
+        epsilon, name, min=0, include_boundaries="neither", owner=owner, unit="per km", error=error
     )
 
 

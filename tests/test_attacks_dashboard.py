@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim import columns as charts
 from mdpsim.attacks.base import METRICS
-from mdpsim.dashboard import charts, mapview
+from mdpsim.dashboard import mapview
 
 
 def test_attack_panels_show_every_attack_of_the_run():
     columns = ["tick", "bayes_error_km", "bayes_guess_error_km", "viterbi_error_km",
                "places_hit", "bayes_hit", "linkage_hit", "bayes_leakage_per_km",
                "smooth_entropy_bits"]  # fmt: skip
-    panels = charts.attack_panels(columns)
-    assert set(charts.ATTACK_PANELS) <= set(METRICS)
+    panels = charts.attack_charts(columns)
+    assert set(charts.ATTACK_CHARTS) <= set(METRICS)
     assert panels["Attack expected error (km)"] == ["bayes_error_km", "viterbi_error_km"]
     assert panels["Attack top-1 hit rate"] == ["places_hit", "bayes_hit", "linkage_hit"]
     assert panels["Attack posterior entropy (bits)"] == ["smooth_entropy_bits"]
-    assert charts.attack_panels(["tick", "utility_loss_km"]) == {}
+    assert charts.attack_charts(["tick", "utility_loss_km"]) == {}
 
 
 def test_tracked_trace_is_drawn_against_the_true_one(road_domain_small):

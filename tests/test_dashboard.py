@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from mdpsim import columns
 from mdpsim import scenario as sc
 from mdpsim.batch import run_batch
 from mdpsim.cli import main
@@ -72,7 +73,7 @@ def test_run_n_ticks_updates_metrics_map_and_charts(live):
     assert model.tick == 3 and live.metric[0].value == "3"
     # one chart per attack metric the run has (error, hit, entropy, leakage), the other
     # metric groups, the budget histogram and the inspector's row plot
-    others = [t for t in model_view.CHARTS if not t.startswith(("Attack", "Posterior"))]
+    others = [t for t in columns.CHARTS if not t.startswith(("Attack", "Posterior"))]
     assert len(_charts(live)) == 4 + len(others) + 2
     layers = {layer["id"] for layer in _deck(live)["layers"]}
     assert layers == {"roads", "reported", "estimate"}

@@ -12,6 +12,7 @@ from mdpsim.errors import InputError
 from mdpsim.mechanisms import repair as repair_mod
 from mdpsim.mechanisms.repair import lipschitz_envelope, repair, repair_verified
 from mdpsim.privacy.verifier import PrivacyViolation, verify
+from mdpsim.validation import check_margin
 
 
 def _points(n: int, seed: int, size_m: float = 3000.0) -> Domain:
@@ -177,4 +178,4 @@ def test_release_verified_keeps_a_passing_input_and_fails_closed_at_the_max_marg
 @pytest.mark.parametrize("margin", [0.0, 0.6, float("nan"), True])
 def test_check_margin_rejects_values_outside_the_interval(margin):
     with pytest.raises(InputError, match="margin"):
-        repair_mod.check_margin(margin)
+        check_margin(margin, repair_mod.MAX_MARGIN)

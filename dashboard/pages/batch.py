@@ -11,7 +11,6 @@ from mdpsim.dashboard import batch_data as bd
 from mdpsim.dashboard import charts as ch
 from mdpsim.dashboard.resources import REPO
 from mdpsim.errors import InputError
-from mdpsim.report import LABELS
 from mdpsim.store import MANIFEST, TASKS
 
 X_TICK = "tick"
@@ -92,7 +91,8 @@ def plot(batch: bd.Batch, chosen: dict[str, list]) -> None:
     x = c1.selectbox("x axis", axes, key="batch_x")
     over_ticks = x == X_TICK
     names = bd.metrics(batch, over_ticks=over_ticks)
-    y = c2.selectbox("metric", names, key="batch_metric", format_func=lambda m: LABELS.get(m, m))
+    labels = bd.labels(batch)
+    y = c2.selectbox("metric", names, key="batch_metric", format_func=lambda m: labels.get(m, m))
     candidates = ["mechanism", *[f for f in batch.swept if f not in bd.COVERED and f != x]]
     if x != "epsilon_per_km":
         candidates.insert(1, "epsilon_per_km")
@@ -102,7 +102,7 @@ def plot(batch: bd.Batch, chosen: dict[str, list]) -> None:
         st.warning("No run matches these filters.")
         return
     stats = bd.errorbars(frame, x=x, y=y, series=series)
-    title = f"{LABELS.get(y, y)} (mean ± 1.96 SE)"
+    title = f"{labels.get(y, y)} (mean ± 1.96 SE)"
     spec = ch.errorbars(x=x, y_title=title, series_title=", ".join(series) or "all")
     st.vega_lite_chart(stats, spec, height=400)
     st.caption(

@@ -183,12 +183,7 @@ def charts(model, ticks) -> None:
         st.info("Step the model to see utility, attacks, leakage, savings and budgets over time.")
         return
     cols = st.columns(2)
-    # every attack the run has, one chart per metric; then the other charts
-    panels = ch.attack_panels(ticks.columns)
-    if "Posterior leakage (1/km)" in panels:
-        panels["Posterior leakage (1/km)"].append("report_epsilon_per_km")  # the bound
-    others = {t: c for t, c in mv.CHARTS.items() if not t.startswith(("Attack", "Posterior"))}
-    panels.update(others)
+    panels = mv.charts(ticks)  # every attack the run has, one chart per metric; the others
     for i, (title, columns) in enumerate(panels.items()):
         frame = ch.long_form(mv.chart_frame(ticks, columns))
         with cols[i % 2]:

@@ -31,11 +31,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mdpsim.registry import Registry, init_param_names
+from mdpsim.component import Component
+from mdpsim.registry import Registry
 
 if TYPE_CHECKING:
     from mdpsim.domain import Domain
@@ -207,10 +208,8 @@ Estimate = LocationEstimate | PlacesEstimate | LinkEstimate
 
 
 # ---------------------------------------------------------------------- the contract
-class Attack(ABC):
+class Attack(Component, ABC):
     """Base class of the server's attacks. Subclasses set parameters in ``__init__``."""
-
-    name: ClassVar[str] = "?"
 
     def start(self, context: Context) -> None:
         """Receive the public knowledge; called once before the first tick."""
@@ -226,14 +225,6 @@ class Attack(ABC):
     def finish(self) -> Sequence[Estimate]:
         """The run is over: return the estimates that needed all of it."""
         return []
-
-    def get_params(self) -> dict:
-        """Constructor parameters and their values: ``make(name, **a.get_params())`` rebuilds."""
-        return {name: getattr(self, name) for name in init_param_names(type(self))}
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
 
 
 _ATTACKS: Registry[Attack] = Registry("attack")

@@ -33,10 +33,12 @@ from mdpsim.attacks.base import (
     register,
 )
 from mdpsim.attacks.places import VisitDensity
-from mdpsim.errors import InputError
+from mdpsim.validation import check_probability, check_scalar
+
+NAME = "linkage"
 
 
-@register("linkage")
+@register(NAME)
 class Linkage(Attack):
     """Link pseudonyms across two periods by their visit profiles."""
 
@@ -48,18 +50,10 @@ class Linkage(Attack):
         bandwidth_km: float = 0.0,
         one_to_one: bool = True,
     ) -> None:
-        if isinstance(split_tick, bool) or not isinstance(split_tick, int) or split_tick < 0:
-            raise InputError(f"linkage: split_tick={split_tick!r} must be an integer >= 0")
-        if not (isinstance(prior_weight, (int, float)) and 0 < prior_weight < 1):
-            raise InputError(f"linkage: prior_weight={prior_weight!r} must lie in (0, 1)")
-        if not (isinstance(bandwidth_km, (int, float)) and bandwidth_km >= 0):
-            raise InputError(f"linkage: bandwidth_km={bandwidth_km!r} must be a distance >= 0")
-        if not isinstance(one_to_one, bool):
-            raise InputError(f"linkage: one_to_one={one_to_one!r} must be true or false")
-        self.split_tick = split_tick
-        self.prior_weight = float(prior_weight)
-        self.bandwidth_km = float(bandwidth_km)
-        self.one_to_one = one_to_one
+        self.split_tick = check_scalar(split_tick, "split_tick", kind=int, min=0, owner=NAME)
+        self.prior_weight = check_probability(prior_weight, "prior_weight", owner=NAME)
+        self.bandwidth_km = check_scalar(bandwidth_km, "bandwidth_km", min=0, owner=NAME, unit="km")
+        self.one_to_one = check_scalar(one_to_one, "one_to_one", kind=bool, owner=NAME)
 
     def start(self, context) -> None:
         """Keep the ticks' reports; the split is decided at the end."""

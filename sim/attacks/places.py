@@ -27,7 +27,7 @@ from mdpsim.attacks.base import (
     register,
 )
 from mdpsim.attacks.bayes import posterior_table
-from mdpsim.errors import InputError
+from mdpsim.validation import check_positive_int, check_scalar
 
 
 class VisitDensity:
@@ -97,16 +97,11 @@ class Places(Attack):
         match_km: float = 0.2,
         min_stay_ticks: int = 2,
     ) -> None:
-        for name, value in (("k", k), ("min_stay_ticks", min_stay_ticks)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"places: {name}={value!r} must be an integer >= 1")
-        for name, km in (("separation_km", separation_km), ("match_km", match_km)):
-            if isinstance(km, bool) or not isinstance(km, (int, float)) or not km > 0:
-                raise InputError(f"places: {name}={km!r} must be a distance > 0 (km)")
-        self.k = k
-        self.separation_km = float(separation_km)
-        self.match_km = float(match_km)
-        self.min_stay_ticks = min_stay_ticks
+        km = {"min": 0, "include_boundaries": "neither", "owner": "places", "unit": "km"}
+        self.k = check_positive_int(k, "k", owner="places")
+        self.separation_km = check_scalar(separation_km, "separation_km", **km)
+        self.match_km = check_scalar(match_km, "match_km", **km)
+        self.min_stay_ticks = check_positive_int(min_stay_ticks, "min_stay_ticks", owner="places")
 
     def start(self, context) -> None:
         """Empty visit densities."""

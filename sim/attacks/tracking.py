@@ -40,6 +40,7 @@ from mdpsim.attacks.base import (
 from mdpsim.attacks.mobility_models import MODELS, counted_kernel, learn_kernel, reach_kernel
 from mdpsim.errors import InputError
 from mdpsim.threads import task_threads
+from mdpsim.validation import check_choice, check_optional, check_scalar
 
 METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
@@ -94,31 +95,17 @@ class Tracking(Attack):
         learn_users: int = 200,
         threads: int | None = None,
     ) -> None:
-        if method not in METHODS:
-            raise InputError(f"tracking: method={method!r} must be one of {', '.join(METHODS)}")
-        if mobility not in MODELS:
-            raise InputError(f"tracking: mobility={mobility!r} must be one of {', '.join(MODELS)}")
-        counts = [
-            ("lag_ticks", lag_ticks),
-            ("learn_every_ticks", learn_every_ticks),
-            ("em_iterations", em_iterations),
-            ("learn_users", learn_users),
-        ]
-        if threads is not None:
-            counts.append(("threads", threads))
-        for name, value in counts:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"tracking: {name}={value!r} must be an integer >= 1")
-        if not (isinstance(pseudo_count, (int, float)) and pseudo_count > 0):
-            raise InputError(f"tracking: pseudo_count={pseudo_count!r} must be a number > 0")
-        self.method = method
-        self.mobility = mobility
-        self.lag_ticks = lag_ticks
-        self.pseudo_count = float(pseudo_count)
-        self.learn_every_ticks = learn_every_ticks
-        self.em_iterations = em_iterations
-        self.learn_users = learn_users
-        self.threads = threads
+        count = {"kind": int, "min": 1, "owner": "tracking"}
+        self.method = check_choice(method, "method", METHODS, owner="tracking")
+        self.mobility = check_choice(mobility, "mobility", MODELS, owner="tracking")
+        self.lag_ticks = check_scalar(lag_ticks, "lag_ticks", **count)
+        self.pseudo_count = check_scalar(
+            pseudo_count, "pseudo_count", min=0, include_boundaries="neither", owner="tracking"
+        )
+        self.learn_every_ticks = check_scalar(learn_every_ticks, "learn_every_ticks", **count)
+        self.em_iterations = check_scalar(em_iterations, "em_iterations", **count)
+        self.learn_users = check_scalar(learn_users, "learn_users", **count)
+        self.threads = check_optional(threads, "threads", **count)
 
     # ------------------------------------------------------------------ setup
     def start(self, context: Context) -> None:

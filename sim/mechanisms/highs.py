@@ -34,6 +34,7 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
+from mdpsim.validation import check_optional
 
 SOLVERS = ("choose", "simplex", "ipm", "pdlp")
 
@@ -82,10 +83,8 @@ class HighsOptions:
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
             raise InputError(f"solver={self.solver!r} must be one of {', '.join(SOLVERS)}")
-        if self.time_limit is not None and not self.time_limit >= 0:
-            raise InputError(f"time_limit={self.time_limit!r} must be a number of seconds >= 0")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise InputError(f"threads={self.threads!r} must be an integer >= 1")
+        check_optional(self.time_limit, "time_limit", min=0, unit="seconds")
+        check_optional(self.threads, "threads", kind=int, min=1)
         if self.presolve not in ("choose", "on", "off"):
             raise InputError(f"presolve={self.presolve!r} must be 'choose', 'on' or 'off'")
 

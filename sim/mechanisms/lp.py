@@ -37,12 +37,13 @@ from mdpsim.mechanisms.base import Mechanism, check_epsilon, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
 from mdpsim.mechanisms.repair import (
+    MAX_MARGIN,
     SIDES,
     VerifiedRelease,
-    check_margin,
     envelope_parents,
     release_verified,
 )
+from mdpsim.validation import check_margin, check_scalar
 
 MAX_LOG_GAIN = float(np.log(1e9))
 PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible
@@ -474,11 +475,9 @@ class OptimalLP(Mechanism):
         super().__init__(epsilon)
         if side not in SIDES:
             raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
-        self.margin = check_margin(margin)
+        self.margin = check_margin(margin, MAX_MARGIN)
         self.side = side
-        if not isinstance(levels, bool):
-            raise InputError(f"levels={levels!r} must be true or false")
-        self.levels = levels
+        self.levels = check_scalar(levels, "levels", kind=bool)
         self.time_limit = time_limit
         self.threads = threads
         self._options()  # validates time_limit, threads

@@ -40,7 +40,8 @@ from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.lp_outputs import tight_constraints
-from mdpsim.mechanisms.repair import check_margin
+from mdpsim.mechanisms.repair import MAX_MARGIN
+from mdpsim.validation import check_margin, check_scalar
 
 _LLOYD_STEPS = 30
 _MAX_KEPT_SHARE = 2 / 3  # the reach pays only when it drops a third of the entries (docs/lp.md)
@@ -297,17 +298,15 @@ class MedoidOutputLP(Mechanism):
     ) -> None:
         super().__init__(epsilon)
         self.n_outputs = None if n_outputs is None else check_positive_int(n_outputs, "n_outputs")
-        self.margin = check_margin(margin)
+        self.margin = check_margin(margin, MAX_MARGIN)
         self.bound_groups = (
             None if bound_groups is None else check_positive_int(bound_groups, "bound_groups")
         )
         self.bound_rounds = check_positive_int(bound_rounds, "bound_rounds", minimum=0)
-        if not (isinstance(bound_reach, (int, float)) and bound_reach > 0):
-            raise InputError(f"bound_reach={bound_reach!r} must be a number > 0")
-        self.bound_reach = float(bound_reach)
-        if not isinstance(with_bound, bool):
-            raise InputError(f"with_bound={with_bound!r} must be True or False")
-        self.with_bound = with_bound
+        self.bound_reach = check_scalar(
+            bound_reach, "bound_reach", min=0, include_boundaries="neither"
+        )
+        self.with_bound = check_scalar(with_bound, "with_bound", kind=bool)
         self.time_limit = time_limit
         self.threads = threads
         self._options()  # validates time_limit, threads

@@ -45,6 +45,7 @@ from scipy.sparse import csgraph
 
 from mdpsim.errors import InputError
 from mdpsim.privacy.verifier import PrivacyViolation, VerifyResult, verify
+from mdpsim.validation import check_epsilon, check_margin, check_positive_int
 
 SIDES = ("upper", "lower")
 MAX_MARGIN = 0.5  # eps_env = eps / 2: the repair is eps-mDP for any input (module docstring)
@@ -98,8 +99,7 @@ def lipschitz_envelope(
         raise InputError(f"dist must be {n} x {n} (km) for a matrix with {n} rows")
     if side not in SIDES:
         raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise InputError(f"epsilon={epsilon!r} must be finite and > 0 (per km)")
+    check_epsilon(epsilon)
     a, b = _pair_arrays(pairs, n)
     w = D[a, b]
     if not np.all(np.isfinite(w)) or np.any(w <= 0):
@@ -147,8 +147,7 @@ def repair_verified(
     exact check (with ``pairs`` if given, which must chain) fails. ``margin`` in (0, 0.5];
     at 0.5 the bound holds for any input.
     """
-    if not (0 < margin <= MAX_MARGIN):
-        raise InputError(f"margin={margin!r} must be in (0, {MAX_MARGIN}]")
+    check_margin(margin, MAX_MARGIN)
     result = repair(matrix, dist, epsilon * (1 - margin), pairs=pairs, side=side)
     check = verify(result.matrix, dist, epsilon, pairs=pairs)
     if not check.passed:
@@ -157,17 +156,6 @@ def repair_verified(
             f"{result.certified_epsilon:.9g}/km)"
         )
     return RepairResult(**{**result.__dict__, "verification": check})
-
-
-def check_margin(margin, *, low_open: bool = True) -> float:
-    """A release margin as a float, in ``(0, MAX_MARGIN]`` (``[0, ...]`` if not ``low_open``)."""
-    interval = f"{'(' if low_open else '['}0, {MAX_MARGIN}]"
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)):
-        raise InputError(f"margin={margin!r} must be a number in {interval}")
-    above_zero = margin > 0 if low_open else margin >= 0
-    if not (math.isfinite(margin) and above_zero and margin <= MAX_MARGIN):
-        raise InputError(f"margin={margin!r} must be in {interval}")
-    return float(margin)
 
 
 @dataclass(frozen=True)
@@ -227,9 +215,8 @@ def release_verified(
     :class:`PrivacyViolation` (naming ``who``) is raised only if the verifier disagrees with
     that proof: nothing unverified is ever returned.
     """
-    theta = check_margin(margin, low_open=False)
-    if not (isinstance(rounds_per_margin, int) and rounds_per_margin >= 1):
-        raise InputError(f"rounds_per_margin={rounds_per_margin!r} must be an integer >= 1")
+    theta = check_margin(margin, MAX_MARGIN, include_boundaries="both")
+    check_positive_int(rounds_per_margin, "rounds_per_margin")
     current = _as_matrix(matrix)
     first = verify(current, dist, epsilon, pairs=pairs) if check_first else None
     if first is not None and first.passed:

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from mdpsim.errors import InputError
+from mdpsim.validation import check_probability, check_scalar
 
 # One ulp-ish relative margin, applied in the safe direction wherever a float is rounded.
 _SAFETY = 1e-12
@@ -42,7 +43,7 @@ class PureGP:
     epsilon_per_km: float
 
     def __post_init__(self) -> None:
-        _check_nonneg(self.epsilon_per_km, "epsilon_per_km")
+        check_scalar(self.epsilon_per_km, "epsilon_per_km", min=0)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class CGP:
     rho_per_km2: float
 
     def __post_init__(self) -> None:
-        _check_nonneg(self.rho_per_km2, "rho_per_km2")
+        check_scalar(self.rho_per_km2, "rho_per_km2", min=0)
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ class ApproxGP:
     lambda_km: float
 
     def __post_init__(self) -> None:
-        _check_nonneg(self.epsilon_per_km, "epsilon_per_km")
-        _check_delta(self.delta)
+        check_scalar(self.epsilon_per_km, "epsilon_per_km", min=0)
+        check_probability(self.delta, "delta")
         _check_lambda(self.lambda_km)
 
 
@@ -75,7 +76,7 @@ Notion = PureGP | CGP | ApproxGP
 # --------------------------------------------------------------------------- conversions
 def gp_to_cgp(epsilon_per_km: float) -> float:
     """CGP parameter (1/km^2) implied by pure ``epsilon_per_km``-GP: ``epsilon^2 / 2``."""
-    eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
+    eps = check_scalar(epsilon_per_km, "epsilon_per_km", min=0)
     return eps * eps / 2.0 * (1.0 + _SAFETY)
 
 
@@ -85,8 +86,8 @@ def cgp_to_approx_gp(rho_per_km2: float, *, delta: float, lambda_km: float) -> A
     Uses the Rényi-to-hockey-stick bound of Canonne, Kamath & Steinke (2020, Prop. 12) at
     distance ``Lambda``, which dominates every shorter distance (``docs/budgeting.md``).
     """
-    rho = _check_nonneg(rho_per_km2, "rho_per_km2")
-    _check_delta(delta)
+    rho = check_scalar(rho_per_km2, "rho_per_km2", min=0)
+    check_probability(delta, "delta")
     _check_lambda(lambda_km)
     if rho == 0.0:
         return ApproxGP(0.0, delta, lambda_km)
@@ -107,8 +108,8 @@ def approx_gp_to_cgp_budget(epsilon_per_km: float, *, delta: float, lambda_km: f
     composed CGP costs ``sum_j r_j <= rho_max`` is equivalent to the converted
     ``epsilon(sum_j r_j) <= epsilon``. Rounded down.
     """
-    eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
-    _check_delta(delta)
+    eps = check_scalar(epsilon_per_km, "epsilon_per_km", min=0)
+    check_probability(delta, "delta")
     _check_lambda(lambda_km)
     log_inv_delta = -math.log(delta)
 
@@ -123,8 +124,8 @@ def approx_gp_to_cgp_budget(epsilon_per_km: float, *, delta: float, lambda_km: f
 
 def cgp_delta(rho_per_km2: float, *, epsilon_per_km: float, lambda_km: float) -> float:
     """The ``delta`` certified for ``(rho, Lambda)``-CGP read as ``epsilon``-GP within Lambda."""
-    rho = _check_nonneg(rho_per_km2, "rho_per_km2")
-    eps = _check_nonneg(epsilon_per_km, "epsilon_per_km")
+    rho = check_scalar(rho_per_km2, "rho_per_km2", min=0)
+    eps = check_scalar(epsilon_per_km, "epsilon_per_km", min=0)
     _check_lambda(lambda_km)
     if rho == 0.0:
         return 0.0
@@ -165,7 +166,7 @@ def gaussian_noise_std_km(rho_per_km2, *, lipschitz: float = 1.0) -> np.ndarray:
     rho = np.asarray(rho_per_km2, dtype=float)
     if not np.all(np.isfinite(rho)) or np.any(rho <= 0):
         raise InputError("rho_per_km2 must be finite and > 0 for every user released")
-    k = _check_nonneg(lipschitz, "lipschitz")
+    k = check_scalar(lipschitz, "lipschitz", min=0)
     if k == 0.0:
         raise InputError("lipschitz must be > 0 (a constant function needs no privacy)")
     return k / np.sqrt(2.0 * rho) * (1.0 + _SAFETY)
@@ -215,23 +216,6 @@ def _check_beta(beta: np.ndarray) -> None:
         raise InputError("beta must lie strictly between 0 and 1")
 
 
-def _check_delta(delta) -> None:
-    if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
-        raise InputError(f"delta={delta!r} must lie strictly between 0 and 1")
-
-
-def _check_lambda(lambda_km) -> None:
-    if not (isinstance(lambda_km, (int, float)) and 0.0 < lambda_km < math.inf):
-        raise InputError(
-            f"lambda_km={lambda_km!r} must be a finite distance > 0 in km: "
-            "CGP implies approximate GP only for pairs within a bounded distance"
-        )
-
-
-def _check_nonneg(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(f"{name}={value!r} must be a number")
-    v = float(value)
-    if not (math.isfinite(v) and v >= 0.0):
-        raise InputError(f"{name}={value!r} must be finite and >= 0")
-    return v
+def _check_lambda(lambda_km) -> float:
+    """CGP implies approximate GP only for pairs within a bounded distance: finite, > 0."""
+    return check_scalar(lambda_km, "lambda_km", min=0, include_boundaries="neither", unit="km")

@@ -40,6 +40,7 @@ from mdpsim.privacy.accounting import (
     approx_gp_to_cgp_budget,
     gp_to_cgp,
 )
+from mdpsim.validation import check_scalar
 
 
 # --------------------------------------------------------------------------- exact float sums
@@ -80,14 +81,7 @@ def fits(spent, cost, capacity):
 
 
 def _checked_cost(cost) -> float:
-    if isinstance(cost, bool) or not isinstance(cost, (int, float, np.integer, np.floating)):
-        raise PrivacyBudgetError(f"a privacy cost must be a number, got {cost!r}")
-    c = float(cost)
-    if not math.isfinite(c):
-        raise PrivacyBudgetError("privacy costs must be finite (got NaN or inf)")
-    if c < 0:
-        raise PrivacyBudgetError("privacy costs must be >= 0 (got a negative cost)")
-    return c
+    return check_scalar(cost, "privacy cost", min=0, error=PrivacyBudgetError)
 
 
 def _checked_costs(costs, n: int | None = None) -> np.ndarray:
@@ -262,8 +256,7 @@ class PopulationFilter:
     """
 
     def __init__(self, budget: Notion, n_users: int, *, capacity=None) -> None:
-        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 0:
-            raise InputError(f"n_users={n_users!r} must be an integer >= 0")
+        n_users = check_scalar(n_users, "n_users", kind=int, min=0)
         self.budget = budget
         self.currency = currency_of(budget)
         full = capacity_of(budget)

@@ -36,6 +36,7 @@ import numpy as np
 from scipy import stats
 
 from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.validation import check_epsilon, check_probability
 
 _CHUNK_ELEMENTS = 1 << 19  # samples x coordinates per vectorised chunk
 # A loss counts as a violation only above eps * (1 + RTOL): floating-point rounding of an
@@ -84,25 +85,9 @@ class AuditResult:
         return self.confidence >= self.requested_confidence
 
 
-def check_delta(delta, name: str = "delta") -> float:
-    """A failure probability in (0, 1)."""
-    d = float(delta)
-    if not (math.isfinite(d) and 0 < d < 1):
-        raise InputError(f"{name}={delta!r} must be in (0, 1)")
-    return d
-
-
-def check_confidence(confidence, name: str = "confidence") -> float:
-    """A confidence level in (0, 1)."""
-    c = float(confidence)
-    if not (math.isfinite(c) and 0 < c < 1):
-        raise InputError(f"{name}={confidence!r} must be in (0, 1)")
-    return c
-
-
 def samples_needed(delta: float, confidence: float) -> int:
     """Smallest ``S`` such that zero violations certify ``p <= delta`` at ``confidence``."""
-    d, c = check_delta(delta), check_confidence(confidence)
+    d, c = check_probability(delta, "delta"), check_probability(confidence, "confidence")
     return math.ceil(math.log1p(-c) / math.log1p(-d))
 
 
@@ -225,9 +210,11 @@ def audit_pmdp(
         Monte Carlo samples; default :func:`samples_needed` ``(delta, confidence)``.
     """
     thetas, dist = _check_population(thetas, dist)
-    if not (math.isfinite(float(epsilon)) and float(epsilon) > 0):
-        raise InputError(f"epsilon={epsilon!r} must be finite and > 0 (per km)")
-    delta, confidence = check_delta(delta), check_confidence(confidence)
+    check_epsilon(epsilon)
+    delta, confidence = (
+        check_probability(delta, "delta"),
+        check_probability(confidence, "confidence"),
+    )
     s = samples_needed(delta, confidence) if n_samples is None else int(n_samples)
     if s < 1:
         raise InputError(f"n_samples={n_samples!r} must be >= 1")
@@ -259,7 +246,10 @@ def calibrate_scale(
     :class:`PrivacyBudgetError` when even ``max_scale`` fails.
     """
     thetas, dist = _check_population(thetas, dist)
-    delta, confidence = check_delta(delta), check_confidence(confidence)
+    delta, confidence = (
+        check_probability(delta, "delta"),
+        check_probability(confidence, "confidence"),
+    )
     s = samples_needed(delta, confidence) if n_samples is None else int(n_samples)
     # Coarse search on a prefix of the samples, then the full audit near its answer.
     coarse = _search(

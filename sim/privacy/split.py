@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from mdpsim.errors import PrivacyBudgetError
+from mdpsim.validation import check_epsilon
 
 BLOCKS = ("dx", "dy", "cy")
 # Default fractions of the total budget: 10 % for each upload block, 70 % for the report.
@@ -23,15 +24,7 @@ _SUM_RTOL = 1e-12
 
 
 def _check_part(value, name: str) -> float:
-    if isinstance(value, (bool, str)):
-        raise PrivacyBudgetError(f"{name}={value!r} must be a number (per km)")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise PrivacyBudgetError(f"{name}={value!r} must be a number (per km)") from None
-    if not math.isfinite(v) or v <= 0:
-        raise PrivacyBudgetError(f"{name}={value!r} must be finite and > 0 (per km)")
-    return v
+    return check_epsilon(value, name, error=PrivacyBudgetError)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ exact by chaining (docs/design.md §1), but the full check is the reference. See
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +29,7 @@ from scipy import sparse
 
 from mdpsim.errors import InputError
 from mdpsim.metric_checks import check_distances
+from mdpsim.validation import check_epsilon, check_positive_int, check_scalar
 
 DEFAULT_RTOL = 1e-9
 ROW_SUM_TOL = 1e-9  # |sum_k Z[i,k] - 1| allowed per row
@@ -119,17 +119,12 @@ def verify(
         ``True`` accepts an asymmetric ``dist`` (a directed metric, asked for by name): each
         ordered pair ``i -> j`` is then checked at ``eps * dist[i, j]``.
     """
-    if not isinstance(stochastic, bool):
-        raise InputError(f"stochastic={stochastic!r} must be True or False")
+    check_scalar(stochastic, "stochastic", kind=bool)
     Z = _as_matrix(matrix, stochastic=stochastic)
     D = _as_dist(dist, len(Z), directed=directed)
-    eps = _as_positive(epsilon, "epsilon")
-    if not (_is_number(rtol) and math.isfinite(rtol) and 0 <= rtol < 1):
-        raise InputError(f"rtol={rtol!r} must be in [0, 1)")
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)):
-        raise InputError(f"chunk_rows={chunk_rows!r} must be a positive integer")
-    if chunk_rows < 1:
-        raise InputError(f"chunk_rows={chunk_rows!r} must be a positive integer")
+    eps = check_epsilon(epsilon)
+    check_scalar(rtol, "rtol", min=0, max=1, include_boundaries="left")
+    chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     acc = _Accumulator(eps, rtol)
     if pairs is None:
         _check_all(Z, D, acc, int(chunk_rows))
@@ -303,19 +298,6 @@ def _dense_numbers(value, name: str) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         raise InputError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     return arr.astype(np.float64, copy=False)
-
-
-def _is_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-
-
-def _as_positive(value, name: str) -> float:
-    if not _is_number(value):
-        raise InputError(f"{name}={value!r} must be a number (per km)")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise InputError(f"{name}={value!r} must be finite and > 0 (per km)")
-    return value
 
 
 def _as_pairs(pairs, n: int) -> np.ndarray:

@@ -24,8 +24,9 @@ from typing import Protocol
 
 import numpy as np
 
-from mdpsim.errors import InputError, PrivacyBudgetError
+from mdpsim.errors import PrivacyBudgetError
 from mdpsim.queries.elimination import QueryAnswer
+from mdpsim.validation import check_choice, check_positive_int, check_scalar
 
 STRATEGIES = ("fixed", "even", "proportion", "linear")
 
@@ -63,12 +64,9 @@ def allocate(
     total_budget
         Each user's initial budget ``B_i`` (scalar or array).
     """
-    if strategy not in STRATEGIES:
-        raise InputError(f"strategy={strategy!r} must be one of {STRATEGIES}")
-    if not 1 <= l <= m:
-        raise InputError(f"query index l={l} must lie in [1, m={m}]")
-    if not 0.0 <= proportion <= 1.0:
-        raise InputError(f"proportion={proportion!r} must lie in [0, 1]")
+    check_choice(strategy, "strategy", STRATEGIES)
+    check_scalar(l, "query index l", kind=int, min=1, max=m)
+    check_scalar(proportion, "proportion", min=0, max=1)
     rem = np.asarray(remaining, dtype=float)
     base = np.asarray(total_budget, dtype=float) / m
     left = m - l + 1
@@ -107,13 +105,9 @@ class QueryBudgeter:
         strategy: str = "linear",
         proportion: float = 0.75,
     ) -> None:
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-            raise InputError(f"m={m!r} must be an integer >= 1")
-        if strategy not in STRATEGIES:
-            raise InputError(f"strategy={strategy!r} must be one of {STRATEGIES}")
         self.population = population
-        self.m = int(m)
-        self.strategy = strategy
+        self.m = check_positive_int(m, "m")
+        self.strategy = check_choice(strategy, "strategy", STRATEGIES)
         self.proportion = proportion
         self.asked = 0
 

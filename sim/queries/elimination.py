@@ -32,6 +32,12 @@ import numpy as np
 from mdpsim.errors import InputError
 from mdpsim.privacy.accounting import gaussian_norm_bound, gaussian_release
 from mdpsim.privacy.filters import add_up, sub_down
+from mdpsim.validation import (
+    check_choice,
+    check_positive_int,
+    check_probability,
+    check_scalar,
+)
 
 SPLITS = ("even", "doubling")
 MAX_PARTS = 64
@@ -54,7 +60,7 @@ def split_budget(rho_per_km2, c: int, *, scheme: str = "even") -> tuple[np.ndarr
     rho = np.asarray(rho_per_km2, dtype=float)
     if rho.ndim != 1 or not np.all(np.isfinite(rho)) or np.any(rho < 0):
         raise InputError("rho_per_km2 must be a 1-D array of finite values >= 0 (per km^2)")
-    c = check_parts(c)
+    c = check_scalar(c, "c", kind=int, min=1, max=MAX_PARTS)  # rounds
     if scheme == "even":
         w = np.full(c, 1.0 / c)
     elif scheme == "doubling":
@@ -70,22 +76,6 @@ def split_budget(rho_per_km2, c: int, *, scheme: str = "even") -> tuple[np.ndarr
     parts[:, -1] = sub_down(rho, acc)
     cum[:, -1] = add_up(acc, parts[:, -1])
     return parts, cum
-
-
-def check_parts(c) -> int:
-    """``c``: an integer number of rounds in ``[1, 64]``."""
-    if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_PARTS:
-        raise InputError(f"c={c!r} must be an integer number of rounds in [1, {MAX_PARTS}]")
-    return int(c)
-
-
-def check_beta(beta, name: str = "beta") -> float:
-    """A failure probability in (0, 1)."""
-    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating)):
-        raise InputError(f"{name}={beta!r} must be a number in (0, 1)")
-    if not 0.0 < float(beta) < 1.0:
-        raise InputError(f"{name}={beta!r} must lie strictly between 0 and 1")
-    return float(beta)
 
 
 # --------------------------------------------------------------------------- valid triples
@@ -179,7 +169,7 @@ def _start(triple: Triple, rho, c, scheme, beta0):
     if rho.shape != (len(triple.rho_total),):
         raise InputError(f"rho_per_km2 must have one value per user ({len(triple.rho_total)})")
     parts, cum = split_budget(rho, c, scheme=scheme)
-    beta0 = check_beta(beta0, "beta0")
+    beta0 = check_probability(beta0, "beta0")
     active = rho > 0
     n0 = max(int(active.sum()), 1)
     return parts, cum, active, beta0 / (parts.shape[1] * n0)
@@ -243,8 +233,7 @@ def pie_k(
     end (their interval meets that of ``t_k``). With probability ``1 - beta0`` the true k
     smallest are in every ``G_j`` (Lemma 5.3). Stops after ``c`` rounds or at ``k`` users.
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k={k!r} must be an integer >= 1")
+    k = check_positive_int(k, "k")
     parts, cum, active, beta_each = _start(triple, rho_per_km2, c, scheme, beta0)
     n = len(active)
     s0 = np.zeros(n, dtype=bool)
@@ -285,13 +274,6 @@ class QueryAnswer:
     participants: np.ndarray
     method: str
     elimination: Elimination | None = None
-
-
-def check_method(method: str) -> str:
-    """One of ``BM0`` (point, baseline), ``BM1`` (distance, baseline), ``PM0``, ``PM1``."""
-    if method not in METHODS:
-        raise InputError(f"method={method!r} must be one of {METHODS}")
-    return method
 
 
 def locations_in_km(locations_m) -> np.ndarray:
@@ -369,7 +351,7 @@ def release(
     if method.startswith("BM"):
         spent = release_once(triple, rho)
         return Released(method, triple, asked, np.nonzero(asked)[0], spent, None)
-    elim = eliminate(triple, rho, 0.25 * check_beta(beta))
+    elim = eliminate(triple, rho, 0.25 * check_probability(beta, "beta"))
     return Released(method, triple, asked, np.nonzero(elim.active)[0], elim.spent, elim)
 
 
@@ -385,7 +367,7 @@ def release_locations(
 ) -> Released:
     """A query over user locations: check the method and budgets, build the triple for
     ``phi`` (km -> km), then :func:`release`."""
-    check_method(method)
+    check_choice(method, "method", METHODS)
     xy = locations_in_km(locations_m)
     rho = budgets_for(rho_per_km2, len(xy))
     triple = make_triple(method, xy, phi, rng)

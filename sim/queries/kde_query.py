@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from mdpsim.errors import InputError
 from mdpsim.queries.elimination import (
     QueryAnswer,
     distance_to,
@@ -23,6 +22,7 @@ from mdpsim.queries.elimination import (
     point_in_km,
     release_locations,
 )
+from mdpsim.validation import check_scalar
 
 CUTOFF_BANDWIDTHS = 6.0
 TAIL = math.exp(-(CUTOFF_BANDWIDTHS**2) / 2.0)  # e^-18: a settled far point's largest term
@@ -89,6 +89,5 @@ def l1_err(estimate: float, truth: float) -> float:
 
 
 def _bandwidth_km(bandwidth_m: float) -> float:
-    if not (isinstance(bandwidth_m, (int, float)) and 0 < bandwidth_m < math.inf):
-        raise InputError(f"bandwidth_m={bandwidth_m!r} must be a finite number of metres > 0")
+    check_scalar(bandwidth_m, "bandwidth_m", min=0, include_boundaries="neither", unit="m")
     return float(bandwidth_m) / 1000.0

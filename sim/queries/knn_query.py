@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdpsim.errors import InputError
 from mdpsim.queries.elimination import (
+    METHODS,
     QueryAnswer,
     budgets_for,
-    check_method,
     distance_to,
     locations_in_km,
     pie_k,
     point_in_km,
     release_locations,
 )
+from mdpsim.validation import check_choice, check_positive_int
 
 
 def true_knn(locations_m, point_m, k: int) -> np.ndarray:
@@ -48,9 +48,8 @@ def knn(
     With at most k users asked the answer is all of them and nobody pays (it does not depend
     on their data). Other parameters as in :func:`mdpsim.queries.range_query.range_count`.
     """
-    check_method(method)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k={k!r} must be an integer >= 1")
+    check_choice(method, "method", METHODS)
+    k = check_positive_int(k, "k")
     xy, len_p = locations_in_km(locations_m), distance_to(point_in_km(point_m))
     rho = budgets_for(rho_per_km2, len(xy))
     asked = rho > 0

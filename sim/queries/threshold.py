@@ -11,12 +11,10 @@ as ``BM1`` would.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from mdpsim.errors import InputError
 from mdpsim.queries.elimination import DistancePrivatization, QueryAnswer, pie_ni, release
+from mdpsim.validation import check_choice, check_scalar
 
 THRESHOLD_METHODS = ("BM1", "PM1")
 
@@ -36,13 +34,10 @@ def threshold_query(
 
     With probability ``1 - beta/4`` an early answer (before ``c`` rounds) is correct.
     """
-    if method not in THRESHOLD_METHODS:
-        raise InputError(f"method={method!r} must be one of {THRESHOLD_METHODS}")
-    for name, v in (("value", value), ("threshold", threshold), ("rho", rho)):
-        if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)):
-            raise InputError(f"{name}={v!r} must be a finite number")
-    if rho <= 0:
-        raise InputError(f"rho={rho!r} must be > 0")
+    check_choice(method, "method", THRESHOLD_METHODS)
+    check_scalar(value, "value")
+    check_scalar(threshold, "threshold")
+    check_scalar(rho, "rho", min=0, include_boundaries="neither")
     t = float(threshold)
     released = release(
         method,

@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from mdpsim.component import Component
 from mdpsim.errors import InputError
 from mdpsim.privacy.accounting import CGP, Notion, PureGP
 from mdpsim.privacy.filters import (
@@ -31,14 +32,13 @@ from mdpsim.privacy.filters import (
     query_costs_in,
 )
 from mdpsim.registry import Registry
+from mdpsim.validation import check_positive_int, check_scalar
 
 BUDGET_POLICIES: Registry[BudgetPolicy] = Registry("budget policy")
 
 
-class BudgetPolicy(ABC):
+class BudgetPolicy(Component, ABC):
     """A filter per user and the conversion of stated guarantees into its currency."""
-
-    name = "?"
 
     @property
     @abstractmethod
@@ -95,7 +95,7 @@ class BudgetPolicy(ABC):
 class CGPBudget(BudgetPolicy):
     """A CGP filter with ``rho_per_km2`` (1/km^2) per user for the whole run."""
 
-    def __init__(self, rho_per_km2: float = 200.0) -> None:
+    def __init__(self, *, rho_per_km2: float = 200.0) -> None:
         self.rho_per_km2 = _positive(rho_per_km2, "rho_per_km2")
 
     @property
@@ -107,7 +107,7 @@ class CGPBudget(BudgetPolicy):
 class PureGPBudget(BudgetPolicy):
     """A pure GP filter with ``epsilon_per_km`` (1/km) per user for the whole run."""
 
-    def __init__(self, epsilon_per_km: float = 20.0) -> None:
+    def __init__(self, *, epsilon_per_km: float = 20.0) -> None:
         self.epsilon_per_km = _positive(epsilon_per_km, "epsilon_per_km")
 
     @property
@@ -119,11 +119,9 @@ class PureGPBudget(BudgetPolicy):
 class RenewingBudget(BudgetPolicy):
     """A CGP filter of ``rho_per_km2`` renewed every ``window_ticks`` ticks."""
 
-    def __init__(self, rho_per_km2: float = 200.0, window_ticks: int = 10) -> None:
+    def __init__(self, *, rho_per_km2: float = 200.0, window_ticks: int = 10) -> None:
         self.rho_per_km2 = _positive(rho_per_km2, "rho_per_km2")
-        if isinstance(window_ticks, bool) or not isinstance(window_ticks, int) or window_ticks < 1:
-            raise InputError(f"renewing budget: window_ticks={window_ticks!r} must be >= 1")
-        self.window_ticks = window_ticks
+        self.window_ticks = check_positive_int(window_ticks, "window_ticks", owner="renewing")
 
     @property
     def notion(self) -> Notion:
@@ -143,9 +141,4 @@ class RenewingBudget(BudgetPolicy):
 
 
 def _positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"budget policy: {name}={value!r} must be a number")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise InputError(f"budget policy: {name}={value!r} must be finite and > 0")
-    return v
+    return check_scalar(value, name, min=0, include_boundaries="neither", owner="budget policy")

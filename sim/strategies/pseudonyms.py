@@ -15,16 +15,15 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from mdpsim.errors import InputError
+from mdpsim.component import Component
 from mdpsim.registry import Registry
+from mdpsim.validation import check_scalar
 
 PSEUDONYM_STRATEGIES: Registry[PseudonymStrategy] = Registry("pseudonym strategy")
 
 
-class PseudonymStrategy(ABC):
+class PseudonymStrategy(Component, ABC):
     """Decides, for all users at once, the names their reports carry at each tick."""
-
-    name = "?"
 
     @abstractmethod
     def names(self, tick: int, current: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -43,10 +42,8 @@ class Fixed(PseudonymStrategy):
 class ChangeAt(PseudonymStrategy):
     """A fresh name for every user at tick ``tick`` (0: never)."""
 
-    def __init__(self, tick: int = 0) -> None:
-        if isinstance(tick, bool) or not isinstance(tick, int) or tick < 0:
-            raise InputError(f"change_at: tick={tick!r} must be an integer >= 0")
-        self.tick = tick
+    def __init__(self, *, tick: int = 0) -> None:
+        self.tick = check_scalar(tick, "tick", kind=int, min=0, owner="change_at")
 
     def names(self, tick: int, current: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.tick and tick == self.tick:

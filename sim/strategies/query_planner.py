@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdpsim.errors import InputError
+from mdpsim.component import Component
 from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
 from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter
 from mdpsim.queries.elimination import QueryAnswer
@@ -29,6 +29,7 @@ from mdpsim.queries.kde_query import kde, l1_err, true_kde
 from mdpsim.queries.knn_query import dist_err, knn
 from mdpsim.queries.range_query import Disk, count_err, range_count, true_count
 from mdpsim.registry import Registry
+from mdpsim.validation import check_choice, check_scalar
 
 if TYPE_CHECKING:
     from mdpsim.scenario import QueriesTable
@@ -48,10 +49,8 @@ class QueryRound:
     rng: np.random.Generator
 
 
-class QueryPlanner(ABC):
+class QueryPlanner(Component, ABC):
     """When queries are asked and with which budgets."""
-
-    name = "?"
 
     def bind(self, settings: QueriesTable, *, horizon_ticks: int) -> None:
         """Called once before the run with the ``[queries]`` table and the run's length."""
@@ -101,14 +100,12 @@ class PerQuery(QueryPlanner):
 class Budgeter(QueryPlanner):
     """Algorithm 3: per-user allocations that reuse the savings of earlier queries."""
 
-    def __init__(self, strategy: str = "linear", proportion: float = 0.75, share: float = 0.5):
-        if strategy not in STRATEGIES:
-            raise InputError(f"budgeter: strategy={strategy!r} must be one of {STRATEGIES}")
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
-            raise InputError(f"budgeter: share={share!r} must lie in (0, 1]")
-        if isinstance(proportion, bool) or not isinstance(proportion, (int, float)):
-            raise InputError(f"budgeter: proportion={proportion!r} must be a number in [0, 1]")
-        self.strategy, self.proportion, self.share = strategy, float(proportion), float(share)
+    def __init__(self, *, strategy: str = "linear", proportion: float = 0.75, share: float = 0.5):
+        self.strategy = check_choice(strategy, "strategy", STRATEGIES, owner="budgeter")
+        self.proportion = check_scalar(proportion, "proportion", min=0, max=1, owner="budgeter")
+        self.share = check_scalar(
+            share, "share", min=0, max=1, include_boundaries="right", owner="budgeter"
+        )
         self._budgeter: QueryBudgeter | None = None
 
     def bind(self, settings: QueriesTable, *, horizon_ticks: int) -> None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from mdpsim.errors import InputError
+from mdpsim.component import Component
 from mdpsim.registry import Registry
+from mdpsim.validation import check_scalar
 
 REFRESH_SCHEDULES: Registry[RefreshSchedule] = Registry("refresh schedule")
 
@@ -30,10 +31,8 @@ class RefreshContext:
     silent_active_users: int
 
 
-class RefreshSchedule(ABC):
+class RefreshSchedule(Component, ABC):
     """Decides at the start of a tick whether to regenerate the mechanism."""
-
-    name = "?"
 
     @abstractmethod
     def due(self, ctx: RefreshContext) -> bool:
@@ -44,10 +43,8 @@ class RefreshSchedule(ABC):
 class Every(RefreshSchedule):
     """Every ``ticks`` ticks after the last generation (0: keep the first mechanism)."""
 
-    def __init__(self, ticks: int = 0) -> None:
-        if isinstance(ticks, bool) or not isinstance(ticks, int) or ticks < 0:
-            raise InputError(f"refresh every: ticks={ticks!r} must be an integer >= 0")
-        self.ticks = ticks
+    def __init__(self, *, ticks: int = 0) -> None:
+        self.ticks = check_scalar(ticks, "ticks", kind=int, min=0, owner="refresh every")
 
     def due(self, ctx: RefreshContext) -> bool:
         return self.ticks > 0 and ctx.tick - ctx.generated_at >= self.ticks
@@ -57,12 +54,11 @@ class Every(RefreshSchedule):
 class OnRelease(RefreshSchedule):
     """When at least ``silent_fraction`` of the active users were silent at the last tick."""
 
-    def __init__(self, silent_fraction: float = 0.5) -> None:
-        if isinstance(silent_fraction, bool) or not isinstance(silent_fraction, (int, float)):
-            raise InputError(f"on_release: silent_fraction={silent_fraction!r} must be a number")
-        if not 0.0 < silent_fraction <= 1.0:
-            raise InputError(f"on_release: silent_fraction={silent_fraction} must lie in (0, 1]")
-        self.silent_fraction = float(silent_fraction)
+    def __init__(self, *, silent_fraction: float = 0.5) -> None:
+        self.silent_fraction = check_scalar(
+            silent_fraction, "silent_fraction", min=0, max=1, include_boundaries="right",
+            owner="on_release",
+        )  # fmt: skip
 
     def due(self, ctx: RefreshContext) -> bool:
         if ctx.tick - ctx.generated_at < 2 or ctx.active_users == 0:  # no release seen yet

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdpsim.errors import InputError
+from mdpsim.component import Component
 from mdpsim.registry import Registry
+from mdpsim.validation import check_scalar
 
 REPORT_POLICIES: Registry[ReportPolicy] = Registry("report policy")
 
@@ -38,10 +39,8 @@ class ReportContext:
     expected_loss_km: float
 
 
-class ReportPolicy(ABC):
+class ReportPolicy(Component, ABC):
     """Decides, for all users at once, who reports at the coming tick."""
-
-    name = "?"
 
     @abstractmethod
     def decide(self, ctx: ReportContext) -> np.ndarray:
@@ -60,12 +59,10 @@ class Always(ReportPolicy):
 class BudgetAware(ReportPolicy):
     """Spend no faster than ``B * t / horizon``; ``horizon_ticks = 0``: the run's length."""
 
-    def __init__(self, horizon_ticks: int = 0) -> None:
-        if isinstance(horizon_ticks, bool) or not isinstance(horizon_ticks, int):
-            raise InputError(f"budget_aware: horizon_ticks={horizon_ticks!r} must be an integer")
-        if horizon_ticks < 0:
-            raise InputError(f"budget_aware: horizon_ticks={horizon_ticks} must be >= 0")
-        self.horizon_ticks = horizon_ticks
+    def __init__(self, *, horizon_ticks: int = 0) -> None:
+        self.horizon_ticks = check_scalar(
+            horizon_ticks, "horizon_ticks", kind=int, min=0, owner="budget_aware"
+        )
 
     def decide(self, ctx: ReportContext) -> np.ndarray:
         horizon = self.horizon_ticks or ctx.horizon_ticks
@@ -78,14 +75,10 @@ class BudgetAware(ReportPolicy):
 class Threshold(ReportPolicy):
     """Report iff the mechanism's expected loss is at most ``max_expected_loss_km``."""
 
-    def __init__(self, max_expected_loss_km: float = 0.5) -> None:
-        if isinstance(max_expected_loss_km, bool) or not isinstance(
-            max_expected_loss_km, (int, float)
-        ) or not max_expected_loss_km >= 0:  # fmt: skip
-            raise InputError(
-                f"threshold: max_expected_loss_km={max_expected_loss_km!r} must be >= 0"
-            )
-        self.max_expected_loss_km = float(max_expected_loss_km)
+    def __init__(self, *, max_expected_loss_km: float = 0.5) -> None:
+        self.max_expected_loss_km = check_scalar(
+            max_expected_loss_km, "max_expected_loss_km", min=0, owner="threshold"
+        )
 
     def decide(self, ctx: ReportContext) -> np.ndarray:
         return ~ctx.halted & bool(ctx.expected_loss_km <= self.max_expected_loss_km)

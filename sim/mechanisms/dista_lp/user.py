@@ -31,8 +31,8 @@ from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.base import check_positive_int
 from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
 from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
-from mdpsim.privacy.pmdp import check_confidence, check_delta
 from mdpsim.privacy.split import BLOCKS, BudgetSplit
+from mdpsim.validation import check_probability
 
 if TYPE_CHECKING:
     from mdpsim.mechanisms.dista_lp.calibration import UploadCalibration
@@ -132,8 +132,8 @@ class UploadConfig:
         n = check_positive_int(self.n_neighbours, "n_neighbours", minimum=2)
         if self.family == "svd" and self.rank > n:
             raise InputError(f"rank={self.rank} must be <= n_neighbours={n}")
-        check_delta(self.delta)
-        check_confidence(self.confidence)
+        check_probability(self.delta, "delta")
+        check_probability(self.confidence, "confidence")
         check_positive_int(self.n_swap_iter, "n_swap_iter", minimum=0)
         if self.noise not in NOISE_LAWS:
             raise InputError(f"noise={self.noise!r} must be one of {NOISE_LAWS}")

@@ -30,6 +30,7 @@ from mdpsim.mechanisms.interp.correction import (
 )
 from mdpsim.mechanisms.interp.grid import AnchorGrid, as_locations
 from mdpsim.sampling import sample_rows
+from mdpsim.validation import check_scalar
 
 P_OF_METRIC = {"l1": 1.0, "l2": 2.0, "linf": math.inf, "road": 2.0}
 # Bounds of the budget split searched by budget_split="optimize" (0 or 1 starve one axis).
@@ -78,11 +79,9 @@ class InterpMechanism(Mechanism):
         naive: bool = False,
     ) -> None:
         super().__init__(epsilon)
-        if isinstance(spacing_m, bool) or not isinstance(spacing_m, (int, float, np.number)):
-            raise InputError(f"spacing_m={spacing_m!r} must be a number of metres > 0")
-        if not (math.isfinite(spacing_m) and spacing_m > 0):
-            raise InputError(f"spacing_m={spacing_m!r} must be a finite number of metres > 0")
-        self.spacing_m = float(spacing_m)
+        self.spacing_m = check_scalar(
+            spacing_m, "spacing_m", min=0, include_boundaries="neither", unit="m"
+        )
         self.p = None if p is None else _check_p(p)
         if budget_split != "optimize":
             if isinstance(budget_split, bool) or not isinstance(
@@ -94,12 +93,8 @@ class InterpMechanism(Mechanism):
             split_budget(1.0, 2.0, float(budget_split))  # validates the range
             budget_split = float(budget_split)
         self.budget_split = budget_split
-        if not isinstance(warp, bool):
-            raise InputError(f"warp={warp!r} must be True or False")
-        self.warp = warp
-        if not isinstance(naive, bool):
-            raise InputError(f"naive={naive!r} must be True or False")
-        self.naive = naive
+        self.warp = check_scalar(warp, "warp", kind=bool)
+        self.naive = check_scalar(naive, "naive", kind=bool)
 
     # ------------------------------------------------------------------ fitting
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
