@@ -74,7 +74,7 @@ def attack_metric(column: str, columns: Iterable[str] = ()) -> tuple[str, str] |
     ]
     present = set(columns)
     scored = [r for r in readings if f"{r[0]}_hit" in present]
-    return (scored or readings or [None])[0]
+    return (scored or readings)[0] if readings else None
 
 
 def attack_columns(columns: Iterable[str], metrics: Iterable[str] = ATTACK_METRICS) -> dict:

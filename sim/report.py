@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -215,14 +216,14 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
     others = [f for f in by if f not in (EPS_FIELD, "mechanism.name")]
     names = labels(tasks.columns)
     errors = [c for c in attack_columns(tasks.columns, ["error_km"]) if tasks[c].notna().any()]
-    specs = [
+    specs: list[tuple[str, Any, str]] = [
         ("utility_loss_vs_eps.png", "utility_loss_km", "eps"),
         ("attack_error_vs_eps.png", errors or [""], "eps"),  # every attack's expected error
         ("remaining_budget_over_ticks.png", "remaining_budget_mean", "ticks"),
         ("privacy_saving_over_ticks.png", "query_privacy_saving", "ticks"),
         ("solve_time_vs_n_points.png", SOLVE[0], "size"),
     ]
-    written = []
+    written: list[Path] = []
     for name, metric, kind in specs:
         source = ticks if kind == "ticks" else tasks
         x = {"eps": "epsilon_per_km", "ticks": "tick", "size": "n_points"}[kind]
@@ -232,7 +233,7 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
         fig, ax = plt.subplots(figsize=(9.0, 4.2))
         if isinstance(metric, list):
             for column in metric:
-                prefix = f"{attack_metric(column, tasks.columns)[0]}: "  # type: ignore[index]
+                prefix = f"{attack_metric(column, tasks.columns)[0]}: "
                 _errorbar_plot(ax, tasks, x, column, ["mechanism", *others], prefix=prefix)
             ax.set_xlabel("epsilon (1/km)")
             ax.set_ylabel("attack expected error (km)")

@@ -14,6 +14,8 @@ entropy of the visit density.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from mdpsim.attacks.base import (
@@ -97,7 +99,12 @@ class Places(Attack):
         match_km: float = 0.2,
         min_stay_ticks: int = 2,
     ) -> None:
-        km = {"min": 0, "include_boundaries": "neither", "owner": "places", "unit": "km"}
+        km: dict[str, Any] = {
+            "min": 0,
+            "include_boundaries": "neither",
+            "owner": "places",
+            "unit": "km",
+        }
         self.k = check_positive_int(k, "k", owner="places")
         self.separation_km = check_scalar(separation_km, "separation_km", **km)
         self.match_km = check_scalar(match_km, "match_km", **km)

@@ -24,6 +24,7 @@ import functools
 import itertools
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +96,7 @@ class Tracking(Attack):
         learn_users: int = 200,
         threads: int | None = None,
     ) -> None:
-        count = {"kind": int, "min": 1, "owner": "tracking"}
+        count: dict[str, Any] = {"kind": int, "min": 1, "owner": "tracking"}
         self.method = check_choice(method, "method", METHODS, owner="tracking")
         self.mobility = check_choice(mobility, "mobility", MODELS, owner="tracking")
         self.lag_ticks = check_scalar(lag_ticks, "lag_ticks", **count)
