@@ -52,7 +52,9 @@ class Linkage(Attack):
     ) -> None:
         self.split_tick = check_scalar(split_tick, "split_tick", kind=int, min=0, owner=NAME)
         self.prior_weight = check_probability(prior_weight, "prior_weight", owner=NAME)
-        self.bandwidth_km = check_scalar(bandwidth_km, "bandwidth_km", min=0, owner=NAME, unit="km")
+        self.bandwidth_km = check_scalar(
+            bandwidth_km, "bandwidth_km", min=0, finite=False, owner=NAME, unit="km"
+        )
         self.one_to_one = check_scalar(one_to_one, "one_to_one", kind=bool, owner=NAME)
 
     def start(self, context) -> None:

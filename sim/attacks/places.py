@@ -102,6 +102,7 @@ class Places(Attack):
         km: dict[str, Any] = {
             "min": 0,
             "include_boundaries": "neither",
+            "finite": False,
             "owner": "places",
             "unit": "km",
         }

@@ -101,7 +101,12 @@ class Tracking(Attack):
         self.mobility = check_choice(mobility, "mobility", MODELS, owner="tracking")
         self.lag_ticks = check_scalar(lag_ticks, "lag_ticks", **count)
         self.pseudo_count = check_scalar(
-            pseudo_count, "pseudo_count", min=0, include_boundaries="neither", owner="tracking"
+            pseudo_count,
+            "pseudo_count",
+            min=0,
+            include_boundaries="neither",
+            finite=False,
+            owner="tracking",
         )
         self.learn_every_ticks = check_scalar(learn_every_ticks, "learn_every_ticks", **count)
         self.em_iterations = check_scalar(em_iterations, "em_iterations", **count)

@@ -83,7 +83,7 @@ class HighsOptions:
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
             raise InputError(f"solver={self.solver!r} must be one of {', '.join(SOLVERS)}")
-        check_optional(self.time_limit, "time_limit", min=0, unit="seconds")
+        check_optional(self.time_limit, "time_limit", min=0, finite=False, unit="seconds")
         check_optional(self.threads, "threads", kind=int, min=1)
         if self.presolve not in ("choose", "on", "off"):
             raise InputError(f"presolve={self.presolve!r} must be 'choose', 'on' or 'off'")

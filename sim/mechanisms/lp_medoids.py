@@ -304,7 +304,7 @@ class MedoidOutputLP(Mechanism):
         )
         self.bound_rounds = check_positive_int(bound_rounds, "bound_rounds", minimum=0)
         self.bound_reach = check_scalar(
-            bound_reach, "bound_reach", min=0, include_boundaries="neither"
+            bound_reach, "bound_reach", min=0, include_boundaries="neither", finite=False
         )
         self.with_bound = check_scalar(with_bound, "with_bound", kind=bool)
         self.time_limit = time_limit

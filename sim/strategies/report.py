@@ -77,7 +77,7 @@ class Threshold(ReportPolicy):
 
     def __init__(self, *, max_expected_loss_km: float = 0.5) -> None:
         self.max_expected_loss_km = check_scalar(
-            max_expected_loss_km, "max_expected_loss_km", min=0, owner="threshold"
+            max_expected_loss_km, "max_expected_loss_km", min=0, finite=False, owner="threshold"
         )
 
     def decide(self, ctx: ReportContext) -> np.ndarray:
