@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTHON ?= $(shell bash .ci/find_python312)
 
-.PHONY: venv test demo dashboard lint format clean
+.PHONY: venv test demo dashboard lint format clean wheel
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python 3.12 found; install it or run 'make PYTHON=/path/to/python3.12'" >&2; exit 2; }
@@ -33,9 +33,14 @@ demo: venv
 dashboard: venv
 	$(VENV)/bin/mdpsim dashboard
 
+# The wheel (dist/mdpsim-*.whl), built afresh (a stale build/ could keep deleted modules).
+wheel: venv
+	rm -rf build dist
+	$(PY) -m pip wheel --no-deps --no-build-isolation -q -w dist .
+
 format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .typecheck
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .typecheck
