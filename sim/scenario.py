@@ -33,7 +33,6 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from mdpsim.domain import Metric
 from mdpsim.errors import InputError
 from mdpsim.network import NetworkType
-from mdpsim.queries import QueryKind
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = REPO / "docs" / "scenario.schema.json"
@@ -189,8 +188,9 @@ class MechanismTable(Table):
 class QueriesTable(Table):
     """``[queries]``: the server's adaptive queries."""
 
-    kinds: list[QueryKind] = Field(
-        default=["range", "kde", "knn"], description="queries the server asks each tick"
+    kinds: list[str] = Field(
+        default=["range", "kde", "knn"],
+        description="queries the server asks each tick (registered kinds: range, kde, knn)",
     )
     every_ticks: int = Field(
         default=1, ge=0, description="ask queries every this many ticks (0: never)"
@@ -203,6 +203,18 @@ class QueriesTable(Table):
     kde_bandwidth_m: Positive = Field(default=100.0, description="Gaussian KDE bandwidth b")
     knn_k: int = Field(default=5, ge=1, description="k of the kNN query")
     saving: bool = Field(default=True, description="use iterative elimination (PM) instead of BM")
+
+    @field_validator("kinds")
+    @classmethod
+    def _registered_kinds(cls, v: list[str]) -> list[str]:
+        from mdpsim.queries import available_kinds
+
+        bad = [k for k in v if k not in available_kinds()]
+        if bad:
+            raise _refuse(
+                f"has {bad[0]!r}, not a query kind; available: {', '.join(available_kinds())}"
+            )
+        return v
 
 
 class AttacksTable(Table):

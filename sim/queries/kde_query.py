@@ -22,6 +22,7 @@ from mdpsim.queries.elimination import (
     point_in_km,
     release_locations,
 )
+from mdpsim.queries.kinds import QueryCall, register_kind
 from mdpsim.validation import check_scalar
 
 CUTOFF_BANDWIDTHS = 6.0
@@ -91,3 +92,15 @@ def l1_err(estimate: float, truth: float) -> float:
 def _bandwidth_km(bandwidth_m: float) -> float:
     check_scalar(bandwidth_m, "bandwidth_m", min=0, include_boundaries="neither", unit="m")
     return float(bandwidth_m) / 1000.0
+
+
+@register_kind("kde")
+def ask_kde(call: QueryCall) -> tuple[QueryAnswer, float]:
+    """The Gaussian KDE of bandwidth ``kde_bandwidth_m`` at the point (PM0, or BM0)."""
+    s, b = call.settings, call.settings.kde_bandwidth_m
+    method = "PM0" if s.saving else "BM0"
+    answer = kde(
+        call.locations_m, call.point_m, b, call.budgets, method=method, rng=call.rng, beta=s.beta
+    )
+    truth = true_kde(call.locations_m[call.budgets > 0], call.point_m, b)
+    return answer, l1_err(float(answer.value), truth)  # type: ignore[arg-type]

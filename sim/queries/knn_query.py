@@ -22,6 +22,7 @@ from mdpsim.queries.elimination import (
     point_in_km,
     release_locations,
 )
+from mdpsim.queries.kinds import QueryCall, register_kind
 from mdpsim.validation import check_choice, check_positive_int
 
 
@@ -85,3 +86,20 @@ def dist_err(chosen, locations_m, point_m) -> float:
 def _k_smallest(triple, users: np.ndarray, k: int) -> np.ndarray:
     est = triple.estimate(users)
     return np.sort(users[np.argsort(est, kind="stable")[:k]])
+
+
+@register_kind("knn")
+def ask_knn(call: QueryCall) -> tuple[QueryAnswer, float]:
+    """The ``knn_k`` users nearest to the point (PM1, or BM1)."""
+    s = call.settings
+    method = "PM1" if s.saving else "BM1"
+    answer = knn(
+        call.locations_m,
+        call.point_m,
+        s.knn_k,
+        call.budgets,
+        method=method,
+        rng=call.rng,
+        beta=s.beta,
+    )
+    return answer, dist_err(answer.value, call.locations_m, call.point_m)

@@ -17,6 +17,7 @@ import numpy as np
 
 from mdpsim.errors import InputError
 from mdpsim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
+from mdpsim.queries.kinds import QueryCall, register_kind
 
 
 @dataclass(frozen=True)
@@ -123,3 +124,16 @@ def range_count(
 def count_err(estimate: float, truth: int) -> float:
     """CountErr: ``|C~ - C| / C`` (the absolute error when ``C = 0``)."""
     return abs(estimate - truth) / truth if truth > 0 else abs(estimate - truth)
+
+
+@register_kind("range")
+def ask_range(call: QueryCall) -> tuple[QueryAnswer, float]:
+    """A disk of ``range_radius_m`` around the point (PM1, or BM1 without saving)."""
+    s = call.settings
+    region = Disk(float(call.point_m[0]), float(call.point_m[1]), s.range_radius_m)
+    method = "PM1" if s.saving else "BM1"
+    answer = range_count(
+        call.locations_m, region, call.budgets, method=method, rng=call.rng, beta=s.beta
+    )
+    truth = true_count(call.locations_m[call.budgets > 0], region)
+    return answer, count_err(float(answer.value), truth)  # type: ignore[arg-type]

@@ -25,9 +25,7 @@ from mdpsim.component import Component
 from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
 from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter
 from mdpsim.queries.elimination import QueryAnswer
-from mdpsim.queries.kde_query import kde, l1_err, true_kde
-from mdpsim.queries.knn_query import dist_err, knn
-from mdpsim.queries.range_query import Disk, count_err, range_count, true_count
+from mdpsim.queries.kinds import QueryCall, query_kind
 from mdpsim.registry import Registry
 from mdpsim.validation import check_choice, check_scalar
 
@@ -190,30 +188,10 @@ class QueryShare:
 
 
 def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAnswer, float]:
-    """One query of ``kind`` at a point drawn from the prior; its answer and error."""
-    settings, rng, locations_m = round_.settings, round_.rng, round_.locations_m
-    domain = round_.domain
+    """One query of ``kind`` (sim/queries/kinds.py) at a point drawn from the prior."""
+    domain, rng = round_.domain, round_.rng
     point = domain.x_xy[rng.choice(domain.n_x, p=domain.prior)]
-    saving, beta = settings.saving, settings.beta
-    if kind == "range":
-        region = Disk(float(point[0]), float(point[1]), settings.range_radius_m)
-        answer = range_count(
-            locations_m, region, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
-        )
-        count = float(answer.value)  # type: ignore[arg-type]
-        return answer, count_err(count, true_count(locations_m[budgets > 0], region))
-    if kind == "kde":
-        b = settings.kde_bandwidth_m
-        answer = kde(
-            locations_m, point, b, budgets, method="PM0" if saving else "BM0", rng=rng, beta=beta
-        )
-        value = float(answer.value)  # type: ignore[arg-type]
-        return answer, l1_err(value, true_kde(locations_m[budgets > 0], point, b))
-    k = settings.knn_k
-    answer = knn(
-        locations_m, point, k, budgets, method="PM1" if saving else "BM1", rng=rng, beta=beta
-    )
-    return answer, dist_err(answer.value, locations_m, point)
+    return query_kind(kind)(QueryCall(round_.settings, round_.locations_m, point, budgets, rng))
 
 
 def _saving(budgets: np.ndarray, spent: np.ndarray) -> float:

@@ -1,0 +1,58 @@
+"""Query kinds by name: what ``queries.kinds`` in a scenario may list.
+
+A kind is one function, registered where it is defined with ``@register_kind(name)``: given
+one :class:`QueryCall` (the ``[queries]`` settings, the users' locations, a public query point
+drawn from the prior, each user's budget and the run's rng) it asks the query and returns the
+answer and its error. The planners (sim/strategies/query_planner.py) ask every kind through
+:func:`query_kind`, so a new kind is one module that registers itself (docs/design.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mdpsim.errors import InputError
+from mdpsim.queries.elimination import QueryAnswer
+
+
+@dataclass(frozen=True)
+class QueryCall:
+    """One query: settings (the ``[queries]`` table), locations (m), point (m), budgets, rng."""
+
+    settings: Any
+    locations_m: np.ndarray
+    point_m: np.ndarray
+    budgets: np.ndarray
+    rng: np.random.Generator
+
+
+QueryKindFn = Callable[[QueryCall], tuple[QueryAnswer, float]]
+_KINDS: dict[str, QueryKindFn] = {}
+
+
+def register_kind(name: str) -> Callable[[QueryKindFn], QueryKindFn]:
+    """Decorator: make ``fn(call) -> (answer, error)`` the query kind ``name``."""
+
+    def deco(fn: QueryKindFn) -> QueryKindFn:
+        if name in _KINDS:
+            raise ValueError(f"query kind {name!r} registered twice")
+        _KINDS[name] = fn
+        return fn
+
+    return deco
+
+
+def available_kinds() -> list[str]:
+    """Registered query kinds, in registration order."""
+    return list(_KINDS)
+
+
+def query_kind(name: str) -> QueryKindFn:
+    """The function of query kind ``name``."""
+    if name not in _KINDS:
+        raise InputError(f"unknown query kind {name!r}; available: {', '.join(_KINDS)}")
+    return _KINDS[name]

@@ -1,0 +1,56 @@
+"""Adding a query kind is one module that registers itself (docs/design.md, "What to edit to
+add ..."): this one counts the users in a disk twice the range radius, through the range
+query's machinery, and a scenario asks it like the bundled kinds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdpsim import scenario as sc
+from mdpsim.errors import InputError
+from mdpsim.queries import (
+    Disk,
+    QueryAnswer,
+    QueryCall,
+    available_kinds,
+    count_err,
+    range_count,
+    register_kind,
+    true_count,
+)
+from mdpsim.run import simulate
+
+
+@register_kind("wide_range")
+def ask_wide_range(call: QueryCall) -> tuple[QueryAnswer, float]:
+    """Users within twice ``range_radius_m`` of the point (PM1)."""
+    s = call.settings
+    region = Disk(float(call.point_m[0]), float(call.point_m[1]), 2 * s.range_radius_m)
+    answer = range_count(call.locations_m, region, call.budgets, method="PM1", rng=call.rng)
+    truth = true_count(call.locations_m[call.budgets > 0], region)
+    return answer, count_err(float(answer.value), truth)  # type: ignore[arg-type]
+
+
+RAW = {
+    "scenario": {"name": "s", "seed": 2, "ticks": 3},
+    "network": {"source": "helsinki-test"},
+    "domain": {"n_points": 60},
+    "users": {"count": 12},
+    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
+    "queries": {"rho_per_km2": 20.0, "kinds": ["range", "wide_range"]},
+}
+
+
+def test_a_registered_query_kind_is_asked_and_charged_like_the_bundled_ones():
+    assert {"range", "kde", "knn", "wide_range"} <= set(available_kinds())
+    ticks, _, _ = simulate(sc.from_dict(RAW))
+    assert np.isfinite(ticks["wide_range_error"]).all()
+    assert ticks["wide_range_privacy_saving"].between(0, 1).all()
+    assert ticks["range_error"].notna().all()  # the bundled kind beside it
+
+
+def test_an_unregistered_query_kind_is_refused_naming_the_field():
+    raw = {**RAW, "queries": {"kinds": ["range", "sql"]}}
+    with pytest.raises(InputError, match=r"queries.kinds.*'sql'.*available: .*range"):
+        sc.from_dict(raw)
