@@ -22,6 +22,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # `make test` runs the fast suite; `make test TESTS=all` adds the slow and browser tests (CI).
 test: lint
@@ -43,4 +44,4 @@ format: venv
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .typecheck
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .typecheck .grimp_cache .import_linter_cache

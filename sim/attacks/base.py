@@ -28,10 +28,10 @@ Attacks register like mechanisms: ``@register("name")``, ``make(name, **params)`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -295,19 +295,19 @@ def entropy_bits(posterior: np.ndarray) -> np.ndarray:
     return -np.einsum("...x,...x->...", p, log_p) / np.log(2.0)
 
 
+#: Scorers of the whole-run estimates, registered beside their attacks (places, linkage):
+#: estimate type -> ``scorer(estimate, truth, domain)``.
+SCORERS: dict[type, Callable[[Any, Truth, Any], Scores]] = {}
+
+
 def score(estimate: Estimate, truth: Truth, domain) -> Scores:
     """Compare an estimate with the truth; the metric family of :data:`METRICS` and extras."""
     if isinstance(estimate, LocationEstimate):
         return _score_location(estimate, truth, domain)
-    if isinstance(estimate, PlacesEstimate):
-        from mdpsim.attacks.places import score_places
-
-        return score_places(estimate, truth, domain)
-    if isinstance(estimate, LinkEstimate):
-        from mdpsim.attacks.linkage import score_links
-
-        return score_links(estimate, truth)
-    raise TypeError(f"not an estimate: {type(estimate).__name__}")
+    scorer = SCORERS.get(type(estimate))
+    if scorer is None:
+        raise TypeError(f"not an estimate: {type(estimate).__name__}")
+    return scorer(estimate, truth, domain)
 
 
 def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:

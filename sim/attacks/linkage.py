@@ -23,6 +23,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp
 
 from mdpsim.attacks.base import (
+    SCORERS,
     Attack,
     LinkEstimate,
     Observation,
@@ -163,7 +164,7 @@ class Linkage(Attack):
         return labels, loglik
 
 
-def score_links(est: LinkEstimate, truth: Truth) -> Scores:
+def score_links(est: LinkEstimate, truth: Truth, domain=None) -> Scores:
     """Per B pseudonym: whether its link is right (hit), the chance rate, link entropy."""
     users_b = truth.users_of(est.pseudonyms_b, est.period_b)
     users_linked = truth.users_of(est.linked, est.period_a)
@@ -179,3 +180,6 @@ def score_links(est: LinkEstimate, truth: Truth) -> Scores:
         "leakage_per_km": nan,
     }
     return Scores(tick=None, users=users_b, values=values)
+
+
+SCORERS[LinkEstimate] = score_links

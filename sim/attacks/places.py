@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mdpsim.attacks.base import (
+    SCORERS,
     Attack,
     Observation,
     PlacesEstimate,
@@ -191,3 +192,6 @@ def score_places(est: PlacesEstimate, truth: Truth, domain) -> Scores:
     values["entropy_bits"] = np.asarray(est.entropy_bits, dtype=float)
     values["leakage_per_km"] = np.full(n, np.nan)
     return Scores(tick=None, users=users, values=values)
+
+
+SCORERS[PlacesEstimate] = score_places

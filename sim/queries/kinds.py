@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
@@ -19,11 +19,24 @@ from mdpsim.errors import InputError
 from mdpsim.queries.elimination import QueryAnswer
 
 
+class QuerySettings(Protocol):
+    """What the queries read of the scenario's ``[queries]`` table (sim/scenario.py)."""
+
+    kinds: list[str]
+    every_ticks: int
+    rho_per_km2: float
+    beta: float
+    range_radius_m: float
+    kde_bandwidth_m: float
+    knn_k: int
+    saving: bool
+
+
 @dataclass(frozen=True)
 class QueryCall:
     """One query: settings (the ``[queries]`` table), locations (m), point (m), budgets, rng."""
 
-    settings: Any
+    settings: QuerySettings
     locations_m: np.ndarray
     point_m: np.ndarray
     budgets: np.ndarray

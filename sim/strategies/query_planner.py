@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -25,12 +25,9 @@ from mdpsim.component import Component
 from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
 from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter
 from mdpsim.queries.elimination import QueryAnswer
-from mdpsim.queries.kinds import QueryCall, query_kind
+from mdpsim.queries.kinds import QueryCall, QuerySettings, query_kind
 from mdpsim.registry import Registry
 from mdpsim.validation import check_choice, check_scalar
-
-if TYPE_CHECKING:
-    from mdpsim.scenario import QueriesTable
 
 QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
 
@@ -39,7 +36,7 @@ QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
 class QueryRound:
     """Everything one tick's queries need: settings, users' answers' inputs, filters, rng."""
 
-    settings: QueriesTable
+    settings: QuerySettings
     locations_m: np.ndarray
     domain: Any
     filters: PopulationFilter
@@ -50,7 +47,7 @@ class QueryRound:
 class QueryPlanner(Component, ABC):
     """When queries are asked and with which budgets."""
 
-    def bind(self, settings: QueriesTable, *, horizon_ticks: int) -> None:
+    def bind(self, settings: QuerySettings, *, horizon_ticks: int) -> None:
         """Called once before the run with the ``[queries]`` table and the run's length."""
         self.settings = settings
         self.horizon_ticks = horizon_ticks
@@ -106,7 +103,7 @@ class Budgeter(QueryPlanner):
         )
         self._budgeter: QueryBudgeter | None = None
 
-    def bind(self, settings: QueriesTable, *, horizon_ticks: int) -> None:
+    def bind(self, settings: QuerySettings, *, horizon_ticks: int) -> None:
         super().bind(settings, horizon_ticks=horizon_ticks)
         every = settings.every_ticks
         self.m = len(settings.kinds) * (horizon_ticks // every) if every else 0
