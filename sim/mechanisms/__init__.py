@@ -4,7 +4,18 @@
 Each mechanism module registers itself with ``@register(name)`` when imported below.
 """
 
-from mdpsim.mechanisms import copt, em, interp, laplace, lp, lp_a, lp_medoids, panda, rmp  # noqa: F401
+from mdpsim.mechanisms import (  # noqa: F401
+    copt,
+    em,
+    interp,
+    laplace,
+    lp,
+    lp_a,
+    lp_medoids,
+    panda,
+    rmp,
+    stackelberg,
+)
 from mdpsim.mechanisms.base import Guarantee, Mechanism, available, make, register
 from mdpsim.mechanisms.dista_lp import mechanism as _dista_lp  # noqa: F401
 

@@ -58,6 +58,8 @@ class Guarantee:
     ``kind="pure"``: eps-mDP, ``Z[i,k] <= exp(eps d(x_i,x_j)) Z[j,k]`` for all i, j, k.
     ``kind="pmdp"``: (eps, delta)-probabilistic mDP (DistA-LP's upload stage), certified with
     ``confidence`` by the Monte Carlo auditor.
+    ``kind="none"``: no mDP guarantee (the unconstrained Stackelberg optimum, a reference
+    point); no privacy filter charges it.
     """
 
     kind: str
@@ -69,6 +71,8 @@ class Guarantee:
     def __str__(self) -> str:
         if self.kind == "pure":
             text = f"{self.epsilon_per_km:g}/km-mDP (pure)"
+        elif self.kind == "none":
+            text = "no mDP guarantee"
         else:
             conf = "" if self.confidence is None else f", confidence {self.confidence:.6g}"
             text = f"({self.epsilon_per_km:g}/km, {self.delta:g})-PmDP{conf}"
