@@ -21,8 +21,8 @@ from mdpsim.mechanisms.stackelberg import (
     solve_stackelberg_mdp,
 )
 from mdpsim.privacy import verify
-from mdpsim.privacy.filters import charge_of
 from mdpsim.privacy.accounting import PureGP
+from mdpsim.privacy.filters import charge_of
 
 
 def test_equal_metrics_leave_the_adversary_exactly_q_up_to_the_prior_cap(walk_domain):
