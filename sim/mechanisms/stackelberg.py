@@ -52,7 +52,7 @@ from mdpsim.mechanisms.base import Guarantee, Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import directed_constraints
 from mdpsim.mechanisms.repair import SIDES, check_margin, release_verified
-from mdpsim.privacy.verify import verify
+from mdpsim.privacy.verifier import verify
 
 #: Quality / adversary metrics: the domain's own, road km, lp km from coordinates, or 0/1.
 METRIC_CHOICES = ("domain", "road", "l1", "l2", "linf", "zero_one")
