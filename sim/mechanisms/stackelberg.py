@@ -244,7 +244,10 @@ class _StackelbergBase(Mechanism):
 
     def _init_common(self, quality_km, quality_metric, adversary_metric, time_limit, threads):
         if isinstance(quality_km, bool) or not isinstance(quality_km, (int, float)):
-            raise InputError(f"quality_km={quality_km!r} must be a number of km")
+            raise InputError(
+                f"quality_km={quality_km!r} must be a number of km (the bound on the expected "
+                "quality loss; required)"
+            )
         if not (math.isfinite(quality_km) and quality_km >= 0):
             raise InputError(f"quality_km={quality_km!r} must be finite and >= 0 (km)")
         self.quality_km = float(quality_km)
@@ -307,7 +310,7 @@ class Stackelberg(_StackelbergBase):
         self,
         epsilon: float,
         *,
-        quality_km: float,
+        quality_km: float | None = None,
         quality_metric: str = "domain",
         adversary_metric: str = "domain",
         margin: float = 1e-3,
@@ -370,7 +373,7 @@ class UnconstrainedStackelberg(_StackelbergBase):
     def __init__(
         self,
         *,
-        quality_km: float,
+        quality_km: float | None = None,
         quality_metric: str = "domain",
         adversary_metric: str = "domain",
         time_limit: float | None = None,
