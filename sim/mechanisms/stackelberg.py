@@ -239,7 +239,7 @@ def _add_adversary_rows(lp: HighsLP, pi, D, outputs, estimates, have, n: int, k:
     have[y, e] = True
 
 
-class _StackelbergBase(Mechanism):
+class _StackelbergBase:
     """What both forms share: the metrics, the quality bound and the LP's settings."""
 
     def _init_common(self, quality_km, quality_metric, adversary_metric, time_limit, threads):
@@ -283,7 +283,7 @@ class _StackelbergBase(Mechanism):
 
 
 @register("stackelberg")
-class Stackelberg(_StackelbergBase):
+class Stackelberg(_StackelbergBase, Mechanism):
     """The eps-mDP obfuscation that leaves the Bayes-optimal adversary the most expected error
     at an expected quality loss of at most ``quality_km`` (Shokri, PETS 2015; module docstring).
 
@@ -360,7 +360,7 @@ class Stackelberg(_StackelbergBase):
         return released.matrix, info
 
 
-class UnconstrainedStackelberg(_StackelbergBase):
+class UnconstrainedStackelberg(_StackelbergBase, Mechanism):
     """The optimum with NO mDP constraint (Shokri et al., CCS 2012): the frontier's reference.
 
     Not registered and not an mDP mechanism: its ``guarantee`` is of kind ``"none"``, which no
