@@ -51,8 +51,9 @@ from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Guarantee, Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import directed_constraints
-from mdpsim.mechanisms.repair import SIDES, check_margin, release_verified
+from mdpsim.mechanisms.repair import MAX_MARGIN, SIDES, release_verified
 from mdpsim.privacy.verifier import verify
+from mdpsim.validation import check_choice, check_margin, check_scalar
 
 #: Quality / adversary metrics: the domain's own, road km, lp km from coordinates, or 0/1.
 METRIC_CHOICES = ("domain", "road", "l1", "l2", "linf", "zero_one")
@@ -83,9 +84,7 @@ def metric_km(domain, metric: str, *, outputs: bool) -> np.ndarray:
 
 def check_metric(metric, name: str) -> str:
     """One of :data:`METRIC_CHOICES`."""
-    if metric not in METRIC_CHOICES:
-        raise InputError(f"{name}={metric!r} must be one of {', '.join(METRIC_CHOICES)}")
-    return metric
+    return check_choice(metric, name, METRIC_CHOICES)
 
 
 def adversary_error_km(matrix: np.ndarray, prior: np.ndarray, dist_est: np.ndarray) -> float:
@@ -243,14 +242,9 @@ class _StackelbergBase:
     """What both forms share: the metrics, the quality bound and the LP's settings."""
 
     def _init_common(self, quality_km, quality_metric, adversary_metric, time_limit, threads):
-        if isinstance(quality_km, bool) or not isinstance(quality_km, (int, float)):
-            raise InputError(
-                f"quality_km={quality_km!r} must be a number of km (the bound on the expected "
-                "quality loss; required)"
-            )
-        if not (math.isfinite(quality_km) and quality_km >= 0):
-            raise InputError(f"quality_km={quality_km!r} must be finite and >= 0 (km)")
-        self.quality_km = float(quality_km)
+        if quality_km is None:
+            raise InputError("quality_km is required: the bound on the expected quality loss (km)")
+        self.quality_km = check_scalar(quality_km, "quality_km", min=0, unit="km")
         self.quality_metric = check_metric(quality_metric, "quality_metric")
         self.adversary_metric = check_metric(adversary_metric, "adversary_metric")
         self.time_limit = time_limit
@@ -320,10 +314,8 @@ class Stackelberg(_StackelbergBase, Mechanism):
     ) -> None:
         super().__init__(epsilon)
         self._init_common(quality_km, quality_metric, adversary_metric, time_limit, threads)
-        self.margin = check_margin(margin)
-        if side not in SIDES:
-            raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
-        self.side = side
+        self.margin = check_margin(margin, MAX_MARGIN)
+        self.side = check_choice(side, "side", SIDES)
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         cost, D = self._metrics(domain)
