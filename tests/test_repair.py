@@ -134,7 +134,7 @@ def test_bad_inputs_raise_input_error(kwargs, match):
         repair_verified(np.full((3, 2), 0.5), domain.dist_xx, 1.0, margin=0.0)
 
 
-def test_release_verified_doubles_the_margin_and_resolves_until_the_check_passes(monkeypatch):
+def test_release_verified_grows_the_margin_and_resolves_until_the_check_passes(monkeypatch):
     domain = _points(12, seed=5)
     eps = 4.0
     real = repair_mod.verify
@@ -153,10 +153,10 @@ def test_release_verified_doubles_the_margin_and_resolves_until_the_check_passes
 
     monkeypatch.setattr(repair_mod, "verify", flaky)
     out = repair_mod.release_verified(
-        _tent_matrix(domain, eps), domain.dist_xx, eps, margin=1e-3, resolve=resolve
+        _tent_matrix(domain, eps), domain.dist_xx, eps, margin=1e-6, resolve=resolve
     )
-    assert resolved == [2e-3, 4e-3]
-    assert (out.margin, out.rounds) == (4e-3, 3)
+    assert resolved == pytest.approx([1e-5, 1e-4], rel=1e-12)
+    assert out.margin == pytest.approx(1e-4, rel=1e-12) and out.rounds == 3
     assert out.verification.passed and real(out.matrix, domain.dist_xx, eps).passed
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
 from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.mechanisms.repair import FIRST_MARGIN
 from mdpsim.mechanisms.wem_lp import (
     BlockLP,
     build_block,
@@ -64,7 +65,8 @@ class COPT(Mechanism):
         ``"em"``: WEM factors divided by the EM's row normaliser (always feasible);
         ``"plain"``: the unnormalised factors (may be infeasible: ``SolverError``).
     margin
-        The LP is solved at ``epsilon * (1 - margin)`` to absorb solver round-off.
+        The LP is solved at ``epsilon * (1 - margin)`` to absorb solver round-off (default
+        ``FIRST_MARGIN``, 1e-6; the release grows it tenfold while the exact check fails).
     time_limit_s
         HiGHS time limit in seconds (``None``: no limit); hitting it raises ``SolverError``.
     """
@@ -75,7 +77,7 @@ class COPT(Mechanism):
         *,
         n_exempt: int = 10,
         wem_form: str = "em",
-        margin: float = 1e-4,
+        margin: float = FIRST_MARGIN,
         time_limit_s: float | None = None,
     ) -> None:
         super().__init__(epsilon)

@@ -17,11 +17,11 @@ row-sum duals (cheap Laplace rays first, then exactly: ``lp_outputs.ConePricer``
 the most attractive ones; stop when none has a negative reduced cost. The result is then
 optimal for the full LP to the same tolerance a single HiGHS call on it would meet.
 
-Release: the LP is solved at ``eps (1 - margin)``, its solution repaired by the Lipschitz
-envelope (sim/mechanisms/repair.py) and verified EXACTLY at ``eps``; if the check fails the
-margin doubles (up to 1/2, where the repair is proven for any input) and the LP is solved
-again, warm-started from the constraints that bound before. A solver that does not reach
-optimality raises :class:`~mdpsim.errors.SolverError`; nothing unverified is released.
+Release: the LP is solved at ``eps (1 - margin)`` (default 1e-6), its solution repaired by the
+Lipschitz envelope (sim/mechanisms/repair.py) and verified EXACTLY at ``eps``; if the check
+fails the margin grows tenfold (up to 1/2, where the repair is proven for any input) and the
+LP is solved again, warm-started from the constraints that bound before. A solver that does
+not reach optimality raises :class:`~mdpsim.errors.SolverError`; nothing unverified is released.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from mdpsim.mechanisms.base import Mechanism, check_epsilon, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
 from mdpsim.mechanisms.repair import (
+    FIRST_MARGIN,
     MAX_MARGIN,
     SIDES,
     VerifiedRelease,
@@ -332,9 +333,11 @@ class _RestrictedDual:
         try:
             sol = self.lp.solve()
         except SolverError as err:
-            if "'Solve error'" not in str(err):
+            # Numerical trouble in the warm basis (gains up to 1e9): "Solve error", or
+            # "Unbounded", which this dual cannot be (its primal holds Z[:, k] = 1 for one k).
+            if "'Solve error'" not in str(err) and "'Unbounded'" not in str(err):
                 raise
-            self.lp.clear_basis()  # numerical trouble in the warm basis (gains up to 1e9)
+            self.lp.clear_basis()
             sol = self.lp.solve()
         n = self.cost.shape[0]
         self.rounds += 1
@@ -401,7 +404,7 @@ def release_optimal(
     dual_restarts: bool = False,
 ) -> tuple[VerifiedRelease, OptimalSolution]:
     """Solve at ``eps (1 - margin)``, then :func:`~mdpsim.mechanisms.repair.release_verified`
-    (repair, verify at ``eps``; on failure re-solve at the doubled margin, seeded with the
+    (repair, verify at ``eps``; on failure re-solve at the next margin, seeded with the
     constraints that bound before). ``options``, ``warm``, ``dual_restarts``: as in
     :func:`solve_optimal`.
 
@@ -448,7 +451,8 @@ class OptimalLP(Mechanism):
         Budget per km.
     margin
         The LP is solved at ``epsilon (1 - margin)`` so the repaired matrix verifies at
-        ``epsilon``; doubled on failure up to 1/2. Default 1e-3.
+        ``epsilon``; tenfold on a failed exact check, up to 1/2. Default ``FIRST_MARGIN``
+        (1e-6: the loss is ~1e-6 relative above the optimum, docs/lp.md).
     side
         Envelope side of the repair, ``"upper"`` (default) or ``"lower"``.
     levels
@@ -466,7 +470,7 @@ class OptimalLP(Mechanism):
         self,
         epsilon: float,
         *,
-        margin: float = 1e-3,
+        margin: float = FIRST_MARGIN,
         side: str = "upper",
         levels: bool = True,
         time_limit: float | None = None,

@@ -26,6 +26,7 @@ from scipy.spatial import cKDTree
 from mdpsim.domain import implied_free_pairs
 from mdpsim.mechanisms.base import check_positive_int, register
 from mdpsim.mechanisms.lp import OptimalLP, release_optimal
+from mdpsim.mechanisms.repair import FIRST_MARGIN
 
 
 def coarse_cells(x_xy: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +60,7 @@ class CoarseLP(OptimalLP):
         epsilon: float,
         *,
         grid: int = 8,
-        margin: float = 1e-3,
+        margin: float = FIRST_MARGIN,
         side: str = "upper",
         time_limit: float | None = None,
         threads: int | None = None,

@@ -40,7 +40,7 @@ from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.lp_outputs import tight_constraints
-from mdpsim.mechanisms.repair import MAX_MARGIN
+from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
 from mdpsim.validation import check_margin, check_scalar
 
 _LLOYD_STEPS = 30
@@ -261,7 +261,8 @@ class MedoidOutputLP(Mechanism):
         Outputs the LP may use (k-medoids of the prior), at most the domain's. ``None``
         (default): ``outputs_for(epsilon)``, i.e. ``max(4, round(2 eps km))`` (docs/lp.md).
     margin
-        The LP is solved at ``epsilon (1 - margin)``; doubled on a failed exact check.
+        The LP is solved at ``epsilon (1 - margin)`` (default ``FIRST_MARGIN``, 1e-6); tenfold
+        on a failed exact check.
     bound_groups
         Output groups of the lower bound's relaxation (k-medoids of their own; more groups:
         a tighter bound and a larger LP). ``None``: 3 per output of the mechanism.
@@ -288,7 +289,7 @@ class MedoidOutputLP(Mechanism):
         epsilon: float,
         *,
         n_outputs: int | None = None,
-        margin: float = 1e-3,
+        margin: float = FIRST_MARGIN,
         bound_groups: int | None = None,
         bound_rounds: int = 2,
         bound_reach: float = 6.0,

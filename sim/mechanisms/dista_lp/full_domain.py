@@ -34,6 +34,7 @@ from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.highs import HighsLP
+from mdpsim.mechanisms.repair import FIRST_MARGIN
 from mdpsim.mechanisms.wem_lp import released_matrix, wem_options
 
 _SLACK = 1e-8
@@ -238,7 +239,7 @@ def release_full_domain(
     cost: np.ndarray | None = None,
     n_near: int = 30,
     sweeps: int = 1,
-    margin: float = 1e-3,
+    margin: float = FIRST_MARGIN,
     who: str = "DistA-LP",
 ) -> tuple[np.ndarray, dict]:
     """The EM at ``eps (1 - margin)`` improved on ``blocks`` (``sweeps`` passes, in order),

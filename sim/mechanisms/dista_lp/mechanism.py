@@ -74,6 +74,7 @@ from mdpsim.mechanisms.dista_lp.user import (
     prepare_upload,
     reconstruct,
 )
+from mdpsim.mechanisms.repair import FIRST_MARGIN
 from mdpsim.mechanisms.wem_lp import build_block, check_budget_margin
 from mdpsim.privacy.split import BudgetSplit
 from mdpsim.privacy.verifier import verify
@@ -207,7 +208,7 @@ class DistALP(Mechanism):
         sweeps: int = 2,
         release_neighbours: int = 40,
         planner: str | None = None,
-        margin: float = 1e-3,
+        margin: float = FIRST_MARGIN,
         seed: int | None = None,
         calibration_seed: int = 0,
     ) -> None:

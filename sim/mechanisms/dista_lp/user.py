@@ -302,12 +302,15 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
 
 def _repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarray:
     """The smallest-margin envelope repair that passes the exact verifier on ``dx``
-    (:func:`~mdpsim.mechanisms.repair.release_verified`, margin doubling from 1e-3)."""
-    from mdpsim.mechanisms.repair import release_verified
+    (:func:`~mdpsim.mechanisms.repair.release_verified`, margin growing from ``FIRST_MARGIN``)."""
+    from mdpsim.mechanisms.repair import FIRST_MARGIN, release_verified
     from mdpsim.privacy.verifier import PrivacyViolation
 
     try:
-        return release_verified(block, dx, epsilon_pt, margin=1e-3, who="DistA-LP block").matrix
+        released = release_verified(
+            block, dx, epsilon_pt, margin=FIRST_MARGIN, who="DistA-LP block"
+        )
+        return released.matrix
     except PrivacyViolation as exc:
         raise PrivacyBudgetError(f"repaired block still fails the verifier: {exc}") from None
 

@@ -10,6 +10,9 @@ The solver satisfies constraints only up to its feasibility tolerance, which is 
 slack and would break ratios of small probabilities. The rows are therefore repaired in log
 space (the smallest per-column majorant that is exactly ``delta``-Lipschitz on the grid) and
 renormalised; the realised log-ratio bounds are measured and must stay within the targets.
+The deltas of the LP sit a margin below the targets, ``FIRST_MARGIN`` (1e-6) first; only when
+the repaired rows miss a target is the LP solved again at the next margin (tenfold, up to 1/2,
+where the repair alone meets the targets: ``repair.next_margin``, docs/lp.md).
 """
 
 from __future__ import annotations
@@ -23,9 +26,7 @@ from scipy import sparse
 from mdpsim.errors import SolverError
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.interp.grid import AnchorGrid
-
-# The LP is solved with deltas this much (relatively) below the targets: room for the repair.
-LP_MARGIN = 1e-5
+from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN, next_margin
 
 
 @dataclass(frozen=True)
@@ -38,33 +39,44 @@ class AnchorSolution:
     delta_x: float  # realised max |log-ratio| on x-edges
     delta_y: float
     status: str
+    margin: float  # the LP ran at deltas (1 - margin)
 
 
 def solve_anchor_lp(
     grid: AnchorGrid, cost: np.ndarray, *, delta_x: float, delta_y: float
 ) -> AnchorSolution:
-    """Solve the anchor LP for an ``(A, K)`` cost and per-edge bounds; repair; check."""
+    """Solve the anchor LP for an ``(A, K)`` cost and per-edge bounds; repair; check.
+
+    The LP runs at ``deltas (1 - margin)``, margin ``FIRST_MARGIN`` first and the next one
+    (tenfold) while the repaired rows miss a bound; raises ``SolverError`` if they still do
+    at ``MAX_MARGIN``.
+    """
     n_a, k = cost.shape
     ex, ey = grid.edges()
-    A, lower, upper = _constraints(
-        n_a, k, ex, ey, delta_x * (1 - LP_MARGIN), delta_y * (1 - LP_MARGIN)
-    )
-    # Interior point without crossover: several times faster than simplex on these
-    # degenerate LPs, and the repair below does not need a vertex.
-    options = HighsOptions(solver="ipm", extra={"run_crossover": "off"})
-    lp = HighsLP(cost.ravel(), A, lower, upper, col_upper=1.0, options=options)
-    solution = lp.solve()  # raises SolverError unless optimal
-    P = np.asarray(solution.x, dtype=float).reshape(n_a, k)
-    log_rows, support = _repair(grid, P, delta_x * (1 - LP_MARGIN), delta_y * (1 - LP_MARGIN))
-    real_x = _max_edge_ratio(log_rows, ex)
-    real_y = _max_edge_ratio(log_rows, ey)
-    if real_x > delta_x or real_y > delta_y:
-        raise SolverError(
-            f"anchor LP: repaired rows reach log-ratios {real_x:.12g} (x) and {real_y:.12g} (y) "
-            f"above the bounds {delta_x:.12g} and {delta_y:.12g}"
-        )
+    margin = FIRST_MARGIN
+    while True:
+        dx, dy = delta_x * (1 - margin), delta_y * (1 - margin)
+        A, lower, upper = _constraints(n_a, k, ex, ey, dx, dy)
+        # Interior point without crossover: several times faster than simplex on these
+        # degenerate LPs, and the repair below does not need a vertex.
+        options = HighsOptions(solver="ipm", extra={"run_crossover": "off"})
+        lp = HighsLP(cost.ravel(), A, lower, upper, col_upper=1.0, options=options)
+        solution = lp.solve()  # raises SolverError unless optimal
+        P = np.asarray(solution.x, dtype=float).reshape(n_a, k)
+        log_rows, support = _repair(grid, P, dx, dy)
+        real_x = _max_edge_ratio(log_rows, ex)
+        real_y = _max_edge_ratio(log_rows, ey)
+        if real_x <= delta_x and real_y <= delta_y:
+            break
+        if margin >= MAX_MARGIN:
+            raise SolverError(
+                f"anchor LP: repaired rows reach log-ratios {real_x:.12g} (x) and "
+                f"{real_y:.12g} (y) above the bounds {delta_x:.12g} and {delta_y:.12g} "
+                f"at margin {margin:g}"
+            )
+        margin = next_margin(margin)
     objective = float((np.exp(log_rows) * cost[:, support]).sum())
-    return AnchorSolution(log_rows, support, objective, real_x, real_y, solution.status)
+    return AnchorSolution(log_rows, support, objective, real_x, real_y, solution.status, margin)
 
 
 def _constraints(n_a, k, ex, ey, dx, dy):

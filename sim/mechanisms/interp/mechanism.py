@@ -162,6 +162,7 @@ class InterpMechanism(Mechanism):
             "surrogate_loss_km": sol.objective,
             "n_lp_solves": n_solves,
             "solver_status": sol.status,
+            "anchor_lp_margin": sol.margin,
         }
         return matrix, info
 
