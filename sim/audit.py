@@ -238,7 +238,7 @@ def audit(
     for i in focus:
         counts[i] += _on_vocab(_draw_counts(sample, i, plan.focus, rng), vocab)
         n_sel[i] += plan.focus
-    cands = scorer.candidates(counts, n_sel, n_candidates, rng)
+    cands = scorer.candidates(counts, n_sel, n_candidates, focus, rng)
 
     used = sorted({k for c in cands for k in (c.i, c.j)})
     per_input = plan.confirm_total // max(1, len(used))
@@ -357,12 +357,15 @@ class _Scorer:
                 break
         return sorted(chosen)
 
-    def candidates(self, counts, n_sel, n_candidates: int, rng) -> list[_Candidate]:
+    def candidates(self, counts, n_sel, n_candidates: int, focus, rng) -> list[_Candidate]:
         """``n_candidates`` ordered pairs, the best by both criteria in turn, with the best
-        event by the criterion that chose them."""
+        event by the criterion that chose them: first the pairs within the focus (their
+        estimates rest on the focused draws), then any others."""
         best = self._best(counts, n_sel, self._z(n_candidates), rng)
+        inside = np.isin(self.ordered, list(focus)).all(axis=1)
+        ranked = _interleave(best)
         out: list[_Candidate] = []
-        for k, crit in _interleave(best):
+        for k, crit in sorted(ranked, key=lambda item: not inside[item[0]]):  # stable
             if len(out) == n_candidates:
                 break
             score, events, kinds = best[crit]
