@@ -19,8 +19,9 @@ from mdpsim import scenario as sc
 from mdpsim.attacks import harness
 from mdpsim.env import parallel_env
 from mdpsim.mechanisms import base
-from mdpsim.mechanisms.base import Guarantee, Mechanism, Uploads
+from mdpsim.mechanisms.base import Mechanism, Uploads
 from mdpsim.model import PrivacyModel
+from mdpsim.privacy.guarantees import PureMDP
 from mdpsim.sampling import sample_rows
 
 NAME = "test_near_uploads"
@@ -37,12 +38,12 @@ class NearUploads(Mechanism):
         self.seed = seed
 
     @property
-    def upload_guarantee(self) -> Guarantee:
-        return Guarantee(kind="pure", epsilon_per_km=SHARE * self.epsilon)
+    def upload_guarantee(self) -> PureMDP:
+        return PureMDP(SHARE * self.epsilon)
 
     @property
-    def report_guarantee(self) -> Guarantee:
-        return Guarantee(kind="pure", epsilon_per_km=(1 - SHARE) * self.epsilon)
+    def report_guarantee(self) -> PureMDP:
+        return PureMDP((1 - SHARE) * self.epsilon)
 
     def _fit_users(self, domain, users, rng):
         rng = np.random.default_rng(self.seed) if rng is None else rng

@@ -9,9 +9,10 @@ import pytest
 from scipy import sparse
 
 from mdpsim.errors import InputError
-from mdpsim.mechanisms.base import Guarantee, Mechanism
+from mdpsim.mechanisms.base import Mechanism
 from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.privacy import PrivacyViolation, verify
+from mdpsim.privacy.guarantees import PMDP, Audit, Guarantee, PureMDP, compose
 
 
 def _line(n: int, step_km: float = 0.1) -> np.ndarray:
@@ -287,12 +288,16 @@ class _TwoStage(_Fixed):
     """Uploads (PmDP) plus reports drawn from the matrix at half the budget."""
 
     @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(kind="pmdp", epsilon_per_km=self.epsilon, delta=1e-4)
+    def upload_guarantee(self) -> PMDP:
+        return PMDP(self.epsilon / 2, 1e-4, Audit(0.99, "a fixture"))
 
     @property
-    def report_guarantee(self) -> Guarantee:
-        return Guarantee(kind="pure", epsilon_per_km=self.epsilon / 2)
+    def guarantee(self) -> Guarantee:
+        return compose(self.upload_guarantee, self.report_guarantee)
+
+    @property
+    def report_guarantee(self) -> PureMDP:
+        return PureMDP(self.epsilon / 2)
 
 
 def test_fit_verifies_the_report_guarantee_when_the_whole_is_not_pure(l2_domain_small):

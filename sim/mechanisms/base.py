@@ -22,11 +22,14 @@ The base class checks the matrix
 (``domain.n_x x domain.n_y``, finite, non-negative, rows summing to 1 within 1e-9, then
 renormalised) and times the fit.
 
-Fail closed: a report is a draw from ``matrix_``, so when ``report_guarantee`` is pure, ``fit``
-runs the exact verifier (sim/privacy/verifier.py) on the released matrix against
-``domain_.dist_xx`` (road metric: only ``constraint_pairs``, exact by chaining; lp norms: the
-full check) and raises :class:`PrivacyViolation` if the smallest epsilon exceeds the report's
-``epsilon_per_km * (1 + 1e-9)``; ``info_["verified_epsilon"]`` keeps the certified value.
+Guarantees are types (mdpsim.privacy.guarantees: ``PureMDP``, ``PMDP``, ``Composition``).
+Fail closed: a report is a draw from ``matrix_``, so ``fit`` certifies the released matrix
+against ``report_guarantee`` with :func:`~mdpsim.privacy.guarantees.certify` (the exact
+verifier, sim/privacy/verifier.py, against ``domain_.dist_xx``; road metric: only
+``constraint_pairs``, exact by chaining; lp norms: the full check) and raises
+:class:`PrivacyViolation` if it is not ``epsilon_per_km * (1 + 1e-9)``-mDP, or if the report
+guarantee is one no matrix can be certified against (any PmDP part);
+``info_["verified_epsilon"]`` keeps the certified value.
 
 Conformance tests (tests/test_mechanism_conformance.py) run every registered mechanism on
 40-point domains. A mechanism with required extra parameters or a heavy fit declares the
@@ -44,39 +47,10 @@ from typing import ClassVar, Self
 import numpy as np
 
 from mdpsim.errors import InputError
-from mdpsim.privacy.verifier import ROW_SUM_TOL, PrivacyViolation, verify
+from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, certify, check_guarantee
+from mdpsim.privacy.verifier import ROW_SUM_TOL
 from mdpsim.registry import Registry, init_param_names
 from mdpsim.sampling import sample_rows
-
-SELF_CHECK_RTOL = 1e-9
-
-
-@dataclass(frozen=True)
-class Guarantee:
-    """What a mechanism promises.
-
-    ``kind="pure"``: eps-mDP, ``Z[i,k] <= exp(eps d(x_i,x_j)) Z[j,k]`` for all i, j, k.
-    ``kind="pmdp"``: (eps, delta)-probabilistic mDP (DistA-LP's upload stage), certified with
-    ``confidence`` by the Monte Carlo auditor.
-    ``kind="none"``: no mDP guarantee (the unconstrained Stackelberg optimum, a reference
-    point); no privacy filter charges it.
-    """
-
-    kind: str
-    epsilon_per_km: float
-    delta: float = 0.0
-    confidence: float | None = None
-    note: str = ""
-
-    def __str__(self) -> str:
-        if self.kind == "pure":
-            text = f"{self.epsilon_per_km:g}/km-mDP (pure)"
-        elif self.kind == "none":
-            text = "no mDP guarantee"
-        else:
-            conf = "" if self.confidence is None else f", confidence {self.confidence:.6g}"
-            text = f"({self.epsilon_per_km:g}/km, {self.delta:g})-PmDP{conf}"
-        return f"{text}; {self.note}" if self.note else text
 
 
 def check_epsilon(epsilon, name: str = "epsilon") -> float:
@@ -148,7 +122,7 @@ class Mechanism:
     @property
     def guarantee(self) -> Guarantee:
         """The end-to-end guarantee: pure eps-mDP unless a subclass says otherwise."""
-        return Guarantee(kind="pure", epsilon_per_km=self.epsilon)
+        return PureMDP(self.epsilon)
 
     @property
     def report_guarantee(self) -> Guarantee:
@@ -156,7 +130,7 @@ class Mechanism:
         return self.guarantee
 
     @property
-    def upload_guarantee(self) -> Guarantee | None:
+    def upload_guarantee(self) -> PureMDP | PMDP | None:
         """What each user's upload costs, charged once per fit (``None``: no upload).
 
         ``guarantee`` is the sequential composition of this and ``report_guarantee``.
@@ -189,7 +163,8 @@ class Mechanism:
             matrix, info = self._fit(domain)
         elapsed = time.perf_counter() - start
         matrix = _checked_matrix(matrix, domain, who)
-        verified = self._self_check(matrix, domain, who)
+        report = check_guarantee(self.report_guarantee, "report guarantee")
+        verified = certify(report, matrix, domain, who=who)
         self.matrix_ = matrix
         self.domain_ = domain
         self.uploads_ = uploads
@@ -201,20 +176,6 @@ class Mechanism:
             "verified_epsilon": verified,
         }
         return self
-
-    def _self_check(self, matrix: np.ndarray, domain, who: str) -> float | None:
-        """Exact check of a pure report guarantee (fail closed); ``None`` for other kinds."""
-        guarantee = self.report_guarantee
-        if guarantee.kind != "pure":
-            return None
-        eps = guarantee.epsilon_per_km
-        # Road: the chaining pairs are few (~edges) and exact. lp norms: almost every pair is
-        # a chaining pair and finding them costs O(N^3), so the full check is cheaper.
-        pairs = domain.constraint_pairs if domain.metric == "road" else None
-        result = verify(matrix, domain.dist_xx, eps, pairs=pairs)
-        if not result.smallest_epsilon <= eps * (1 + SELF_CHECK_RTOL):
-            raise PrivacyViolation(f"{who} released a matrix that is not {eps:g}/km-mDP: {result}")
-        return result.smallest_epsilon
 
     def sample(self, i: int, rng: np.random.Generator) -> int:
         """Index of one output drawn for secret ``i``."""

@@ -39,7 +39,6 @@ with a claim.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import ClassVar
 
@@ -48,10 +47,11 @@ from scipy import sparse
 
 from mdpsim.domain import lp_distances
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms.base import Guarantee, Mechanism, register
+from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import directed_constraints
 from mdpsim.mechanisms.repair import MAX_MARGIN, SIDES, release_verified
+from mdpsim.privacy.guarantees import NoGuarantee
 from mdpsim.privacy.verifier import verify
 from mdpsim.validation import check_choice, check_margin, check_scalar
 
@@ -374,11 +374,9 @@ class UnconstrainedStackelberg(_StackelbergBase, Mechanism):
         self._init_common(quality_km, quality_metric, adversary_metric, time_limit, threads)
 
     @property
-    def guarantee(self) -> Guarantee:
+    def guarantee(self) -> NoGuarantee:
         """No mDP guarantee (kind ``"none"``)."""
-        return Guarantee(
-            kind="none", epsilon_per_km=math.inf, note="optimal against the Bayes adversary only"
-        )
+        return NoGuarantee(note="optimal against the Bayes adversary only")
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         cost, D = self._metrics(domain)

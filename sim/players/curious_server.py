@@ -69,11 +69,11 @@ class CuriousServer(mesa.Agent):
         self._refuse_uncharged()
 
     def _refuse_uncharged(self) -> None:
-        """Refuse at start a mechanism or query the budget policy cannot charge."""
-        mech = self._new_mechanism(self.settings.constructor_params())
+        """Refuse at start queries the budget policy cannot charge (the mechanism's
+        guarantees: checked on the fitted mechanism, before anything is charged)."""
         self.model.budget.check(
-            report=mech.report_guarantee,
-            upload=mech.upload_guarantee,
+            report=None,
+            upload=None,
             queries=bool(self.model.config.queries.every_ticks)
             and bool(self.model.config.queries.kinds),
         )
@@ -123,7 +123,11 @@ class CuriousServer(mesa.Agent):
         self.em_expected_loss_km = em.expected_loss()
         self.mechanism, self.generated_at = mech, model.tick
         self.n_generations += 1
-        self.report_charge = model.budget.charge(mech.report_guarantee)  # after fit: certified
+        # the fitted (certified, audited) guarantees: refused whole before any charge
+        model.budget.check(
+            report=mech.report_guarantee, upload=mech.upload_guarantee, queries=False
+        )
+        self.report_charge = model.budget.charge(mech.report_guarantee)
         # prior-averaged chance that the MAP guess of one report is exact (public)
         prior = mech.domain_.prior
         self.hit_probability = float((prior[:, None] * mech.matrix_).max(axis=0).sum())

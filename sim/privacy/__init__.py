@@ -15,18 +15,34 @@ from mdpsim.privacy.accounting import (
     gp_to_cgp,
 )
 from mdpsim.privacy.filters import PopulationFilter, PrivacyFilter
+from mdpsim.privacy.guarantees import (
+    PMDP,
+    Audit,
+    Composition,
+    NoGuarantee,
+    PureMDP,
+    certify,
+    compose,
+)
 from mdpsim.privacy.verifier import PrivacyViolation, VerifyResult, verify
 
 __all__ = [
     "CGP",
+    "PMDP",
     "ApproxGP",
+    "Audit",
+    "Composition",
+    "NoGuarantee",
     "PopulationFilter",
     "PrivacyFilter",
     "PrivacyViolation",
     "PureGP",
+    "PureMDP",
     "VerifyResult",
     "approx_gp_to_cgp_budget",
+    "certify",
     "cgp_to_approx_gp",
+    "compose",
     "gaussian_release",
     "gp_to_cgp",
     "verify",

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -39,6 +38,13 @@ from mdpsim.privacy.accounting import (
     PureGP,
     approx_gp_to_cgp_budget,
     gp_to_cgp,
+)
+from mdpsim.privacy.guarantees import (
+    Composition,
+    Guarantee,
+    NoGuarantee,
+    PureMDP,
+    check_guarantee,
 )
 from mdpsim.validation import check_scalar
 
@@ -132,14 +138,6 @@ def cost_in(budget: Notion, cost: Notion) -> float:
     return cost.rho_per_km2
 
 
-class StatedGuarantee(Protocol):
-    """What a mechanism states (:class:`mdpsim.mechanisms.base.Guarantee`): kind, eps, delta."""
-
-    kind: str
-    epsilon_per_km: float
-    delta: float
-
-
 @dataclass(frozen=True)
 class Charge:
     """What one use of a mechanism costs a user: ``cost`` in the budget's currency, and the
@@ -149,28 +147,41 @@ class Charge:
     delta: float = 0.0
 
 
-def charge_of(budget: Notion, guarantee: StatedGuarantee) -> Charge:
+def charge_of(budget: Notion, guarantee: Guarantee) -> Charge:
     """THE conversion of a stated guarantee into a filter charge (every charge passes here).
 
-    * ``pure`` eps-mDP: ``cost_in(budget, PureGP(eps))`` (eps, or ``eps^2 / 2`` in rho);
-    * ``pmdp`` (eps, delta)-PmDP: with probability ``1 - delta`` over the mechanism's own
-      randomness the release is eps-mDP, so a CGP budget pays ``eps^2 / 2`` and the delta is
-      summed apart (:attr:`PopulationFilter.delta_spent`); a pure GP budget cannot pay it.
+    * :class:`PureMDP` eps: ``cost_in(budget, PureGP(eps))`` (eps, or ``eps^2 / 2`` in rho);
+    * :class:`PMDP` (eps, delta), audited: with probability ``1 - delta`` over the mechanism's
+      own randomness the release is eps-mDP, so a CGP budget pays ``eps^2 / 2`` and the delta
+      is summed apart (:attr:`PopulationFilter.delta_spent`); a pure GP budget cannot pay it,
+      and an unaudited claim (an unfitted mechanism's) is refused;
+    * :class:`Composition`: the sum of its parts' charges (costs and deltas add up).
 
-    Any other kind raises :class:`InputError`: a guarantee the budget cannot charge is refused.
+    :class:`NoGuarantee` (claims nothing) and a guarantee the budget cannot charge raise
+    :class:`InputError`; anything that is not a guarantee type, :class:`TypeError`.
     """
-    kind = guarantee.kind
-    if kind == "pure":
+    check_guarantee(guarantee, "a charged guarantee")
+    if isinstance(guarantee, NoGuarantee):
+        raise InputError(f"a guarantee of kind 'none' ({guarantee}) cannot be charged by a filter")
+    if isinstance(guarantee, Composition):
+        cost, delta = 0.0, 0.0
+        for part in guarantee.parts:
+            charge = charge_of(budget, part)
+            cost, delta = add_up(cost, charge.cost), add_up(delta, charge.delta)
+        return Charge(cost, delta)
+    if isinstance(guarantee, PureMDP):
         return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)))
-    if kind == "pmdp":
-        if isinstance(budget, PureGP):
-            raise InputError(
-                "a pure GP budget cannot charge an (eps, delta)-PmDP guarantee (its delta "
-                "does not compose as pure GP); use the cgp or renewing budget policy"
-            )
-        delta = _checked_cost(guarantee.delta)
-        return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)), delta)
-    raise InputError(f"a guarantee of kind {kind!r} cannot be charged by a privacy filter")
+    if isinstance(budget, PureGP):
+        raise InputError(
+            "a pure GP budget cannot charge an (eps, delta)-PmDP guarantee (its delta "
+            "does not compose as pure GP); use the cgp or renewing budget policy"
+        )
+    if guarantee.audit is None:
+        raise InputError(
+            f"{guarantee} has not been audited: charge the fitted mechanism's guarantee"
+        )
+    delta = _checked_cost(guarantee.delta)
+    return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)), delta)
 
 
 def query_costs_in(budget: Notion, rho_per_km2) -> np.ndarray:

@@ -26,11 +26,11 @@ from mdpsim.privacy.accounting import CGP, Notion, PureGP
 from mdpsim.privacy.filters import (
     Charge,
     PopulationFilter,
-    StatedGuarantee,
     charge_of,
     currency_of,
     query_costs_in,
 )
+from mdpsim.privacy.guarantees import Guarantee
 from mdpsim.registry import Registry
 from mdpsim.validation import check_positive_int, check_scalar
 
@@ -54,8 +54,9 @@ class BudgetPolicy(Component, ABC):
         """The users' filters at the start of a run."""
         return PopulationFilter(self.notion, n_users)
 
-    def charge(self, guarantee: StatedGuarantee) -> Charge:
-        """What one use of a mechanism stating ``guarantee`` costs (raises if it cannot)."""
+    def charge(self, guarantee: Guarantee) -> Charge:
+        """What one use of a mechanism stating ``guarantee`` costs (raises if it cannot;
+        TypeError for anything but PureMDP / PMDP / Composition)."""
         return charge_of(self.notion, guarantee)
 
     def query_costs(self, rho_per_km2) -> np.ndarray:
@@ -65,7 +66,8 @@ class BudgetPolicy(Component, ABC):
     def check(self, *, report, upload, queries: bool) -> None:
         """Refuse, before the run, a mechanism or query this policy cannot charge.
 
-        ``report`` / ``upload`` are the mechanism's stated guarantees (``upload`` may be None).
+        ``report`` / ``upload`` are the fitted mechanism's guarantees (``upload`` may be None),
+        the very ones its reports and uploads are then charged.
         """
         for what, guarantee in (("report", report), ("upload", upload)):
             if guarantee is None:

@@ -49,7 +49,6 @@ from mdpsim.attacks.upload import (
 )
 from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.base import (
-    Guarantee,
     Mechanism,
     Uploads,
     check_positive_int,
@@ -61,6 +60,7 @@ from mdpsim.mechanisms.dista_lp.benders import solve_benders
 from mdpsim.mechanisms.dista_lp.calibration import calibrate_upload
 from mdpsim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
 from mdpsim.mechanisms.dista_lp.paper_upload import (
+    PAPER_SAMPLES,
     calibrate_paper,
     check_paper_noise,
     check_tau_c,
@@ -76,6 +76,7 @@ from mdpsim.mechanisms.dista_lp.user import (
 )
 from mdpsim.mechanisms.repair import FIRST_MARGIN
 from mdpsim.mechanisms.wem_lp import build_block, check_budget_margin
+from mdpsim.privacy.guarantees import PMDP, Audit, Guarantee, PureMDP, compose
 from mdpsim.privacy.split import BudgetSplit
 from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
@@ -315,39 +316,34 @@ class DistALP(Mechanism):
 
     # ------------------------------------------------------------------ guarantees
     @property
-    def report_guarantee(self) -> Guarantee:
+    def report_guarantee(self) -> PureMDP:
         """One report: pure ``eps_pt``-mDP over all of X (exact verifier)."""
-        return Guarantee(kind="pure", epsilon_per_km=self._budgets()[1])
+        return PureMDP(self._budgets()[1])
 
     @property
-    def upload_guarantee(self) -> Guarantee | None:
+    def upload_guarantee(self) -> PureMDP | PMDP | None:
+        """What each upload costs; the surrogate modes' audit once fitted (``None`` before)."""
         eps_up = self._budgets()[0]
         if self.upload == "none":
             return None
         if self.upload == "location":
-            return Guarantee(kind="pure", epsilon_per_km=eps_up, note="EM over X at eps_up")
-        conf = getattr(self, "upload_confidence_", None)
+            return PureMDP(eps_up, note="EM over X at eps_up")
+        audit = getattr(self, "upload_audit_", None)
         if self.upload == "paper":
-            return Guarantee("pmdp", eps_up, self.delta, conf, note=_paper_note(conf))
-        return Guarantee(
-            "pmdp", eps_up, self.delta, conf,
+            conf = None if audit is None else audit.confidence
+            return PMDP(eps_up, self.delta, audit, note=_paper_note(conf))
+        return PMDP(
+            eps_up, self.delta, audit,
             note="audited surrogate release (Clopper-Pearson PmDP auditor)",
         )  # fmt: skip
 
     @property
     def guarantee(self) -> Guarantee:
         """Sequential composition of the upload and one report."""
-        eps_up, eps_pt = self._budgets()
         up = self.upload_guarantee
-        if up is None or up.kind == "pure":
-            note = (
-                "" if up is None else f"upload {eps_up:g}/km (EM location) + report {eps_pt:g}/km"
-            )
-            return Guarantee(kind="pure", epsilon_per_km=self.epsilon, note=note)
-        note = f"upload ({eps_up:g}/km, {self.delta:g})-PmDP + report pure {eps_pt:g}/km-mDP over X"
-        if self.upload == "paper":
-            note += "; upload: " + _paper_note(up.confidence)
-        return Guarantee("pmdp", self.epsilon, self.delta, up.confidence, note=note)
+        if up is None:
+            return PureMDP(self.epsilon)
+        return compose(up, self.report_guarantee, labels=("upload", "report over X"))
 
     # ------------------------------------------------------------------ fit
     def _fit_users(
@@ -434,7 +430,10 @@ class DistALP(Mechanism):
         perms, uploads, local = [], [], []
         if self.upload == "paper":
             cal = self._paper_calibration(domain, config)
-            self.upload_confidence_ = cal.hoeffding_confidence
+            self.upload_audit_ = Audit(
+                cal.hoeffding_confidence, "the paper's Hoeffding bound on the noised singular "
+                "values", n_samples=PAPER_SAMPLES, n_records=cal.n_records,
+            )  # fmt: skip
             for x in users:
                 perm, up = paper_upload(
                     domain, int(x), cal, rank=self.rank, n_neighbours=self.n_neighbours, rng=rng
@@ -445,8 +444,13 @@ class DistALP(Mechanism):
             info["paper_calibration"] = cal
         else:
             config = self._strict_config(domain, config)
-            assert config.calibration is not None  # set by calibrated_config
-            self.upload_confidence_ = config.calibration.confidence
+            cal = config.calibration
+            assert cal is not None  # set by calibrated_config
+            samples = [b.audit.n_samples for b in cal.blocks.values() if b.audit is not None]
+            self.upload_audit_ = Audit(
+                cal.confidence, "Clopper-Pearson PmDP auditor, union bound over the blocks",
+                n_samples=min(samples) if samples else None, n_records=cal.n_records,
+            )  # fmt: skip
             states = []
             for x in users:
                 state, up = prepare_upload(domain, int(x), config, rng)
@@ -454,7 +458,7 @@ class DistALP(Mechanism):
                 perms.append(state.perm)
                 uploads.append(up)
                 local.append(state.blocks)
-        info["upload_confidence"] = self.upload_confidence_
+        info["upload_confidence"] = self.upload_audit_.confidence
         info["bytes_up"] = [u.bytes_up for u in uploads]
         recon = [
             block_repair.repair_blocks(reconstruct(u), gamma_km=self.gamma_km) for u in uploads

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import optimize, sparse
 
 from mdpsim.errors import InputError
-from mdpsim.mechanisms.base import Guarantee, Mechanism, register
+from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.interp.anchor_lp import AnchorSolution, solve_anchor_lp
 from mdpsim.mechanisms.interp.correction import (
     AxisWarp,
@@ -29,6 +29,7 @@ from mdpsim.mechanisms.interp.correction import (
     split_budget,
 )
 from mdpsim.mechanisms.interp.grid import AnchorGrid, as_locations
+from mdpsim.privacy.guarantees import PureMDP
 from mdpsim.sampling import sample_rows
 from mdpsim.validation import check_scalar
 
@@ -188,15 +189,15 @@ class InterpMechanism(Mechanism):
 
     # --------------------------------------------------------------- guarantee
     @property
-    def guarantee(self) -> Guarantee:
+    def guarantee(self) -> PureMDP:
         """Pure eps-mDP for the lp norm at every location; naive: the budget it truly meets."""
         if not self.naive:
             note = "lp-norm mDP at every location of the plane (anchor interpolation)"
-            return Guarantee(kind="pure", epsilon_per_km=self.epsilon, note=note)
+            return PureMDP(self.epsilon, note=note)
         # Naive anchors: per-axis slope <= 2 delta always; after fitting, the formula's bound.
         eps = getattr(self, "certified_epsilon_", 2.0 * self.epsilon)
         note = "naive interpolation: anchors at the full budget, weaker off the anchors"
-        return Guarantee(kind="pure", epsilon_per_km=min(eps, 2.0 * self.epsilon), note=note)
+        return PureMDP(min(eps, 2.0 * self.epsilon), note=note)
 
     # ------------------------------------------------------- continuous locations
     def log_distribution_at(self, xy) -> np.ndarray:
