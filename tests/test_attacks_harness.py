@@ -38,7 +38,7 @@ def test_true_places_rank_stays_by_time_and_skip_passing_through():
 
 
 def test_places_of_exact_reports_find_every_home(world):
-    mech = Identity().fit(world.domain)
+    mech = Identity().fitted_by_hand(world.domain)
     s = run(world, mech, [{"name": "places", "k": 3}]).summary().iloc[0]
     assert s["hit"] == 1.0 and s["error_km"] == 0.0
     assert s["recall_at_k"] > 0.9
@@ -52,7 +52,7 @@ def test_places_of_uninformative_reports_are_mostly_wrong(world):
 
 def test_linkage_beats_chance_with_exact_reports_and_not_without(world):
     specs = [{"name": "linkage"}]
-    exact = run(world, Identity().fit(world.domain), specs, pseudonym_change_tick=41)
+    exact = run(world, Identity().fitted_by_hand(world.domain), specs, pseudonym_change_tick=41)
     blind = run(world, Uniform(epsilon=1.0).fit(world.domain), specs, pseudonym_change_tick=41)
     e, b = exact.summary().iloc[0], blind.summary().iloc[0]
     assert e["chance"] == pytest.approx(1 / 40)
