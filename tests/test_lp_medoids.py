@@ -144,3 +144,28 @@ def test_the_localized_relaxation_optimum_is_its_certified_bound(road_domain_sma
     assert info["lower_bound_km"] == pytest.approx(info["lower_bound_relaxation_km"], rel=1e-6)
     assert 0 < mech.lower_bound <= _optimum(road_domain_small, eps) * (1 + 1e-7)
     assert mech.expected_loss() >= mech.lower_bound
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "eps"), [(100, 4.0), (100, 10.0), (150, 7.0)])
+def test_bound_below_the_exact_optimum_at_larger_sizes(walk_domain, n, eps):
+    """The bound never above the exact optimum where that is computable (N <= 150)."""
+    domain = walk_domain(n, 1)
+    mech = make("lp_medoids", epsilon=eps, bound_groups=n // 2).fit(domain)
+    optimum = _optimum(domain, eps)
+    assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
+
+
+def test_priced_outputs_never_raise_the_loss_and_stay_exact(road_domain_small):
+    """Outputs priced against the restricted LP's duals: each round's optimum is feasible for
+    the next model (idle outputs leave with zero mass), so the loss cannot rise."""
+    domain, eps = road_domain_small, 6.0
+    plain = make("lp_medoids", epsilon=eps, n_outputs=4).fit(domain)
+    priced = make("lp_medoids", epsilon=eps, n_outputs=4, priced_outputs=6).fit(domain)
+    assert priced.expected_loss() <= plain.expected_loss() * (1 + 1e-9)
+    assert priced.expected_loss() >= _optimum(domain, eps) * (1 - 1e-7)
+    assert priced.info_["outputs_used"] <= 10
+    assert priced.expected_loss() >= priced.lower_bound * (1 - 1e-9)
+    assert verify(priced.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs).passed
+    with pytest.raises(InputError, match="priced_outputs"):
+        make("lp_medoids", epsilon=eps, priced_outputs=-1)

@@ -108,6 +108,8 @@ def solve_optimal(
     options: HighsOptions | None = None,
     warm: np.ndarray | None = None,
     dual_restarts: bool = False,
+    start_outputs: np.ndarray | None = None,
+    max_outputs: int | None = None,
 ) -> tuple[np.ndarray, OptimalSolution]:
     """The raw LP optimum (NOT repaired, only eps-mDP up to the solver's tolerance).
 
@@ -118,7 +120,12 @@ def solve_optimal(
     ``options``: ``time_limit`` bounds the whole solve, ``threads`` is passed on.
     ``dual_restarts``: when the model is seeded (``warm``), its first solve and the solves after
     added outputs by the dual simplex (faster for the exact LP's level-seeded solves, slower
-    for cold solves and for ``lp_medoids``' few outputs at N = 2,000; docs/lp.md). Returns the
+    for cold solves and for ``lp_medoids``' few outputs at N = 2,000; docs/lp.md).
+    ``start_outputs``: outputs in the first model (besides those of ``warm``).
+    ``max_outputs``: stop adding outputs once the model holds that many, and price by the
+    Laplace rays only (no exact pricing): the result is then the optimum over the outputs in
+    the model, a feasible mechanism but NOT the full LP's optimum (``lp_medoids``' priced
+    outputs, docs/lp.md). Returns the
     N x K matrix and the :class:`OptimalSolution`; raises ``SolverError`` if a solve is not
     optimal or the time limit passes.
     """
@@ -157,7 +164,11 @@ def solve_optimal(
         con = lookup.find(warm[:, 0], warm[:, 1])
         known = (con >= 0) & (warm[:, 2] >= 0) & (warm[:, 2] < k)
         con, col = con[known], warm[known, 2]
-    model.add_outputs(np.unique(col) if len(col) else [int(np.argmin(cost.sum(axis=0)))])
+    extra = np.zeros(0, dtype=np.int64) if start_outputs is None else start_outputs
+    first = np.unique(np.concatenate([col, np.asarray(extra, dtype=np.int64)]))
+    if not len(first):
+        first = np.array([int(np.argmin(cost.sum(axis=0)))])
+    model.add_outputs(first)
     model.add_constraints(con, col)
     dual_restarts = dual_restarts and bool(len(con))  # only a seeded solve (docs/lp.md)
     model.dual_next = dual_restarts
@@ -168,7 +179,14 @@ def solve_optimal(
         left = time_left()
         if left is not None:
             pricer.model.set_option("time_limit", left)
-        new, seeds = _attractive_outputs(cost, u, outside, rays, pricer, tol, len(model.outputs))
+        room = None if max_outputs is None else max_outputs - len(model.outputs)
+        if room is not None and room <= 0:
+            break
+        new, seeds = _attractive_outputs(
+            cost, u, outside, rays, pricer, tol, len(model.outputs), exact=room is None
+        )
+        if room is not None:
+            new, seeds = new[:room], seeds[:, :room]
         if not len(new):
             break
         idle = model.outputs[(Z_S.sum(axis=0) <= tol) & ~dropped[model.outputs]]
@@ -220,13 +238,15 @@ def _converge(model: _RestrictedDual, lookup, tol: float, time_left):
         model.add_constraints(con, col)
 
 
-def _attractive_outputs(cost, u, outside, rays, pricer: ConePricer, tol: float, n_in: int):
+def _attractive_outputs(
+    cost, u, outside, rays, pricer: ConePricer, tol: float, n_in: int, *, exact: bool = True
+):
     """The ``max(_OUTPUTS_PER_ROUND, n_in // _GROWTH)`` outputs (at most) with the most
     negative reduced cost, and a ray of C for each (N x len) that attains it.
 
     Laplace rays first (a negative one proves the output attractive); only when none is
-    negative are the outputs priced exactly. An empty answer proves ``u`` dual feasible for
-    every output outside the model.
+    negative are the outputs priced exactly (unless ``exact`` is false). An empty answer with
+    ``exact`` proves ``u`` dual feasible for every output outside the model.
     """
     if not len(outside):
         return outside, np.zeros((len(u), 0))
@@ -234,7 +254,7 @@ def _attractive_outputs(cost, u, outside, rays, pricer: ConePricer, tol: float, 
     best = rc.argmin(axis=1)
     rc_best = rc[np.arange(len(outside)), best]
     seeds = rays[:, best]
-    if not np.any(rc_best < -tol):
+    if exact and not np.any(rc_best < -tol):
         rc_best, seeds = pricer.reduced_costs(outside, u, tol)
     order = np.argsort(rc_best)[: max(_OUTPUTS_PER_ROUND, n_in // _GROWTH)]
     order = order[rc_best[order] < -tol]
@@ -402,11 +422,13 @@ def release_optimal(
     options: HighsOptions | None = None,
     warm: np.ndarray | None = None,
     dual_restarts: bool = False,
+    start_outputs: np.ndarray | None = None,
+    max_outputs: int | None = None,
 ) -> tuple[VerifiedRelease, OptimalSolution]:
     """Solve at ``eps (1 - margin)``, then :func:`~mdpsim.mechanisms.repair.release_verified`
     (repair, verify at ``eps``; on failure re-solve at the next margin, seeded with the
-    constraints that bound before). ``options``, ``warm``, ``dual_restarts``: as in
-    :func:`solve_optimal`.
+    constraints that bound before). ``options``, ``warm``, ``dual_restarts``,
+    ``start_outputs``, ``max_outputs``: as in :func:`solve_optimal`.
 
     ``pairs`` must chain (``Domain.constraint_pairs``). Returns the verified release and the
     last LP solution.
@@ -424,6 +446,8 @@ def release_optimal(
             options=options,
             warm=seed,
             dual_restarts=dual_restarts,
+            start_outputs=start_outputs,
+            max_outputs=max_outputs,
         )
         last.append(sol)
         return raw

@@ -263,6 +263,10 @@ class MedoidOutputLP(Mechanism):
     margin
         The LP is solved at ``epsilon (1 - margin)`` (default ``FIRST_MARGIN``, 1e-6); tenfold
         on a failed exact check.
+    priced_outputs
+        Outputs added to the medoids by pricing ALL outputs against the restricted LP's
+        row-sum duals (Laplace rays, ``lp.solve_optimal`` with ``max_outputs``; outputs
+        without mass may leave again). 0 (default): the medoids only.
     bound_groups
         Output groups of the lower bound's relaxation (k-medoids of their own; more groups:
         a tighter bound and a larger LP). ``None``: 3 per output of the mechanism.
@@ -290,6 +294,7 @@ class MedoidOutputLP(Mechanism):
         *,
         n_outputs: int | None = None,
         margin: float = FIRST_MARGIN,
+        priced_outputs: int = 0,
         bound_groups: int | None = None,
         bound_rounds: int = 2,
         bound_reach: float = 6.0,
@@ -300,6 +305,7 @@ class MedoidOutputLP(Mechanism):
         super().__init__(epsilon)
         self.n_outputs = None if n_outputs is None else check_positive_int(n_outputs, "n_outputs")
         self.margin = check_margin(margin, MAX_MARGIN)
+        self.priced_outputs = check_positive_int(priced_outputs, "priced_outputs", minimum=0)
         self.bound_groups = (
             None if bound_groups is None else check_positive_int(bound_groups, "bound_groups")
         )
@@ -340,17 +346,29 @@ class MedoidOutputLP(Mechanism):
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         k = outputs_for(self.epsilon) if self.n_outputs is None else self.n_outputs
         medoids = prior_medoids(domain.prior, domain.dist_xy, min(k, domain.n_y))
-        weighted = domain.prior[:, None] * domain.dist_xy[:, medoids]
-        released, sol = release_optimal(
-            weighted,
-            domain.dist_xx,
-            domain.constraint_pairs,
-            self.epsilon,
-            margin=self.margin,
-            options=self._options(),
-        )
-        Z = np.zeros((domain.n_x, domain.n_y))
-        Z[:, medoids] = released.matrix
+        if self.priced_outputs:  # all outputs as candidates, medoids first, then priced
+            released, sol = release_optimal(
+                domain.prior[:, None] * domain.dist_xy,
+                domain.dist_xx,
+                domain.constraint_pairs,
+                self.epsilon,
+                margin=self.margin,
+                options=self._options(),
+                start_outputs=medoids,
+                max_outputs=len(medoids) + self.priced_outputs,
+            )
+            Z = released.matrix
+        else:
+            released, sol = release_optimal(
+                domain.prior[:, None] * domain.dist_xy[:, medoids],
+                domain.dist_xx,
+                domain.constraint_pairs,
+                self.epsilon,
+                margin=self.margin,
+                options=self._options(),
+            )
+            Z = np.zeros((domain.n_x, domain.n_y))
+            Z[:, medoids] = released.matrix
         loss = float(domain.prior @ np.einsum("ik,ik->i", Z, domain.dist_xy))
         info = {
             "medoids": medoids,
