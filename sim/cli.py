@@ -102,6 +102,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    p = sub.add_parser(
+        "frontier",
+        help="the optimal user strategy against every mechanism: quality loss vs the Bayes "
+        "adversary's error (docs/games.md)",
+    )
+    p.add_argument("scenario", help="a TOML scenario file or a packaged scenario's name")
+    p.add_argument("--out", help="output folder (default runs/<scenario name>-frontier)")
+    p.add_argument("--qualities", help="comma-separated Q in km (default: 8 up to the cap)")
+    p.add_argument("--mechanisms", help="comma-separated names (default: all but stackelberg)")
+    p.add_argument("--epsilons", help="comma-separated eps per km (default: the scenario's sweep)")
+    p.add_argument(
+        "--quality-metric", default="domain", help="domain, road, l1, l2, linf, zero_one"
+    )
+    p.add_argument(
+        "--adversary-metric", default="domain", help="domain, road, l1, l2, linf, zero_one"
+    )
+    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+
     p = sub.add_parser("report", help="tables and plots of a batch results store")
     p.add_argument("store", help="a folder written by `mdpsim batch`")
     p.add_argument("--out", help="report folder (default STORE/report)")
@@ -307,6 +325,38 @@ def _attack(args: argparse.Namespace) -> int:
     )
     paths = harness.write_outputs(summary, per_tick, out, overwrite=args.force)
     print(harness.success_markdown(summary))
+    print(f"outputs          {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+@command("frontier")
+def _frontier(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mdpsim import frontier
+    from mdpsim import scenario as scenario_mod
+    from mdpsim.mechanisms.stackelberg import check_metric
+
+    scenario = scenario_mod.resolve(args.scenario)
+    check_metric(args.quality_metric, "--quality-metric")
+    check_metric(args.adversary_metric, "--adversary-metric")
+    out = Path(args.out or f"runs/{scenario.scenario.name}-frontier")
+    if out.exists() and not args.force:
+        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    domain, curve, points, cap = frontier.run(
+        scenario,
+        qualities=_csv(args.qualities, float, "--qualities"),
+        mechanisms=_csv(args.mechanisms, str, "--mechanisms"),
+        epsilons=_csv(args.epsilons, float, "--epsilons"),
+        quality_metric=args.quality_metric,
+        adversary_metric=args.adversary_metric,
+    )
+    title = (
+        f"{scenario.scenario.name}: N = {domain.n_x}, quality {args.quality_metric}, "
+        f"adversary {args.adversary_metric}"
+    )
+    paths = frontier.write_outputs(curve, points, cap, out, title=title, overwrite=args.force)
+    print(frontier.markdown(curve, points, cap))
     print(f"outputs          {', '.join(str(p) for p in paths)}")
     return 0
 

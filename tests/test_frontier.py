@@ -1,0 +1,78 @@
+"""The privacy-quality frontier (sim/frontier.py, ``mdpsim frontier``): monotone in Q, and no
+mechanism leaves the Bayes-optimal adversary more error than the optimum at its own loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdpsim import frontier
+from mdpsim.cli import main
+
+TOL_KM = 1e-6
+
+
+_PLANES: dict = {}
+METRICS = [("domain", "l2"), pytest.param(("l2", "zero_one"), marks=pytest.mark.slow)]
+
+
+@pytest.fixture
+def plane(walk_domain):
+    def build(metrics):
+        if metrics not in _PLANES:
+            domain = walk_domain(60, 11)
+            kw = {"quality_metric": metrics[0], "adversary_metric": metrics[1]}
+            curve = frontier.optimum_curve(domain, [0.1, 0.3, 0.5, 0.8], **kw)
+            names = ["em", "laplace", "lp", "rmp"]
+            points = frontier.mechanism_points(domain, names, [1.0, 4.0, 12.0], **kw)
+            _PLANES[metrics] = (curve, frontier.with_gaps(points, curve))
+        return _PLANES[metrics]
+
+    return build
+
+
+@pytest.mark.parametrize("metrics", METRICS)
+def test_frontier_is_monotone_and_concave_in_q(plane, metrics):
+    curve, _ = plane(metrics)
+    opt = curve["adversary_error_km"].to_numpy()
+    assert np.all(np.diff(opt) >= -TOL_KM)
+    q = curve["quality_km"].to_numpy()
+    slopes = np.diff(opt) / np.diff(q)
+    assert np.all(np.diff(slopes) <= 1e-6)  # concave: the duals bound it from above
+    assert np.all(curve["released_loss_km"] <= curve["quality_km"] + TOL_KM)
+
+
+@pytest.mark.parametrize("metrics", METRICS)
+def test_no_mechanism_lies_above_the_frontier(plane, metrics):
+    _, points = plane(metrics)
+    assert not points["failed"].any(), points[points["failed"] != ""]
+    assert points["gap_km"].min() >= -TOL_KM, points.sort_values("gap_km").head(3)
+
+
+def test_the_bound_is_exact_at_the_grid_and_above_the_optimum_between(plane, walk_domain):
+    curve, _ = plane(("domain", "l2"))
+    at_grid = frontier.frontier_bound(curve, curve["quality_km"])
+    np.testing.assert_allclose(at_grid, curve["adversary_error_km"], atol=1e-9)
+    between = frontier.optimum_curve(
+        walk_domain(60, 11), [0.25, 0.5], quality_metric="domain", adversary_metric="l2"
+    )
+    bound = frontier.frontier_bound(curve, between["quality_km"])
+    assert np.all(between["adversary_error_km"].to_numpy() <= bound + TOL_KM)
+
+
+def test_cli_writes_the_table_and_the_plot(tmp_path, capsys):
+    toml = tmp_path / "f.toml"
+    toml.write_text(
+        '[scenario]\nname = "f"\nseed = 2\nticks = 2\n[domain]\nn_points = 30\n'
+        '[users]\ncount = 2\n[mechanism]\nname = "em"\nepsilon_per_km = 4.0\n'
+        "[queries]\nevery_ticks = 0\n"
+    )
+    out = tmp_path / "out"
+    code = main(["frontier", str(toml), "--out", str(out), "--mechanisms", "em,lp",
+                 "--epsilons", "2,8", "--qualities", "0.2,0.4"])  # fmt: skip
+    assert code == 0
+    assert {p.name for p in out.iterdir()} == {"frontier.csv", "frontier.md", "frontier.png"}
+    text = capsys.readouterr().out
+    assert "| em | 2 |" in text and "| lp | 8 |" in text
+    assert main(["frontier", str(toml), "--out", str(out)]) == 2  # exists, no --force
+    assert main(["frontier", str(toml), "--adversary-metric", "manhattan"]) == 2
