@@ -43,7 +43,7 @@ def optimum_curve(
     *,
     quality_metric: str = "domain",
     adversary_metric: str = "domain",
-    threads: int | None = 1,
+    threads: int | None = None,
 ) -> pd.DataFrame:
     """One row per Q: ``quality_km``, ``adversary_error_km`` (the optimum), ``quality_dual``,
     ``released_loss_km`` (the optimum's own loss) and ``seconds``."""
