@@ -32,9 +32,9 @@ import time
 
 import numpy as np
 
-from mdpsim.attacks.upload import error_summary
 from mdpsim.domain import Domain
 from mdpsim.mechanisms import make
+from mdpsim.mechanisms.dista_lp.locate import error_summary
 from mdpsim.mechanisms.dista_lp.mechanism import DistALP
 from mdpsim.mechanisms.dista_lp.paper_upload import calibrate_paper
 from mdpsim.network import load_network
@@ -50,11 +50,10 @@ class NoiseFreeDistALP(DistALP):
     """Ablation, NOT private: ``strict`` uploads whose noise scales are 1e-12 of the
     calibrated ones (the fitted surrogate parameters as they are)."""
 
-    def _strict_config(self, domain, config):
-        config = super()._strict_config(domain, config)
-        cal = config.calibration
+    def _strict_calibration(self, domain, config):
+        cal = super()._strict_calibration(domain, config)
         blocks = {t: dataclasses.replace(b, beta=NOISE_FREE_BETA) for t, b in cal.blocks.items()}
-        return dataclasses.replace(config, calibration=dataclasses.replace(cal, blocks=blocks))
+        return dataclasses.replace(cal, blocks=blocks)
 
 
 def _ci(values) -> str:

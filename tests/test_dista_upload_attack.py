@@ -1,11 +1,13 @@
-"""The upload-stage attack (sim/attacks/upload.py): known answers and the modes it sees."""
+"""The upload-stage inference (sim/mechanisms/dista_lp/locate.py): known answers, modes seen."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mdpsim.attacks.upload import (
+from mdpsim.errors import InputError
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.dista_lp.locate import (
     error_summary,
     locate_location_upload,
     locate_surrogate_upload,
@@ -13,8 +15,6 @@ from mdpsim.attacks.upload import (
     match_profiles,
     prior_guess,
 )
-from mdpsim.errors import InputError
-from mdpsim.mechanisms import make
 from mdpsim.mechanisms.dista_lp.user import local_blocks
 
 N_LOCAL = 8

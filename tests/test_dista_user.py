@@ -88,17 +88,20 @@ def test_composed_budget_never_exceeds_the_total(total, fr, scale):
 
 def test_upload_needs_a_calibration(road_domain_small, rng):
     with pytest.raises(InputError, match="calibrate_upload"):
-        prepare_upload(road_domain_small, 0, UploadConfig(4.0, n_neighbours=10), rng)
+        prepare_upload(road_domain_small, 0, UploadConfig(4.0, n_neighbours=10), None, rng)
 
 
 @pytest.fixture(scope="module")
-def calibrated(road_domain_small):
-    cfg = UploadConfig(8.0, n_neighbours=10, rank=3, delta=1e-2, confidence=0.9)
-    return calibrate_upload(road_domain_small, cfg, rng=np.random.default_rng(3))
+def calibrated():
+    return UploadConfig(8.0, n_neighbours=10, rank=3, delta=1e-2, confidence=0.9)
 
 
-def test_calibration_reaches_the_requested_confidence(calibrated):
-    cal = calibrated.calibration
+@pytest.fixture(scope="module")
+def cal(road_domain_small, calibrated):
+    return calibrate_upload(road_domain_small, calibrated, rng=np.random.default_rng(3))
+
+
+def test_calibration_reaches_the_requested_confidence(calibrated, cal):
     for t, c in cal.blocks.items():
         assert c.audit.passed, t
         assert c.audit.n_samples == c.audit.samples_needed
@@ -106,9 +109,9 @@ def test_calibration_reaches_the_requested_confidence(calibrated):
     assert cal.confidence >= calibrated.confidence - 1e-12
 
 
-def test_upload_round_trip_shapes_bytes_and_permuted_order(road_domain_small, calibrated, rng):
+def test_upload_round_trip_shapes_bytes_and_permuted_order(road_domain_small, calibrated, cal, rng):
     d = road_domain_small
-    state, up = prepare_upload(d, 4, calibrated, rng)
+    state, up = prepare_upload(d, 4, calibrated, cal, rng)
     blocks = reconstruct(up)
     assert blocks["dx"].shape == (10, 10)
     assert blocks["dy"].shape == blocks["cy"].shape == (10, d.n_y)
@@ -124,8 +127,8 @@ def _em_block(dist_local_to_y: np.ndarray, eps: float) -> np.ndarray:
     return z / z.sum(axis=1, keepdims=True)
 
 
-def test_finalize_unpermutes_and_keeps_a_private_block(road_domain_small, calibrated, rng):
-    state, _ = prepare_upload(road_domain_small, 9, calibrated, rng)
+def test_finalize_unpermutes_and_keeps_a_private_block(road_domain_small, calibrated, cal, rng):
+    state, _ = prepare_upload(road_domain_small, 9, calibrated, cal, rng)
     eps_pt = calibrated.eps_pt
     true_order = _em_block(state.blocks.dy, eps_pt)
     out = finalize_block(state, true_order[state.perm], epsilon_pt=eps_pt)
@@ -135,8 +138,10 @@ def test_finalize_unpermutes_and_keeps_a_private_block(road_domain_small, calibr
     assert 0 <= k < road_domain_small.n_y
 
 
-def test_finalize_never_returns_a_block_that_fails_the_verifier(road_domain_small, calibrated, rng):
-    state, _ = prepare_upload(road_domain_small, 9, calibrated, rng)
+def test_finalize_never_returns_a_block_that_fails_the_verifier(
+    road_domain_small, calibrated, cal, rng
+):
+    state, _ = prepare_upload(road_domain_small, 9, calibrated, cal, rng)
     leaky = np.eye(10, road_domain_small.n_y)  # deterministic: infinitely leaky
     try:
         out = finalize_block(state, leaky, epsilon_pt=calibrated.eps_pt)
@@ -145,8 +150,8 @@ def test_finalize_never_returns_a_block_that_fails_the_verifier(road_domain_smal
     assert verify(out, state.blocks.dx, calibrated.eps_pt).passed
 
 
-def test_finalize_refuses_a_report_budget_above_the_split(road_domain_small, calibrated, rng):
-    state, _ = prepare_upload(road_domain_small, 9, calibrated, rng)
+def test_finalize_refuses_a_report_budget_above_the_split(road_domain_small, calibrated, cal, rng):
+    state, _ = prepare_upload(road_domain_small, 9, calibrated, cal, rng)
     block = _em_block(state.blocks.dy, calibrated.epsilon)
     with pytest.raises(PrivacyBudgetError):
         finalize_block(state, block, epsilon_pt=calibrated.epsilon)

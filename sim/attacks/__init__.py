@@ -23,7 +23,7 @@ from mdpsim.attacks.base import (
 )
 from mdpsim.attacks.bayes import BayesAttack, posterior_leakage_per_output
 from mdpsim.attacks.suite import AttackSuite
-from mdpsim.attacks.upload import upload_location_estimate
+from mdpsim.mechanisms.dista_lp.locate import upload_location_estimate
 
 __all__ = [
     "METRICS",

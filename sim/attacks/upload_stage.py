@@ -1,6 +1,6 @@
 """The upload-stage attack through the contract: locate each user from its DistA-LP upload.
 
-The inference itself (sim/attacks/upload.py, run by the mechanism on what the server
+The inference itself (sim/mechanisms/dista_lp/locate.py, run by the mechanism on what the server
 received: ``info_["upload_guess"]``, one output index per upload) belongs to the DistA-LP
 work; this adapter hands the guesses to the scorer as point estimates about the release's tick.
 """

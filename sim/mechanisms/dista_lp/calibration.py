@@ -8,13 +8,10 @@ See ``docs/dista_lp_upload.md``.
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from dataclasses import dataclass
-
 import numpy as np
 
 from mdpsim.errors import InputError
+from mdpsim.mechanisms.dista_lp.noise_scales import BlockCalibration, UploadCalibration
 from mdpsim.mechanisms.dista_lp.release import ParameterRelease
 from mdpsim.mechanisms.dista_lp.surrogates import FitResult, fit_blocks
 from mdpsim.mechanisms.dista_lp.user import (
@@ -24,40 +21,10 @@ from mdpsim.mechanisms.dista_lp.user import (
     local_blocks,
     public_scales,
 )
-from mdpsim.privacy.pmdp import AuditResult, calibrate_scale
+from mdpsim.privacy.pmdp import calibrate_scale
 from mdpsim.privacy.split import BLOCKS
 
 _WEIGHT_PAIRS = 2000  # pairs used to measure each coordinate's typical spread
-
-
-@dataclass(frozen=True)
-class BlockCalibration:
-    """Noise of one block: ``scale_c = beta * weights_c``, and the audit that accepted it."""
-
-    beta: float
-    weights: np.ndarray
-    epsilon: float
-    delta: float
-    audit: AuditResult | None
-
-
-@dataclass(frozen=True)
-class UploadCalibration:
-    """Noise calibration for one domain and configuration (public: depends on X only)."""
-
-    n_local: int
-    n_outputs: int
-    scales: dict[str, float]
-    blocks: dict[str, BlockCalibration]
-    n_records: int
-
-    @property
-    def confidence(self) -> float:
-        """Union-bound confidence that all three block claims hold at once."""
-        audits = [c.audit for c in self.blocks.values() if c.audit is not None]
-        if len(audits) < len(self.blocks):
-            return 0.0
-        return max(0.0, 1.0 - math.fsum(1.0 - a.confidence for a in audits))
 
 
 def _fit_record(domain, x: int, config: UploadConfig, scales, seed: int, cost=None) -> FitResult:
@@ -70,8 +37,9 @@ def _fit_record(domain, x: int, config: UploadConfig, scales, seed: int, cost=No
 
 def calibrate_upload(
     domain, config: UploadConfig, *, rng: np.random.Generator, cost=None, n_samples=None
-) -> UploadConfig:
-    """``config`` with noise scales found by binary search against the PmDP auditor.
+) -> UploadCalibration:
+    """The noise scales for ``config``, found by binary search against the PmDP auditor
+    (users then upload with ``prepare_upload(domain, x, config, calibration, rng)``).
 
     The audited population is every secret (or ``config.audit_records`` of them, uniform);
     each one's parameters come from the same seeded alternating fit a user runs. Each
@@ -121,5 +89,4 @@ def calibrate_upload(
             rng=rng,
         )
         out[t] = BlockCalibration(beta, w, budgets[t], config.block_delta, audit)
-    cal = UploadCalibration(config.n_neighbours, domain.n_y, scales, out, len(records))
-    return dataclasses.replace(config, calibration=cal)
+    return UploadCalibration(config.n_neighbours, domain.n_y, scales, out, len(records))

@@ -16,7 +16,7 @@ In every mode the matrix the users report from is a function of the uploads and 
 only, exactly ``eps_pt``-mDP over ALL of X, checked by the exact verifier on the domain's
 chaining pairs. ``none`` and ``location`` plan for the prior or the posterior with the
 city-scale LP over medoid outputs (``planner="lp_medoids"``, the default there); the surrogate
-modes locate each upload on the public map (sim/attacks/upload.py), plan on the located rows
+modes locate each upload on the public map (locate.py), plan on the located rows
 and :func:`~mdpsim.mechanisms.dista_lp.full_domain.release_full_domain` turns the EM over X into
 an improved matrix (``planner="blocks"``, also available for ``none``/``location``, on tiles
 covering X). ``matrix_`` has a row for every secret of the
@@ -41,12 +41,6 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from mdpsim.attacks.upload import (
-    bayes_guess,
-    locate_surrogate_upload,
-    location_posterior,
-    prior_guess,
-)
 from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.base import (
     Mechanism,
@@ -59,6 +53,13 @@ from mdpsim.mechanisms.dista_lp import block_repair
 from mdpsim.mechanisms.dista_lp.benders import solve_benders
 from mdpsim.mechanisms.dista_lp.calibration import calibrate_upload
 from mdpsim.mechanisms.dista_lp.full_domain import em_matrix, release_full_domain, tiles
+from mdpsim.mechanisms.dista_lp.locate import (
+    bayes_guess,
+    locate_surrogate_upload,
+    location_posterior,
+    prior_guess,
+)
+from mdpsim.mechanisms.dista_lp.noise_scales import UploadCalibration
 from mdpsim.mechanisms.dista_lp.paper_upload import (
     PAPER_SAMPLES,
     calibrate_paper,
@@ -91,7 +92,7 @@ BYTES_PER_FLOAT = 8
 _CALIBRATED: WeakKeyDictionary = WeakKeyDictionary()
 
 
-def calibrated_config(domain, config: UploadConfig, *, calibration_seed: int) -> UploadConfig:
+def calibrated(domain, config: UploadConfig, *, calibration_seed: int) -> UploadCalibration:
     """``calibrate_upload`` with its own seeded stream, memoised per domain and config."""
     per_domain = _CALIBRATED.setdefault(domain, {})
     key = ("strict", config, calibration_seed)
@@ -443,9 +444,7 @@ class DistALP(Mechanism):
                 local.append(local_blocks(domain, int(x), n_neighbours=self.n_neighbours))
             info["paper_calibration"] = cal
         else:
-            config = self._strict_config(domain, config)
-            cal = config.calibration
-            assert cal is not None  # set by calibrated_config
+            cal = self._strict_calibration(domain, config)
             samples = [b.audit.n_samples for b in cal.blocks.values() if b.audit is not None]
             self.upload_audit_ = Audit(
                 cal.confidence, "Clopper-Pearson PmDP auditor, union bound over the blocks",
@@ -453,7 +452,7 @@ class DistALP(Mechanism):
             )  # fmt: skip
             states = []
             for x in users:
-                state, up = prepare_upload(domain, int(x), config, rng)
+                state, up = prepare_upload(domain, int(x), config, cal, rng)
                 states.append(state)
                 perms.append(state.perm)
                 uploads.append(up)
@@ -497,9 +496,9 @@ class DistALP(Mechanism):
             for b, u in zip(recon, uploads, strict=True)
         ]
 
-    def _strict_config(self, domain, config: UploadConfig) -> UploadConfig:
-        """The strict upload configuration with its calibrated (memoised) noise scales."""
-        return calibrated_config(domain, config, calibration_seed=self.calibration_seed)
+    def _strict_calibration(self, domain, config: UploadConfig) -> UploadCalibration:
+        """The strict upload's calibrated (memoised) noise scales for ``config``."""
+        return calibrated(domain, config, calibration_seed=self.calibration_seed)
 
     def _paper_calibration(self, domain, config: UploadConfig):
         per_domain = _CALIBRATED.setdefault(domain, {})

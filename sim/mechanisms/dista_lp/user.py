@@ -23,19 +23,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.base import check_positive_int
+from mdpsim.mechanisms.dista_lp.noise_scales import UploadCalibration
 from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
 from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
 from mdpsim.privacy.split import BLOCKS, BudgetSplit
 from mdpsim.validation import check_probability
-
-if TYPE_CHECKING:
-    from mdpsim.mechanisms.dista_lp.calibration import UploadCalibration
 
 BYTES_PER_PARAM = 8  # float64 on the wire
 
@@ -92,8 +89,8 @@ class UploadConfig:
     ``noise`` is ``"shifted"`` (default, full support) or ``"onesided"`` (the paper's
     ``theta - |Lap(b)|``); ``svd_tau_c`` sets the SVD soft threshold ``tau = c * b``.
     ``audit_records``: how many secrets (uniform, seeded) the calibration audits; ``None`` =
-    all. ``calibration`` is filled by
-    :func:`~mdpsim.mechanisms.dista_lp.calibration.calibrate_upload`.
+    all. The noise calibration is made apart
+    (:func:`~mdpsim.mechanisms.dista_lp.calibration.calibrate_upload`) and passed beside it.
     """
 
     epsilon: float
@@ -111,7 +108,6 @@ class UploadConfig:
     wrong_side_prob: float = 0.05
     svd_tau_c: float = 0.5
     audit_records: int | None = None
-    calibration: UploadCalibration | None = field(default=None, repr=False, compare=False)
     _split: BudgetSplit = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -235,20 +231,26 @@ class UserState:
         }
 
 
-def _checked_calibration(domain, config: UploadConfig) -> UploadCalibration:
-    cal = config.calibration
+def _checked_calibration(domain, config: UploadConfig, cal) -> UploadCalibration:
     if cal is None:
-        raise InputError("config has no noise calibration: call calibrate_upload(domain, config)")
+        raise InputError("no noise calibration: pass calibrate_upload(domain, config)")
     if (cal.n_local, cal.n_outputs) != (config.n_neighbours, domain.n_y):
-        raise InputError("config.calibration was made for another domain or neighbourhood size")
+        raise InputError("the calibration was made for another domain or neighbourhood size")
     return cal
 
 
 def prepare_upload(
-    domain, x_index: int, config: UploadConfig, rng: np.random.Generator, *, cost=None
+    domain,
+    x_index: int,
+    config: UploadConfig,
+    calibration: UploadCalibration | None,
+    rng: np.random.Generator,
+    *,
+    cost=None,
 ) -> tuple[UserState, Upload]:
-    """Fit and privatise the user's blocks; returns the private state and the upload."""
-    cal = _checked_calibration(domain, config)
+    """Fit and privatise the user's blocks with ``calibration``'s noise (made for this
+    domain and config); returns the private state and the upload."""
+    cal = _checked_calibration(domain, config, calibration)
     lb = local_blocks(domain, x_index, n_neighbours=config.n_neighbours, cost=cost)
     sur = _surrogates(config, len(lb.neighbourhood), domain.n_y)
     fit = fit_blocks(lb.as_dict(), sur, cal.scales, rng=rng, n_swap_iter=config.n_swap_iter)

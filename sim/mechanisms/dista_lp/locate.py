@@ -1,4 +1,5 @@
-"""Upload-stage attack: an honest-but-curious server locating a user from its upload alone.
+"""Locating a user from its upload alone: what DistA-LP's honest-but-curious server infers
+(it plans on these guesses; the upload-stage attack, sim/attacks/upload_stage.py, scores them).
 
 * Surrogate uploads (``paper``, ``strict``): the server rebuilds ``A_dy``, the distances from
   the user's (row-permuted) neighbourhood to every public output. Each reconstructed row is a
