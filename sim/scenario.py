@@ -289,7 +289,10 @@ StrategySpec = str | dict[str, Any]
 
 class StrategiesTable(Table):
     """``[strategies]``: the players' behaviour, each a name or ``{name = ..., parameters}``
-    (registries in ``mdpsim.strategies``; ``docs/env.md``)."""
+    (registries in ``mdpsim.strategies``; ``docs/env.md``). A kind registered there without a
+    field here is accepted under its own name (unset: its first registered strategy)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
 
     report: StrategySpec = Field(
         default="always", description="report policy: always, budget_aware, threshold"
@@ -318,8 +321,11 @@ class StrategiesTable(Table):
         """Each spec names a registered strategy with parameters it accepts."""
         from mdpsim.strategies import REGISTRIES
 
+        stray = [k for k in self.model_extra or {} if k not in REGISTRIES]
+        if stray:
+            raise _refuse(f"has {stray[0]!r}, not a strategy kind; kinds: {', '.join(REGISTRIES)}")
         for kind, registry in REGISTRIES.items():
-            spec = getattr(self, kind)
+            spec = getattr(self, kind, None)
             if spec is None:
                 continue
             try:

@@ -17,7 +17,7 @@ seeded streams, so the order in which strategies are built changes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from mdpsim.errors import InputError
@@ -39,13 +39,20 @@ REGISTRIES: dict[str, Registry] = {
 
 @dataclass(frozen=True)
 class Strategies:
-    """The strategies of one run."""
+    """The strategies of one run; a kind registered in :data:`REGISTRIES` without a field
+    here is an attribute too (kept in ``extra``), so a new kind needs no edit of this class."""
 
     report: ReportPolicy
     budget: BudgetPolicy
     query_planner: QueryPlanner
     refresh: RefreshSchedule
     pseudonyms: PseudonymStrategy
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, kind: str) -> Any:
+        if kind != "extra" and kind in self.extra:
+            return self.extra[kind]
+        raise AttributeError(kind)
 
 
 def specs_of(scenario) -> dict[str, Any]:
@@ -64,9 +71,14 @@ def specs_of(scenario) -> dict[str, Any]:
         "pseudonyms": {"name": "change_at", "tick": scenario.attacks.pseudonym_change_tick},
     }
     return {
-        kind: legacy[kind] if given.get(kind) is None else _plain(given[kind])
+        kind: _default(kind, legacy) if given.get(kind) is None else _plain(given[kind])
         for kind in REGISTRIES
     }
+
+
+def _default(kind: str, legacy: dict[str, Any]) -> Any:
+    """What an unset kind means: the older files' meaning, else its first registered name."""
+    return legacy[kind] if kind in legacy else REGISTRIES[kind].available()[0]
 
 
 def from_scenario(scenario, **overrides: Any) -> Strategies:
@@ -77,7 +89,9 @@ def from_scenario(scenario, **overrides: Any) -> Strategies:
         raise InputError(f"unknown strategy kind {unknown[0]!r}; kinds: {', '.join(REGISTRIES)}")
     specs.update(overrides)
     built = {kind: REGISTRIES[kind].from_spec(specs[kind]) for kind in REGISTRIES}
-    return Strategies(**built)
+    named = {f.name for f in fields(Strategies)} - {"extra"}
+    extra = {kind: built.pop(kind) for kind in list(built) if kind not in named}
+    return Strategies(**built, extra=extra)
 
 
 def _plain(spec: Any) -> Any:
@@ -86,7 +100,7 @@ def _plain(spec: Any) -> Any:
 
 def _strategies_table(scenario) -> dict[str, Any]:
     table = scenario.strategies
-    return {kind: getattr(table, kind) for kind in REGISTRIES}
+    return {kind: getattr(table, kind, None) for kind in REGISTRIES}
 
 
 __all__ = [
