@@ -8,14 +8,14 @@ attack is named in the scenario with its parameters, e.g. ``{name = "budget_awar
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
+from mdpsim.component import Component
 from mdpsim.errors import InputError
 
 
-class Registry[T]:
+class Registry[T: Component]:
     """Named constructors of one kind (``kind`` is used in error messages)."""
 
     def __init__(self, kind: str) -> None:
@@ -28,7 +28,7 @@ class Registry[T]:
         def deco(cls: type[T]) -> type[T]:
             if name in self._classes:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
-            cls.name = name  # type: ignore[attr-defined]
+            cls.name = name
             self._classes[name] = cls
             return cls
 
@@ -50,7 +50,7 @@ class Registry[T]:
     def make(self, name: str, **params: Any) -> T:
         """Build ``name`` with ``params`` (keyword arguments of its constructor)."""
         cls = self.get(name)
-        accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
+        accepted = cls.param_names()
         unknown = [p for p in params if p not in accepted]
         if unknown:
             allowed = ", ".join(accepted) or "none"
@@ -74,18 +74,3 @@ class Registry[T]:
         if any(isinstance(spec, cls) for cls in self._classes.values()):
             return spec
         raise InputError(f"{spec!r} is not a {self.kind} (a name, a table or an instance)")
-
-
-def init_param_names(cls: type) -> list[str]:
-    """Names of ``cls.__init__``'s parameters, the ones ``make(name, **params)`` takes.
-
-    As in scikit-learn, every parameter is stored under its own name and ``*args`` or
-    ``**kwargs`` are not allowed (they would hide parameters from ``get_params``).
-    """
-    names = []
-    for p in inspect.signature(cls.__init__).parameters.values():  # type: ignore[misc]
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise TypeError(f"{cls.__name__}.__init__ must list its parameters, not *{p.name}")
-        if p.name != "self":
-            names.append(p.name)
-    return names

@@ -28,7 +28,6 @@ RAW = {
 }
 
 
-@REPORT_POLICIES.register("every_other_tick")
 class EveryOtherTick(ReportPolicy):
     """Report on even ticks only (a public schedule)."""
 
@@ -36,7 +35,18 @@ class EveryOtherTick(ReportPolicy):
         return ~ctx.halted & (ctx.tick % 2 == 0)
 
 
-def test_a_strategy_of_an_existing_kind_is_its_own_module():
+@pytest.fixture
+def every_other_tick(monkeypatch):
+    """``@REPORT_POLICIES.register("every_other_tick")`` for this module's tests only: a copy
+    of the registry with it, so the other tests see the bundled policies alone."""
+    own: Registry[ReportPolicy] = Registry("report policy")
+    for name in REPORT_POLICIES.available():
+        own.register(name)(REPORT_POLICIES.get(name))
+    own.register("every_other_tick")(EveryOtherTick)
+    monkeypatch.setitem(strategies.REGISTRIES, "report", own)
+
+
+def test_a_strategy_of_an_existing_kind_is_its_own_module(every_other_tick):
     raw = {**RAW, "strategies": {"report": {"name": "every_other_tick"}}}
     ticks, _, _ = simulate(sc.from_dict(raw))
     reports = dict(zip(ticks["tick"], ticks["n_reports"], strict=True))

@@ -39,36 +39,19 @@ small-instance parameters to use there as a class attribute, e.g.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import ClassVar, Self
 
 import numpy as np
 
+from mdpsim.component import Component
 from mdpsim.errors import InputError
 from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, certify, check_guarantee
 from mdpsim.privacy.verifier import ROW_SUM_TOL
-from mdpsim.registry import Registry, init_param_names
+from mdpsim.registry import Registry
 from mdpsim.sampling import sample_rows
-
-
-def check_epsilon(epsilon, name: str = "epsilon") -> float:
-    """A privacy budget in 1/km: a finite number > 0."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-        raise InputError(f"{name}={epsilon!r} must be a number (per km)")
-    value = float(epsilon)
-    if not (math.isfinite(value) and value > 0):
-        raise InputError(f"{name}={epsilon!r} must be finite and > 0 (per km)")
-    return value
-
-
-def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
-    """An integer parameter at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InputError(f"{name}={value!r} must be an integer >= {minimum}")
-    return int(value)
-
+from mdpsim.validation import check_epsilon
 
 _MECHANISMS: Registry[Mechanism] = Registry("mechanism")
 #: Class decorator: make a mechanism available as ``make(name, ...)``.
@@ -90,7 +73,7 @@ class Uploads:
     slot: np.ndarray  # (U,) int64, one entry per user given to fit
 
 
-class Mechanism:
+class Mechanism(Component):
     """Base class of all location-privacy mechanisms over a finite domain."""
 
     name: ClassVar[str] = "?"
@@ -194,19 +177,6 @@ class Mechanism:
         matrix = self._fitted_matrix()
         c = self.domain_.dist_xy if cost is None else np.asarray(cost, dtype=float)
         return float(self.domain_.prior @ np.einsum("ik,ik->i", matrix, c))
-
-    @classmethod
-    def param_names(cls) -> list[str]:
-        """Names of the constructor parameters, read from the ``__init__`` signature."""
-        return init_param_names(cls)
-
-    def get_params(self) -> dict:
-        """Constructor parameters and their values: ``make(name, **m.get_params())`` rebuilds."""
-        return {name: getattr(self, name) for name in self.param_names()}
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
 
     def _fitted_matrix(self) -> np.ndarray:
         try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
+from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.mechanisms.repair import FIRST_MARGIN
 from mdpsim.mechanisms.wem_lp import (
@@ -32,6 +32,7 @@ from mdpsim.mechanisms.wem_lp import (
     released_matrix,
     solve_direct,
 )
+from mdpsim.validation import check_positive_int
 
 WEM_FORMS = ("em", "plain")
 

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms.base import Mechanism, check_epsilon, register
+from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
 from mdpsim.mechanisms.repair import (
@@ -44,7 +44,7 @@ from mdpsim.mechanisms.repair import (
     envelope_parents,
     release_verified,
 )
-from mdpsim.validation import check_margin, check_scalar
+from mdpsim.validation import check_epsilon, check_margin, check_scalar
 
 MAX_LOG_GAIN = float(np.log(1e9))
 PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible

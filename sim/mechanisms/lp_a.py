@@ -24,9 +24,10 @@ from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
 from mdpsim.domain import implied_free_pairs
-from mdpsim.mechanisms.base import check_positive_int, register
+from mdpsim.mechanisms.base import register
 from mdpsim.mechanisms.lp import OptimalLP, release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN
+from mdpsim.validation import check_positive_int
 
 
 def coarse_cells(x_xy: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:

@@ -36,12 +36,12 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import InputError
-from mdpsim.mechanisms.base import Mechanism, check_positive_int, register
+from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.lp_outputs import tight_constraints
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
-from mdpsim.validation import check_margin, check_scalar
+from mdpsim.validation import check_margin, check_positive_int, check_scalar
 
 _LLOYD_STEPS = 30
 _MAX_KEPT_SHARE = 2 / 3  # the reach pays only when it drops a third of the entries (docs/lp.md)

@@ -25,9 +25,9 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms.base import check_positive_int
 from mdpsim.mechanisms.highs import HighsLP
 from mdpsim.mechanisms.wem_lp import BlockLP, wem_options
+from mdpsim.validation import check_positive_int
 
 # Phase-1 slack below this counts as feasible (HiGHS's primal tolerance is 1e-9).
 _FEAS_TOL = 1e-8

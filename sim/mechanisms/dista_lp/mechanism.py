@@ -42,13 +42,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from mdpsim.errors import InputError, PrivacyBudgetError
-from mdpsim.mechanisms.base import (
-    Mechanism,
-    Uploads,
-    check_positive_int,
-    make,
-    register,
-)
+from mdpsim.mechanisms.base import Mechanism, Uploads, make, register
 from mdpsim.mechanisms.dista_lp import block_repair
 from mdpsim.mechanisms.dista_lp.benders import solve_benders
 from mdpsim.mechanisms.dista_lp.calibration import calibrate_upload
@@ -81,6 +75,7 @@ from mdpsim.privacy.guarantees import PMDP, Audit, Guarantee, PureMDP, compose
 from mdpsim.privacy.split import BudgetSplit
 from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
+from mdpsim.validation import check_positive_int
 
 UPLOADS = ("none", "location", "strict", "paper")
 DEFAULT_UPLOAD = "none"

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mdpsim.errors import InputError, PrivacyBudgetError
-from mdpsim.mechanisms.base import check_positive_int
 from mdpsim.mechanisms.dista_lp.noise_scales import UploadCalibration
 from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
 from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
 from mdpsim.privacy.split import BLOCKS, BudgetSplit
-from mdpsim.validation import check_probability
+from mdpsim.validation import check_positive_int, check_probability
 
 BYTES_PER_PARAM = 8  # float64 on the wire
 
