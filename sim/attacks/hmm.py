@@ -124,18 +124,24 @@ def backward_step(kernel: Kernel, beta: np.ndarray, lik: np.ndarray | None) -> n
     return normalise(out, lambda dead: np.ones((len(out), int(dead.sum()))))
 
 
+_GONE = np.empty(0)  # a forgotten tick's arrays
+
+
 class Emissions:
     """The reports over time, kept as output indices; emissions are rebuilt on demand.
 
     ``add(outputs, likelihood, resets)`` appends a tick: per slot the output index (-1: no
     report), the ``(N, K)`` likelihood of the release in force (shared between ticks), and the
-    slots starting afresh (a new pseudonym).
+    slots starting afresh (a new pseudonym). Ticks keep their index; :meth:`forget_before`
+    releases old ticks (what a bounded-memory attack no longer needs), :meth:`since` is a view
+    of the recent ones as a run of its own (EM over a window).
     """
 
     def __init__(self) -> None:
         self.outputs: list[np.ndarray] = []
         self.resets: list[np.ndarray] = []
         self._lik_t: list[np.ndarray] = []  # (K, N) per tick, shared objects between ticks
+        self.first_kept = 0
 
     def __len__(self) -> int:
         return len(self.outputs)
@@ -145,6 +151,22 @@ class Emissions:
         self.outputs.append(np.asarray(outputs, dtype=np.int64))
         self.resets.append(np.asarray(resets, dtype=bool))
         self._lik_t.append(likelihood_t)
+
+    def forget_before(self, t: int) -> None:
+        """Release ticks ``< t``: their index stays, their arrays become empty (``_GONE``)."""
+        for s in range(self.first_kept, min(t, len(self))):
+            self.outputs[s] = self.resets[s] = self._lik_t[s] = _GONE
+        self.first_kept = max(self.first_kept, min(t, len(self)))
+
+    def since(self, t: int) -> Emissions:
+        """Ticks ``t, t+1, ...`` as a run of their own (arrays shared, tick t is its tick 0)."""
+        if t < self.first_kept:
+            raise ValueError(f"tick {t} was forgotten (kept from {self.first_kept})")
+        view = Emissions()
+        view.outputs = self.outputs[t:]
+        view.resets = self.resets[t:]
+        view._lik_t = self._lik_t[t:]
+        return view
 
     def at(self, t: int, users=slice(None)) -> np.ndarray | None:
         """Tick t's ``(N, len(users))`` emission, ones for silent users; ``None`` if all silent."""

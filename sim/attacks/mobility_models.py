@@ -4,7 +4,8 @@
 * ``public``: transition counts of a public population's traces on that support;
 * ``true``: the real users' own transitions, only when the scenario hands them over;
 * ``learned``: estimated from the users' reports by EM (:func:`learn_kernel`), as the
-  Location Privacy Meter learns mobility profiles from obfuscated traces.
+  Location Privacy Meter learns mobility profiles from obfuscated traces; the tracking attack
+  runs it incrementally, block by block, so a step's cost does not grow with the run.
 
 Counted kernels keep the reach kernel's support (moves the roads allow in one tick) and add a
 pseudo-count on each allowed move, so a move never seen is unlikely, not impossible.
@@ -60,11 +61,34 @@ def learn_kernel(
 ) -> Kernel:
     """Baum-Welch on the reports of ``users``: EM iterations from ``start`` (default: the
     support), each re-estimating the kernel from the expected transition counts."""
+    return learn_incrementally(
+        support, prior, emissions, users, iterations=iterations, pseudo_count=pseudo_count,
+        start=start,
+    )[0]  # fmt: skip
+
+
+def learn_incrementally(
+    support: Kernel,
+    prior: np.ndarray,
+    emissions: Emissions,
+    users: np.ndarray,
+    *,
+    iterations: int,
+    pseudo_count: float,
+    start: Kernel | None = None,
+    carried: np.ndarray | None = None,
+) -> tuple[Kernel, np.ndarray]:
+    """:func:`learn_kernel` on a block of reports, each re-estimate adding ``carried`` (the
+    frozen expected counts of earlier blocks) to the block's expected counts: incremental EM,
+    whose cost is the block's, not the run's. Returns the kernel and the total counts it was
+    made from (support's COO order), to carry into the next block."""
     kernel = support if start is None else start
+    base = np.zeros(support.forward.nnz) if carried is None else carried
+    total = base
     for _ in range(iterations):
-        counts = expected_transitions(kernel, prior, emissions, users)
-        kernel = kernel_from_counts(support, counts, pseudo_count)
-    return kernel
+        total = base + expected_transitions(kernel, prior, emissions, users)
+        kernel = kernel_from_counts(support, total, pseudo_count)
+    return kernel, total
 
 
 def weighted_tv(a: Kernel, b: Kernel, weights: np.ndarray) -> float:

@@ -74,7 +74,10 @@ class AttackSuite:
             raise InputError("an attack suite needs at least one attack")
         self.attacks = dict(attacks)
         self.truth = Truth()
-        self.scores: list[tuple[str, Scores]] = []
+        # streamed, so that a long run keeps no per-user values: one row of means per scored
+        # estimate, and per attack and metric the sum and count of its non-NaN values
+        self._rows: list[dict] = []
+        self._totals: dict[str, dict[str, list[float]]] = {label: {} for label in self.attacks}
         self._release: Release | None = None
 
     @classmethod
@@ -121,29 +124,28 @@ class AttackSuite:
 
     def _scored(self, label: str, estimates) -> list[Scores]:
         scored = [score(e, self.truth, self.context.domain) for e in estimates]
-        self.scores.extend((label, s) for s in scored)
+        totals = self._totals[label]
+        for s in scored:
+            self._rows.append({"attack": label, "tick": s.tick, "n_users": len(s.users),
+                               **s.means()})  # fmt: skip
+            for metric, v in s.values.items():
+                v = np.asarray(v, dtype=float)
+                v = v[~np.isnan(v)]
+                acc = totals.setdefault(metric, [0.0, 0])
+                acc[0] += float(v.sum())
+                acc[1] += len(v)
         return scored
 
     def table(self) -> pd.DataFrame:
         """One row per (attack, tick about): the mean of every metric, and the users scored."""
-        rows = []
-        for label, s in self.scores:
-            rows.append({"attack": label, "tick": s.tick, "n_users": len(s.users), **s.means()})
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self._rows)
 
     def summary(self) -> pd.DataFrame:
         """One row per attack: metric means over all its scored (user, tick) values."""
         rows = []
         for label in self.attacks:
-            values: dict[str, list[np.ndarray]] = {}
-            for lab, s in self.scores:
-                if lab == label:
-                    for metric, v in s.values.items():
-                        values.setdefault(metric, []).append(np.asarray(v, dtype=float))
             row: dict[str, object] = {"attack": label}
-            for metric, parts in values.items():
-                allv = np.concatenate(parts)
-                allv = allv[~np.isnan(allv)]
-                row[metric] = float(allv.mean()) if len(allv) else float("nan")
+            for metric, (total, count) in self._totals[label].items():
+                row[metric] = total / count if count else float("nan")
             rows.append(row)
         return pd.DataFrame(rows)

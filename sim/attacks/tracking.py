@@ -38,7 +38,12 @@ from mdpsim.attacks.base import (
     entropy_bits,
     register,
 )
-from mdpsim.attacks.mobility_models import MODELS, counted_kernel, learn_kernel, reach_kernel
+from mdpsim.attacks.mobility_models import (
+    MODELS,
+    counted_kernel,
+    learn_incrementally,
+    reach_kernel,
+)
 from mdpsim.errors import InputError
 from mdpsim.threads import task_threads
 from mdpsim.validation import check_choice, check_optional, check_scalar
@@ -74,8 +79,9 @@ class Tracking(Attack):
     pseudo_count
         Weight of every road-allowed move in counted and learned kernels.
     learn_every_ticks, em_iterations, learn_users
-        ``learned``: re-estimate the kernel every this many ticks from the reports so far, by
-        this many EM iterations, on this many slots (drawn once with the context's seed).
+        ``learned``: re-estimate the kernel every this many ticks, incrementally: this many EM
+        iterations over the reports of the ticks since the last estimate, added to the expected
+        moves of the blocks before; on this many slots (drawn once with the context's seed).
     threads
         Threads of the filter's tick, each running the whole step on its part of the users
         (numpy and scipy's sparse product release the GIL); ``None``: the task's thread budget
@@ -151,6 +157,8 @@ class Tracking(Attack):
         self.guesses_: list[np.ndarray] = []  # the filter's MAP of every slot, per tick
         rng = np.random.default_rng(context.seed)
         self.learners_ = np.sort(rng.choice(u, size=min(u, self.learn_users), replace=False))
+        self.learned_counts_: np.ndarray | None = None  # expected moves of the blocks learnt
+        self.block_start_ = 0  # first tick of the block the next learning step reads
         self._lik_t: np.ndarray | None = None
 
     def _use(self, kernel: hmm.Kernel) -> None:
@@ -183,14 +191,27 @@ class Tracking(Attack):
             self.alphas_.append(self._columns)
             lik = self._emission_rows32(obs.outputs)
             self.liks_.append(None if lik is None else hmm.transpose(lik))
-        self.guesses_.append(top)
+        self.guesses_.append(top.astype(np.int32))
         if self.mobility == "learned" and (t + 1) % self.learn_every_ticks == 0:
             self._learn()
+        out = []
         if self.method == "filter":
-            return [self._estimate(t, rows, top=top, entropy=entropy)]
+            out = [self._estimate(t, rows, top=top, entropy=entropy)]
         if self.method == "smooth" and t >= self.lag_ticks:
-            return [self._smoothed(t - self.lag_ticks, t)]
-        return []
+            out = [self._smoothed(t - self.lag_ticks, t)]
+        self._forget(t)
+        return out
+
+    def _forget(self, t: int) -> None:
+        """Release the reports no later step reads, so that memory and the cost of a tick stay
+        flat as the run grows: smoothing reads the last ``lag_ticks``, learning its block (and
+        the tick before); Viterbi decodes the whole run at the end and keeps everything."""
+        if self.method == "viterbi":
+            return
+        keep = t - self.lag_ticks if self.method == "smooth" else t
+        if self.mobility == "learned":
+            keep = min(keep, self.block_start_ - 1)
+        self.emissions_.forget_before(keep)
 
     def finish(self) -> list[LocationEstimate]:
         """Smoothing: the last ``lag_ticks`` ticks; Viterbi: the whole trace."""
@@ -271,17 +292,26 @@ class Tracking(Attack):
         return lik
 
     def _learn(self) -> None:
-        self._use(
-            learn_kernel(
-                self.support_,
-                self.prior_,
-                self.emissions_,
-                self.learners_,
-                iterations=self.em_iterations,
-                pseudo_count=self.pseudo_count,
-                start=self.kernel_,
-            )
+        """Incremental EM: the ticks since the last learning step (and the tick before, for
+        the first move) get ``em_iterations`` E-steps from the current kernel; their expected
+        moves are added to those of the blocks before, kept frozen. A step's cost is one
+        block's, whatever the length of the run (docs/attacks.md)."""
+        window = self.emissions_.since(max(0, self.block_start_ - 1))
+        if len(window) < 2:
+            return
+        kernel, counts = learn_incrementally(
+            self.support_,
+            self.prior_,
+            window,
+            self.learners_,
+            iterations=self.em_iterations,
+            pseudo_count=self.pseudo_count,
+            start=self.kernel_,
+            carried=self.learned_counts_,
         )
+        self._use(kernel)
+        self.learned_counts_ = counts
+        self.block_start_ = len(self.ticks_)
 
     def _smoothed(self, s: int, t: int) -> LocationEstimate:
         """Belief about tick s given reports up to tick t (s >= t - lag_ticks)."""
