@@ -249,3 +249,29 @@ def test_dista_lp_regenerates_at_the_same_ticks_whatever_the_true_walks(upload):
     assert (
         fast_ticks["mechanism_regenerated"].tolist() == slow_ticks["mechanism_regenerated"].tolist()
     )
+
+
+def test_budgeter_plans_each_renewing_window_with_what_the_filter_checks_there():
+    s = _scenario(
+        {
+            "query_planner": {"name": "budgeter", "share": 0.5, "strategy": "even"},
+            "budget": {"name": "renewing", "rho_per_km2": 400.0, "window_ticks": 3},
+        },
+        mechanism={"epsilon_per_km": 2.0},
+    )
+    model = PrivacyModel(s)
+    planner = model.strategies.query_planner
+    per_window = []
+    for window in range(2):
+        for _ in range(3):
+            model.step()
+            assert planner.plan_["window"] == window  # queries ran before the tick's renewal
+        assert planner.plan_["ticks"] == (3 * window + 1, 3 * window + 3)
+        assert planner.plan_["m"] == 9 and planner._budgeter.asked == 9  # 3 kinds x 3 ticks
+        np.testing.assert_array_equal(planner.plan_["capacity"], np.full(12, 200.0))
+        # the window's query spend, checked against that window's share of the filter
+        spent = planner._budgeter.population._spent  # the window just renewed: its ledger
+        per_window.append(spent.copy())
+        assert np.all(spent <= 200.0 * (1 + 1e-12))
+    assert all(np.all(w > 0) for w in per_window) and model.filters.windows == 2
+    assert model.filters.halted.sum() == 0

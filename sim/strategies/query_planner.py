@@ -8,9 +8,12 @@ each user's spend, and every spend is charged through the budget policy's conver
 * ``per_query``: every ``queries.every_ticks`` ticks, each kind with budget
   ``queries.rho_per_km2``; users who cannot afford it are asked and halt (today's planner);
 * ``budgeter``: the same schedule, but each user's budget for query ``l`` of the ``m``
-  planned over the run comes from :class:`~mdpsim.queries.budgeting.QueryBudgeter`
-  (Algorithm 3 of the budgeting paper), which hands what PM queries saved to later queries.
-  Queries may use ``share`` of each user's capacity; users never halt on a query.
+  planned comes from :class:`~mdpsim.queries.budgeting.QueryBudgeter` (Algorithm 3 of the
+  budgeting paper), which hands what PM queries saved to later queries. Queries may use
+  ``share`` of each user's capacity; users never halt on a query. The plan covers one budget
+  window: the whole run, or with a renewing budget (``window_ticks``) the queries due in the
+  current window, with ``share`` of the renewed capacity, so what it plans per window is
+  what the filter checks per window (``Budgeter.plan_``).
 """
 
 from __future__ import annotations
@@ -105,17 +108,36 @@ class Budgeter(QueryPlanner):
 
     def bind(self, settings: QuerySettings, *, horizon_ticks: int) -> None:
         super().bind(settings, horizon_ticks=horizon_ticks)
-        every = settings.every_ticks
-        self.m = len(settings.kinds) * (horizon_ticks // every) if every else 0
         self._budgeter = None
+        self.plan_: dict[str, Any] = {}
+
+    def planned_queries(self, first_tick: int, last_tick: int) -> int:
+        """How many queries the schedule asks in ticks ``first_tick..last_tick``."""
+        every = self.settings.every_ticks
+        if not every:
+            return 0
+        due = last_tick // every - (first_tick - 1) // every
+        return len(self.settings.kinds) * max(due, 0)
+
+    def _plan(self, round_: QueryRound) -> QueryBudgeter:
+        """The budgeter of the current budget window (a new one when the filter renewed)."""
+        window = round_.filters.windows
+        if self._budgeter is not None and self.plan_["window"] == window:
+            return self._budgeter
+        length = getattr(round_.budget, "window_ticks", None) or self.horizon_ticks
+        first = window * length + 1
+        last = min((window + 1) * length, self.horizon_ticks)
+        m = self.planned_queries(first, last)
+        account = QueryShare(round_.filters, self.share, round_.budget)
+        self._budgeter = QueryBudgeter(
+            account, max(m, 1), strategy=self.strategy, proportion=self.proportion
+        )
+        self.plan_ = {"window": window, "ticks": (first, last), "m": m,
+                      "capacity": account.capacity}  # fmt: skip
+        return self._budgeter
 
     def ask(self, round_: QueryRound) -> dict[str, float]:
-        if self._budgeter is None:  # the users' filters exist once the run has started
-            account = QueryShare(round_.filters, self.share, round_.budget)
-            self._budgeter = QueryBudgeter(
-                account, max(self.m, 1), strategy=self.strategy, proportion=self.proportion
-            )
-        budgeter = self._budgeter
+        budgeter = self._plan(round_)
         row: dict[str, float] = {}
         asked_total = spent_total = 0.0
         for kind in round_.settings.kinds:
