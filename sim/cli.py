@@ -305,8 +305,8 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 def _attack(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from mdpsim import harness
     from mdpsim import scenario as scenario_mod
-    from mdpsim.attacks import harness
 
     scenario = scenario_mod.resolve(args.scenario)
     if args.ticks is not None and args.ticks < 1:

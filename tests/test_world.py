@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mdpsim import harness
 from mdpsim import scenario as sc
-from mdpsim.attacks import harness
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
 from mdpsim.model import PrivacyModel
