@@ -230,3 +230,21 @@ def test_users_sharing_a_secret_share_one_upload(road_domain_small):
 def test_constructor_parameters_are_keyword_only():
     with pytest.raises(TypeError):
         make("dista_lp", epsilon=4.0).__class__(4.0, "none")
+
+
+def test_calibrations_are_one_explicit_cache_shared_by_every_instance(road_domain_small):
+    from mdpsim.mechanisms.dista_lp.mechanism import CalibrationCache, DistALP
+
+    cache, made = CalibrationCache(), []
+
+    def make_one():
+        made.append(1)
+        return len(made)
+
+    assert cache.get(road_domain_small, ("strict", 1), make_one) == 1
+    assert cache.get(road_domain_small, ("strict", 1), make_one) == 1  # made once
+    assert cache.get(road_domain_small, ("paper", 1), make_one) == 2
+    cache.clear()
+    assert cache.get(road_domain_small, ("strict", 1), make_one) == 3
+    a, b = make("dista_lp", epsilon=4.0), make("dista_lp", epsilon=5.0)
+    assert a.calibrations is b.calibrations is DistALP.calibrations

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -82,19 +83,41 @@ DEFAULT_UPLOAD = "none"
 DEFAULT_UPLOAD_SHARE = 0.1
 PLANNERS = ("blocks", "lp_medoids")
 BYTES_PER_FLOAT = 8
-# Noise calibrations depend on (domain, configuration, seed) only, and are the costliest
-# step of a surrogate-mode fit: done once per process and reused by every regeneration.
-_CALIBRATED: WeakKeyDictionary = WeakKeyDictionary()
+T = TypeVar("T")
+
+
+class CalibrationCache:
+    """Noise calibrations by domain (held weakly) and key.
+
+    A calibration depends on (domain, configuration, seed) only, public facts, and is the
+    costliest step of a surrogate-mode fit; the simulation builds a new mechanism at every
+    regeneration, so :class:`DistALP` keeps one cache for all its instances
+    (``DistALP.calibrations``; ``clear()`` empties it).
+    """
+
+    def __init__(self) -> None:
+        self._by_domain: WeakKeyDictionary = WeakKeyDictionary()
+
+    def get(self, domain, key: tuple, make: Callable[[], T]) -> T:
+        """The calibration stored under ``key`` for ``domain``, made by ``make()`` once."""
+        per_domain = self._by_domain.setdefault(domain, {})
+        if key not in per_domain:
+            per_domain[key] = make()
+        return per_domain[key]
+
+    def clear(self) -> None:
+        """Forget every calibration."""
+        self._by_domain.clear()
 
 
 def calibrated(domain, config: UploadConfig, *, calibration_seed: int) -> UploadCalibration:
-    """``calibrate_upload`` with its own seeded stream, memoised per domain and config."""
-    per_domain = _CALIBRATED.setdefault(domain, {})
-    key = ("strict", config, calibration_seed)
-    if key not in per_domain:
+    """``calibrate_upload`` with its own seeded stream (made once per domain and config)."""
+
+    def make() -> UploadCalibration:
         rng = np.random.default_rng([calibration_seed, 0xCA11B])
-        per_domain[key] = calibrate_upload(domain, config, rng=rng)
-    return per_domain[key]
+        return calibrate_upload(domain, config, rng=rng)
+
+    return DistALP.calibrations.get(domain, ("strict", config, calibration_seed), make)
 
 
 def exempt_columns(dy: np.ndarray, n_exempt: int) -> np.ndarray:
@@ -175,6 +198,8 @@ class DistALP(Mechanism):
     """
 
     needs_users: ClassVar[bool] = True
+    #: The surrogate modes' noise calibrations, shared by every instance (regenerations).
+    calibrations: ClassVar[CalibrationCache] = CalibrationCache()
     conformance_params: ClassVar[dict] = {"tile_size": 20, "sweeps": 1}
 
     def __init__(
@@ -496,20 +521,20 @@ class DistALP(Mechanism):
         return calibrated(domain, config, calibration_seed=self.calibration_seed)
 
     def _paper_calibration(self, domain, config: UploadConfig):
-        per_domain = _CALIBRATED.setdefault(domain, {})
-        key = ("paper", config, self.paper_tau_c, self.paper_noise, self.calibration_seed)
-        if key not in per_domain:
+        def make():
             rng = np.random.default_rng([self.calibration_seed, 0xCA11B])
             n_rec = (
                 domain.n_x if self.audit_records is None else min(self.audit_records, domain.n_x)
             )
             records = np.sort(rng.choice(domain.n_x, size=n_rec, replace=False))
-            per_domain[key] = calibrate_paper(
+            return calibrate_paper(
                 domain, config.split.upload, rank=self.rank, n_neighbours=self.n_neighbours,
                 tau_c=self.paper_tau_c, delta=self.delta, records=records, rng=rng,
                 noise=self.paper_noise,
             )  # fmt: skip
-        return per_domain[key]
+
+        key = ("paper", config, self.paper_tau_c, self.paper_noise, self.calibration_seed)
+        return self.calibrations.get(domain, key, make)
 
 
 def _row_of(neighbourhood: np.ndarray, x) -> int:
