@@ -31,7 +31,7 @@ verifier, sim/privacy/verifier.py, against ``domain_.dist_xx``; road metric: onl
 guarantee is one no matrix can be certified against (any PmDP part);
 ``info_["verified_epsilon"]`` keeps the certified value.
 
-Conformance tests (tests/test_mechanism_conformance.py) run every registered mechanism on
+Conformance tests (tests/mechanisms/test_mechanism_conformance.py) run every registered mechanism on
 40-point domains. A mechanism with required extra parameters or a heavy fit declares the
 small-instance parameters to use there as a class attribute, e.g.
 ``conformance_params: ClassVar[dict] = {"n_anchors": 8}`` (``epsilon`` is added by the test).

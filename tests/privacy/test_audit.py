@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import planted  # tests/planted.py: reference samplers, correct and with planted bugs
+import planted  # tests/privacy/planted.py: reference samplers, correct and with planted bugs
 import pytest
 from scipy.optimize import brentq
 from scipy.stats import beta, binom

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "runs", "out", "cache", "*.egg-info", "__pycache__",
     ".*_cache", ".typecheck", ".hypothesis",

@@ -10,7 +10,7 @@ import pytest
 from mdpsim import scenario as sc
 from mdpsim.errors import InputError
 
-SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.toml"))
+SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
 MINIMAL = '[mechanism]\nname = "em"\nepsilon_per_km = 4.0\n'
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SIM = Path(__file__).resolve().parent.parent / "sim"
+SIM = Path(__file__).resolve().parents[2] / "sim"
 ENTRY_POINT = {"sim/cli.py": ["dashboard"]}
 
 

@@ -117,7 +117,7 @@ def _python_blocks(markdown: str) -> list[str]:
 
 @pytest.mark.slow
 def test_the_docs_example_runs_and_greedy_beats_the_default():
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "env.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "env.md").read_text()
     blocks = _python_blocks(doc)
     assert blocks, "docs/env.md has no python example"
     namespace: dict = {}

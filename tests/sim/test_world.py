@@ -16,7 +16,7 @@ from mdpsim.model import PrivacyModel
 from mdpsim.run import simulate
 from mdpsim.world import build_world
 
-SIM = Path(__file__).resolve().parent.parent / "sim"
+SIM = Path(__file__).resolve().parents[2] / "sim"
 DASHBOARD = SIM.parent / "dashboard"
 
 ORACLE = {
