@@ -91,7 +91,8 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
                     suite = model.server.attacks
                     assert suite is not None, "plan_of refuses a plan without attacks"
                     suite.finish()
-                    for frames, frame in ((summaries, suite.summary()), (per_tick, suite.table())):
+                    summary_frame = with_exploitability(suite.summary(), model.server.mechanism)
+                    for frames, frame in ((summaries, summary_frame), (per_tick, suite.table())):
                         frames.append(
                             frame.assign(mechanism=name, epsilon_per_km=eps, repetition=rep)
                         )
@@ -104,12 +105,31 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
     return summary, pd.concat(per_tick, ignore_index=True)
 
 
+def with_exploitability(summary: pd.DataFrame, mechanism) -> pd.DataFrame:
+    """``optimal_error_km``: the Bayes-optimal single-report adversary's expected error,
+    exact from the (last) released matrix and the public prior (docs/games.md); and
+    ``exploitability_km`` = each attack's point-estimate error minus it. Positive: the attack
+    leaves that much on the table (it would make the mechanism look safer than it is);
+    negative: it beats one report alone (several reports, mobility)."""
+    from mdpsim.mechanisms.stackelberg import adversary_error_km
+
+    if mechanism is None:
+        return summary
+    domain = mechanism.domain_
+    optimal = adversary_error_km(mechanism.matrix_, domain.prior, domain.dist_xx)
+    out = summary.assign(optimal_error_km=optimal)
+    if "guess_error_km" in out:
+        out["exploitability_km"] = out["guess_error_km"] - optimal
+    return out
+
+
 def success_markdown(summary: pd.DataFrame) -> str:
     """Mean over repetitions of each attack's hit rate, error and entropy: a Markdown table."""
     from mdpsim.report import markdown_table
 
     metrics = [m for m in ("hit", "error_km", "entropy_bits", "leakage_per_km",
-                           "precision_at_k", "recall_at_k", "chance") if m in summary]  # fmt: skip
+                           "precision_at_k", "recall_at_k", "chance", "optimal_error_km",
+                           "exploitability_km") if m in summary]  # fmt: skip
     means = summary.groupby(["mechanism", "epsilon_per_km", "attack"], sort=False)[metrics].mean()
     frame = means.reset_index()
     for m in metrics:

@@ -76,3 +76,25 @@ def test_cli_writes_the_table_and_the_plot(tmp_path, capsys):
     assert "| em | 2 |" in text and "| lp | 8 |" in text
     assert main(["frontier", str(toml), "--out", str(out)]) == 2  # exists, no --force
     assert main(["frontier", str(toml), "--adversary-metric", "manhattan"]) == 2
+
+
+def test_attack_harness_reports_the_optimal_adversary_and_each_attacks_exploitability():
+    from mdpsim import harness
+    from mdpsim import scenario as scenario_mod
+
+    sc = scenario_mod.from_dict(
+        {
+            "scenario": {"name": "x", "seed": 1, "ticks": 3},
+            "domain": {"n_points": 30},
+            "users": {"count": 20},
+            "mechanism": {"name": "em", "epsilon_per_km": 4.0},
+            "queries": {"every_ticks": 0},
+            "attacks": {"run": ["bayes", "tracking"]},
+        }
+    )
+    summary, _ = harness.evaluate(sc, harness.plan_of(sc))
+    assert summary["optimal_error_km"].nunique() == 1 and summary["optimal_error_km"].iloc[0] > 0
+    np.testing.assert_allclose(
+        summary["exploitability_km"], summary["guess_error_km"] - summary["optimal_error_km"]
+    )
+    assert "exploitability_km" in harness.success_markdown(summary)
