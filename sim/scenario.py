@@ -92,6 +92,16 @@ class DomainTable(Table):
             raise _refuse("= 1 must be 0 (Y = X) or >= 2")
         return v
 
+    @field_validator("metric")
+    @classmethod
+    def _users_walk_on_roads(cls, v: str) -> str:
+        if v != "road":  # found by tests/test_scenario_runs.py: it failed inside the run
+            raise _refuse(
+                f"= {v!r}: the simulated users walk on the roads, so a scenario needs "
+                "metric = 'road' (lp metrics are for Domain.from_points / Domain.grid)"
+            )
+        return v
+
 
 class UsersTable(Table):
     """``[users]``: the mobile users and their budgets."""
