@@ -95,7 +95,7 @@ class DomainTable(Table):
     @field_validator("metric")
     @classmethod
     def _users_walk_on_roads(cls, v: str) -> str:
-        if v != "road":  # found by tests/test_scenario_runs.py: it failed inside the run
+        if v != "road":  # found by tests/sim/test_scenario_runs.py: it failed inside the run
             raise _refuse(
                 f"= {v!r}: the simulated users walk on the roads, so a scenario needs "
                 "metric = 'road' (lp metrics are for Domain.from_points / Domain.grid)"
