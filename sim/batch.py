@@ -26,7 +26,8 @@ from mdpsim import store
 from mdpsim.errors import InputError
 from mdpsim.scenario import Scenario
 from mdpsim.store import canonical_json
-from mdpsim.threads import available_cores, check_threads, thread_budget, threads_per_worker
+from mdpsim.threads import available_cores, thread_budget, threads_per_worker
+from mdpsim.validation import check_positive_int
 
 SEEDING = ("per-task", "common")
 _MANIFEST_EVERY_S = 1.0  # rewrite the manifest at most this often while tasks finish
@@ -358,7 +359,7 @@ def run_batch(
     if workers < 1:
         raise InputError(f"--workers={workers} must be >= 1")
     if threads_per_task is not None:
-        check_threads(threads_per_task, "--threads-per-task")
+        check_positive_int(threads_per_task, "--threads-per-task")
     if resume and overwrite:
         raise InputError("give either --resume (keep finished tasks) or --overwrite, not both")
     start = time.perf_counter()

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from mdpsim.errors import InputError
+from mdpsim.validation import check_positive_int
 
 # Per thread (batch worker threads set their own budgets concurrently): a ContextVar.
 _budget: ContextVar[int | None] = ContextVar("thread_budget", default=None)
@@ -54,20 +54,13 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
     return max(1, cores // max(1, workers))
 
 
-def check_threads(value, name: str) -> int:
-    """``value`` as a thread count >= 1, else one :class:`InputError` line naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name}={value!r} must be an integer >= 1")
-    return value
-
-
 @contextmanager
 def thread_budget(threads: int | None) -> Iterator[None]:
     """Within the block, :func:`task_threads` is ``threads`` (``None``: leave it as it is)."""
     if threads is None:
         yield
         return
-    token = _budget.set(check_threads(threads, "threads"))
+    token = _budget.set(check_positive_int(threads, "threads"))
     try:
         yield
     finally:

@@ -22,17 +22,16 @@ import numpy as np
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.mechanisms.repair import FIRST_MARGIN
+from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
 from mdpsim.mechanisms.wem_lp import (
     BlockLP,
     build_block,
-    check_budget_margin,
     em_log_normaliser,
     nearest_secrets_exempt,
     released_matrix,
     solve_direct,
 )
-from mdpsim.validation import check_positive_int
+from mdpsim.validation import check_margin, check_positive_int
 
 WEM_FORMS = ("em", "plain")
 
@@ -86,7 +85,7 @@ class COPT(Mechanism):
         if wem_form not in WEM_FORMS:
             raise InputError(f"wem_form={wem_form!r} must be one of {WEM_FORMS}")
         self.wem_form = wem_form
-        self.margin = check_budget_margin(margin)
+        self.margin = check_margin(margin, MAX_MARGIN, include_boundaries="left")
         if time_limit_s is not None and not (float(time_limit_s) > 0):
             raise InputError(f"time_limit_s={time_limit_s!r} must be > 0 seconds or None")
         self.time_limit_s = time_limit_s

@@ -30,7 +30,6 @@ mDP constraints inside a block, per output ``k`` (derivation in docs/dista_lp.md
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -40,7 +39,7 @@ from scipy.special import logsumexp
 
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.repair import MAX_MARGIN, release_verified
+from mdpsim.mechanisms.repair import release_verified
 
 # Relative slack (log space) when checking WEM-WEM pairs in the block's own distances.
 _WEM_RTOL = 1e-12
@@ -361,15 +360,6 @@ def solve_direct(
         "lp_status": res.status,
     }
     return WemSolution(w=w, z=z, objective=res.objective, info=info)
-
-
-def check_budget_margin(margin: float) -> float:
-    """The LP is solved at ``eps * (1 - margin)``; margin in [0, 0.5)."""
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)):
-        raise InputError(f"margin={margin!r} must be a number in [0, {MAX_MARGIN})")
-    if not (math.isfinite(margin) and 0 <= margin < MAX_MARGIN):
-        raise InputError(f"margin={margin!r} must be in [0, {MAX_MARGIN})")
-    return float(margin)
 
 
 def wem_options(*, time_limit_s: float | None = None) -> HighsOptions:

@@ -70,13 +70,13 @@ from mdpsim.mechanisms.dista_lp.user import (
     prepare_upload,
     reconstruct,
 )
-from mdpsim.mechanisms.repair import FIRST_MARGIN
-from mdpsim.mechanisms.wem_lp import build_block, check_budget_margin
+from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
+from mdpsim.mechanisms.wem_lp import build_block
 from mdpsim.privacy.guarantees import PMDP, Audit, Guarantee, PureMDP, compose
 from mdpsim.privacy.split import BudgetSplit
 from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
-from mdpsim.validation import check_positive_int
+from mdpsim.validation import check_margin, check_positive_int
 
 UPLOADS = ("none", "location", "strict", "paper")
 DEFAULT_UPLOAD = "none"
@@ -274,7 +274,7 @@ class DistALP(Mechanism):
             raise InputError("planner='lp_medoids' plans for X's prior or posterior: "
                              "upload must be 'none' or 'location'")  # fmt: skip
         self.planner = planner
-        self.margin = check_budget_margin(margin)
+        self.margin = check_margin(margin, MAX_MARGIN, include_boundaries="left")
         self.seed = None if seed is None else check_positive_int(seed, "seed", minimum=0)
         self.calibration_seed = check_positive_int(calibration_seed, "calibration_seed", minimum=0)
         self._budgets()  # validates the split (InputError / PrivacyBudgetError naming it)
