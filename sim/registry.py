@@ -4,15 +4,31 @@ One registry per strategy kind, one for the attacks and one for the mechanisms. 
 attack is named in the scenario with its parameters, e.g. ``{name = "budget_aware"}``;
 :meth:`Registry.make` builds it and turns a wrong name or parameter into one
 :class:`~mdpsim.errors.InputError` line that names the kind and what would work.
+
+Plug-ins (docs/plugins.md): a registry opened with :meth:`Registry.open_to_plugins` also
+offers the entry points of its group (``mdpsim.mechanisms``, ``mdpsim.attacks``,
+``mdpsim.strategies.<kind>``), read with importlib.metadata and imported only when asked for,
+and takes ``"package.module:Name"`` wherever it takes a name. A plug-in that cannot be imported
+or is not a subclass of the registry's base is an InputError naming it when it is asked for;
+it never takes the built-ins down. An entry point with a built-in's name is ignored, with a
+warning.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import os
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from mdpsim.component import Component
 from mdpsim.errors import InputError
+
+#: ``"package.module:Name"`` marks a class given by its import path, not a registered name.
+IMPORT_SEP = ":"
 
 
 class Registry[T: Component]:
@@ -21,6 +37,38 @@ class Registry[T: Component]:
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._classes: dict[str, type[T]] = {}
+        self.group: str | None = None
+        self.base: type | None = None
+        self._entry_points: dict[str, importlib.metadata.EntryPoint] | None = None
+
+    def open_to_plugins(self, group: str, base: type) -> None:
+        """Offer the entry points of ``group`` too; plug-ins must subclass ``base``."""
+        self.group, self.base = group, base
+        self._entry_points = None
+
+    def plugins(self) -> dict[str, importlib.metadata.EntryPoint]:
+        """The group's entry points by name (read once; :meth:`refresh_plugins` re-reads)."""
+        if self.group is None:
+            return {}
+        if self._entry_points is None:
+            found: dict[str, importlib.metadata.EntryPoint] = {}
+            for ep in importlib.metadata.entry_points(group=self.group):
+                where = f"{ep.value} of {ep.dist.name if ep.dist else 'an unknown distribution'}"
+                if ep.name in self._classes:
+                    warnings.warn(
+                        f"{self.kind} plug-in {ep.name!r} ({where}) has a built-in's name; "
+                        "ignored (rename its entry point)",
+                        stacklevel=2,
+                    )
+                elif ep.name not in found:
+                    found[ep.name] = ep
+            self._entry_points = found
+        return self._entry_points
+
+    def refresh_plugins(self) -> None:
+        """Read the entry points again (after installing a plug-in into this process)."""
+        importlib.invalidate_caches()
+        self._entry_points = None
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         """Class decorator: make ``cls`` available as ``make(name, ...)``."""
@@ -35,17 +83,44 @@ class Registry[T: Component]:
         return deco
 
     def available(self) -> list[str]:
-        """Registered names, in registration order."""
-        return list(self._classes)
+        """Registered names in registration order, then the plug-ins' (not imported yet)."""
+        return [*self._classes, *(n for n in self.plugins() if n not in self._classes)]
 
     def get(self, name: str) -> type[T]:
-        """The class registered as ``name``."""
+        """The class registered as ``name``, a plug-in's, or one at ``"package.module:Name"``."""
         cls = self._classes.get(name)
-        if cls is None:
+        if cls is not None:
+            return cls
+        if name in self.plugins():
+            ep = self.plugins()[name]
+            cls = self._checked(name, lambda: ep.load(), f"entry point {ep.value}")
+        elif IMPORT_SEP in name and self.base is not None:
+            cls = self._checked(name, lambda: _import(name), "an import path")
+        else:
             raise InputError(
                 f"unknown {self.kind} {name!r}; available: {', '.join(self.available())}"
+                + (" (or package.module:Name)" if self.base is not None else "")
             )
+        if cls not in self._classes.values():  # a built-in by its import path keeps its name
+            cls.name = name  # type: ignore[attr-defined]
+        self._classes[name] = cls
         return cls
+
+    def _checked(self, name: str, load: Callable[[], Any], what: str) -> type[T]:
+        """Import a plug-in; any failure is one InputError line naming it."""
+        try:
+            cls = load()
+        except Exception as exc:  # the plug-in's own code: any failure is its problem
+            raise InputError(
+                f"{self.kind} {name!r} ({what}) cannot be imported: {_one_line(exc)}"
+            ) from exc
+        assert self.base is not None
+        if not (isinstance(cls, type) and issubclass(cls, self.base)):
+            raise InputError(
+                f"{self.kind} {name!r} ({what}) is {cls!r}, not a subclass of "
+                f"{self.base.__module__}.{self.base.__qualname__}"
+            )
+        return cls  # type: ignore[return-value]
 
     def make(self, name: str, **params: Any) -> T:
         """Build ``name`` with ``params`` (keyword arguments of its constructor)."""
@@ -71,6 +146,26 @@ class Registry[T: Component]:
                     f"a {self.kind} table needs a name; available: {', '.join(self.available())}"
                 )
             return self.make(name, **params)
-        if any(isinstance(spec, cls) for cls in self._classes.values()):
+        if any(isinstance(spec, cls) for cls in self._classes.values()) or (
+            self.base is not None and isinstance(spec, self.base)
+        ):
             return spec
         raise InputError(f"{spec!r} is not a {self.kind} (a name, a table or an instance)")
+
+
+def _import(path: str) -> Any:
+    """The object at ``"package.module:Name"`` (the current folder is importable, as for
+    ``python -m``)."""
+    module_name, _, attr = path.partition(IMPORT_SEP)
+    if not module_name or not attr:
+        raise ValueError(f"{path!r} is not package.module:Name")
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"

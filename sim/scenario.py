@@ -138,7 +138,9 @@ class UsersTable(Table):
 class MechanismTable(Table):
     """``[mechanism]``: which mechanism the users report through, and its parameters."""
 
-    name: str = Field(description="a name from mdpsim.mechanisms.available()")
+    name: str = Field(
+        description="a name from mdpsim.mechanisms.available(), or package.module:Name"
+    )
     epsilon_per_km: Positive = Field(description="total eps of the mechanism, per km")
     refresh_every_ticks: int = Field(
         default=0,
@@ -158,22 +160,24 @@ class MechanismTable(Table):
     @field_validator("name")
     @classmethod
     def _registered(cls, v: str) -> str:
-        from mdpsim.mechanisms import available
+        from mdpsim.mechanisms import mechanism_class
 
-        if v not in available():
-            raise _refuse(f"= {v!r} is not a mechanism; available: {', '.join(available())}")
+        try:
+            mechanism_class(v)  # a registered name, a plug-in's, or package.module:Name
+        except InputError as exc:
+            raise _refuse(f": {exc}") from None
         return v
 
     @field_validator("params_by_name", mode="before")
     @classmethod
     def _keys_are_mechanisms(cls, v: Any) -> Any:
-        from mdpsim.mechanisms import available
+        from mdpsim.mechanisms import mechanism_class
 
-        bad = [k for k in v if k not in available()] if isinstance(v, dict) else []
-        if bad:
-            raise _refuse(
-                f"has key {bad[0]!r}, not a mechanism; available: {', '.join(available())}"
-            )
+        for key in v if isinstance(v, dict) else []:
+            try:
+                mechanism_class(key)
+            except InputError as exc:
+                raise _refuse(f"has key {key!r}, not a mechanism: {exc}") from None
         return v
 
     @model_validator(mode="after")

@@ -7,6 +7,7 @@ Each attack module registers itself with ``@register(name)`` when imported below
 
 from mdpsim.attacks import bayes, linkage, places, tracking, upload_stage  # noqa: F401
 from mdpsim.attacks.base import (
+    _ATTACKS,
     METRICS,
     Attack,
     Context,
@@ -24,6 +25,9 @@ from mdpsim.attacks.base import (
 from mdpsim.attacks.bayes import BayesAttack, posterior_leakage_per_output
 from mdpsim.attacks.suite import AttackSuite
 from mdpsim.mechanisms.dista_lp.locate import upload_location_estimate
+
+# After the built-ins: plug-ins by entry point (docs/plugins.md); a clash with a built-in warns.
+_ATTACKS.open_to_plugins("mdpsim.attacks", Attack)
 
 __all__ = [
     "METRICS",

@@ -16,7 +16,18 @@ from mdpsim.mechanisms import (  # noqa: F401
     rmp,
     stackelberg,
 )
-from mdpsim.mechanisms.base import Guarantee, Mechanism, available, make, register
+from mdpsim.mechanisms.base import (
+    _MECHANISMS,
+    Guarantee,
+    Mechanism,
+    available,
+    make,
+    mechanism_class,
+    register,
+)
 from mdpsim.mechanisms.dista_lp import mechanism as _dista_lp  # noqa: F401
 
-__all__ = ["Guarantee", "Mechanism", "available", "make", "register"]
+# After the built-ins: plug-ins by entry point (docs/plugins.md); a clash with a built-in warns.
+_MECHANISMS.open_to_plugins("mdpsim.mechanisms", Mechanism)
+
+__all__ = ["Guarantee", "Mechanism", "available", "make", "mechanism_class", "register"]

@@ -35,6 +35,17 @@ REGISTRIES: dict[str, Registry] = {
     "refresh": REFRESH_SCHEDULES,
     "pseudonyms": PSEUDONYM_STRATEGIES,
 }
+#: The base class a strategy of each kind subclasses (a plug-in's too).
+BASES: dict[str, type] = {
+    "report": ReportPolicy,
+    "budget": BudgetPolicy,
+    "query_planner": QueryPlanner,
+    "refresh": RefreshSchedule,
+    "pseudonyms": PseudonymStrategy,
+}
+# Plug-ins by entry point, group mdpsim.strategies.<kind> (docs/plugins.md).
+for _kind, _registry in REGISTRIES.items():
+    _registry.open_to_plugins(f"mdpsim.strategies.{_kind}", BASES[_kind])
 
 
 @dataclass(frozen=True)

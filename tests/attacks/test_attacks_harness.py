@@ -181,7 +181,7 @@ def test_mdpsim_attack_writes_table_markdown_and_heatmap(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--mechanisms", "em,nope"], "--mechanisms: 'nope' is not a mechanism"),
+        (["--mechanisms", "em,nope"], "--mechanisms: unknown mechanism 'nope'; available: "),
         (["--epsilons", "4,x"], "--epsilons='4,x' must be a comma-separated list"),
         (["--epsilons", "-1"], "--epsilons"),
         (["--repetitions", "0"], "--repetitions=0 must be >= 1"),
