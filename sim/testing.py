@@ -1,0 +1,148 @@
+"""Conformance checks for plug-in authors, like scikit-learn's ``check_estimator``.
+
+``check_mechanism(cls)``, ``check_attack(cls)`` and ``check_strategy(cls)`` raise
+``AssertionError`` naming the broken rule, and return ``None`` when ``cls`` keeps the
+contract mdpsim's own components keep (the same rules as tests/test_mechanism_conformance.py,
+tests/test_attacks_contract.py and the strategy tests). They run in seconds on pyrosm's
+bundled test extract (offline). docs/plugins.md shows them in a plug-in's tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from typing import Any
+
+import numpy as np
+
+from mdpsim.errors import InputError
+
+BUDGETS_PER_KM = (0.5, 4.0, 10.0)
+N_POINTS = 30
+USERS = np.array([0, 5, 5, 17])  # fit's users (ignored unless the mechanism needs them)
+
+
+@functools.cache
+def _domain(metric: str):
+    """A small domain on pyrosm's test extract, placed as a scenario's world places it."""
+    from mdpsim import scenario as scenario_mod
+    from mdpsim.world import build_domain, load_graph
+
+    s = scenario_mod.from_dict(
+        {
+            "network": {"source": "helsinki-test"},
+            "domain": {"n_points": N_POINTS, "metric": metric},
+            "mechanism": {"name": "em", "epsilon_per_km": 1.0},
+        }
+    )
+    return build_domain(s, load_graph(s), seed=1)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    return bool(a == b)
+
+
+def _check_params(cls: type, obj: Any, first: list[str]) -> dict[str, Any]:
+    """get_params lists every constructor parameter and rebuilds an equal object."""
+    sig = list(inspect.signature(cls).parameters.values())
+    positional = [p.name for p in sig[len(first) :] if p.kind is not p.KEYWORD_ONLY]
+    assert not positional, f"{cls.__name__}: parameters {positional} must be keyword-only"
+    params = obj.get_params()
+    assert set(params) == {p.name for p in sig}, (
+        f"{cls.__name__}.get_params() gives {sorted(params)}, not the constructor's parameters"
+    )
+    rebuilt = cls(**params).get_params()
+    for key, value in params.items():
+        assert _same(rebuilt[key], value), f"{cls.__name__}({key}=...) does not round-trip"
+    return params
+
+
+def check_mechanism(cls: type, **params: Any) -> None:
+    """``cls`` (a :class:`~mdpsim.mechanisms.Mechanism` subclass, built as
+    ``cls(epsilon, **params)``, default ``cls.conformance_params``) releases a verified
+    row-stochastic matrix at every budget and metric, is deterministic, samples its rows,
+    refuses a bad epsilon with InputError, round-trips get_params and keeps its parameters
+    through fit, and states a guarantee no larger than its epsilon."""
+    from mdpsim.mechanisms import Mechanism
+    from mdpsim.privacy import verify
+
+    assert isinstance(cls, type) and issubclass(cls, Mechanism), f"{cls!r} is not a Mechanism"
+    params = params or dict(getattr(cls, "conformance_params", {}))
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        try:
+            cls(bad, **params)
+        except InputError:
+            continue
+        raise AssertionError(f"{cls.__name__}(epsilon={bad}) was accepted; raise InputError")
+    _check_params(cls, cls(4.0, **params), ["epsilon"])
+    for metric in ("road", "l2"):
+        domain = _domain(metric)
+        for eps in BUDGETS_PER_KM:
+            mech = cls(eps, **params)
+            before = copy.deepcopy(mech.get_params())
+            where = f"{cls.__name__} at eps {eps}/km, {metric}"
+            try:
+                mech.fit(domain, users=USERS)
+            except Exception as exc:  # the checked code: any failure is its own
+                raise AssertionError(f"{where}: fit raised {type(exc).__name__}: {exc}") from exc
+            Z = mech.matrix_
+            assert Z.shape == (domain.n_x, domain.n_y), f"{where}: matrix_ is {Z.shape}"
+            assert np.all(np.isfinite(Z)) and Z.min() >= 0, f"{where}: negative or NaN entries"
+            assert np.allclose(Z.sum(axis=1), 1.0, rtol=0, atol=1e-12), f"{where}: rows != 1"
+            result = verify(Z, domain.dist_xx, eps)
+            assert result.passed, f"{where}: the exact check fails: {result}"
+            after = mech.get_params()
+            assert all(_same(after[k], v) for k, v in before.items()), f"{where}: fit changed"
+            g = mech.guarantee
+            assert g.epsilon_per_km <= eps * (1 + 1e-12), f"{where}: guarantee above epsilon"
+        again = cls(4.0, **params).fit(domain, users=USERS)
+        first = cls(4.0, **params).fit(domain, users=USERS)
+        assert np.array_equal(first.matrix_, again.matrix_), f"{cls.__name__}: not deterministic"
+        rows = np.full(4000, 3)
+        draws = [m.sample_many(rows, rng=np.random.default_rng(7)) for m in (first, again)]
+        assert np.array_equal(draws[0], draws[1]), f"{cls.__name__}: same seed, different samples"
+        freq = np.bincount(draws[0], minlength=domain.n_y) / len(rows)
+        worst = np.abs(freq - first.matrix_[3]).max()
+        assert worst < 0.05, f"{cls.__name__}: samples of row 3 off the matrix by {worst:.3f}"
+
+
+def check_attack(cls: type, **params: Any) -> None:
+    """``cls`` (an :class:`~mdpsim.attacks.Attack` subclass) builds from keyword parameters,
+    round-trips get_params (no ``context`` among them), refuses an unknown parameter through
+    the registry's one line, and has a repr naming it."""
+    from mdpsim.attacks import Attack
+
+    assert isinstance(cls, type) and issubclass(cls, Attack), f"{cls!r} is not an Attack"
+    attack = cls(**params)
+    got = _check_params(cls, attack, [])
+    assert "context" not in got, f"{cls.__name__}: the context is not a parameter"
+    assert repr(attack).startswith(cls.__name__ + "("), f"{cls.__name__}: repr {attack!r}"
+    _check_unknown_parameter(cls, "attack")
+
+
+def check_strategy(cls: type, **params: Any) -> None:
+    """``cls`` subclasses one strategy kind's base (report, budget, query_planner, refresh or
+    pseudonyms), builds from keyword parameters, round-trips get_params and refuses an unknown
+    parameter through the registry's one line."""
+    from mdpsim.strategies import BASES
+
+    kinds = [k for k, base in BASES.items() if isinstance(cls, type) and issubclass(cls, base)]
+    assert kinds, f"{cls!r} subclasses none of {', '.join(b.__name__ for b in BASES.values())}"
+    _check_params(cls, cls(**params), [])
+    _check_unknown_parameter(cls, "strategy")
+
+
+def _check_unknown_parameter(cls: type, kind: str) -> None:
+    from mdpsim.registry import Registry
+
+    registry: Registry[Any] = Registry(kind)
+    registry.register(f"check_{cls.__name__}")(type(cls.__name__, (cls,), {}))
+    try:
+        registry.make(f"check_{cls.__name__}", no_such_parameter=1)
+    except InputError as exc:
+        assert "no_such_parameter" in str(exc) and "\n" not in str(exc)
+        return
+    raise AssertionError(f"{cls.__name__}(no_such_parameter=1) was accepted")

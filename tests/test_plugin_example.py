@@ -1,0 +1,113 @@
+"""The example plug-in (tests/plugin_example, its own pyproject.toml) installed with pip, as a
+user would: its mechanism runs in `mdpsim run` and `mdpsim attack`, its attack shows in the
+tables, its strategy plays in the env, and mdpsim.testing's checks pass on each."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mdpsim import attacks, mechanisms, strategies
+from mdpsim.cli import main
+from mdpsim.env import parallel_env
+
+EXAMPLE = Path(__file__).resolve().parent / "plugin_example"
+SCENARIO = {
+    "scenario": {"name": "plugin", "seed": 2, "ticks": 3},
+    "network": {"source": "helsinki-test"},
+    "domain": {"n_points": 30},
+    "users": {"count": 3},
+    "mechanism": {"name": "coin_em", "epsilon_per_km": 5.0},
+    "queries": {"every_ticks": 0},
+    "attacks": {"run": ["bayes", "prior_guess"]},
+    "strategies": {"report": "every_other"},
+}
+REGISTRIES = [mechanisms.base._MECHANISMS, attacks.base._ATTACKS, *strategies.REGISTRIES.values()]
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    """pip installs the example (no dependencies, no download) into a folder put on sys.path."""
+    src = tmp_path_factory.mktemp("src") / "example"
+    shutil.copytree(EXAMPLE, src)
+    target = tmp_path_factory.mktemp("site")
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "-q"]
+    flags = ["--no-deps", "--no-build-isolation", "--no-index", "--target", str(target)]
+    subprocess.run([*pip, *flags, str(src)], check=True, capture_output=True, timeout=300)
+    sys.path.insert(0, str(target))
+    for r in REGISTRIES:
+        r.refresh_plugins()
+    yield importlib.import_module("mdpsim_example")
+    sys.path.remove(str(target))
+    sys.modules.pop("mdpsim_example", None)
+    for r in REGISTRIES:
+        r.refresh_plugins()
+        for name in ("coin_em", "prior_guess", "every_other"):
+            r._classes.pop(name, None)
+
+
+def test_the_entry_points_are_listed(example):
+    assert "coin_em" in mechanisms.available()
+    assert "prior_guess" in attacks.available()
+    assert "every_other" in strategies.REGISTRIES["report"].available()
+
+
+def test_the_checks_pass_on_each(example, helsinki_test_walk):
+    from mdpsim.testing import check_attack, check_mechanism, check_strategy
+
+    check_mechanism(example.CoinEM)
+    check_attack(example.PriorGuess)
+    check_strategy(example.EveryOther)
+
+
+def test_its_mechanism_and_attack_run_in_mdpsim_run(example, tmp_path, capsys):
+    path = tmp_path / "plugin.toml"
+    path.write_text(_toml(SCENARIO))
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["scenario"]["mechanism"]["name"] == "coin_em"
+    assert main(["run", str(path), "--out", str(tmp_path / "bad"), "--seed", "1"]) == 0
+    bad = dict(SCENARIO, mechanism={**SCENARIO["mechanism"], "params": {"nope": 1}})
+    path.write_text(_toml(bad))
+    assert main(["run", str(path)]) == 2
+    assert "mechanism 'coin_em' has no parameter 'nope'" in capsys.readouterr().err
+
+
+def test_its_mechanism_and_attack_show_in_mdpsim_attack(example, tmp_path, capsys):
+    path = tmp_path / "plugin.toml"
+    path.write_text(_toml(SCENARIO))
+    out = tmp_path / "attack"
+    assert main(["attack", str(path), "--mechanisms", "coin_em,em", "--out", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "coin_em" in table and "prior_guess" in table
+
+
+def test_its_strategy_plays_in_the_env(example):
+    env = parallel_env(dict(SCENARIO, strategies={}), strategies={"report": "every_other"})
+    env.reset()
+    assert type(env.game.model.strategies.report).__name__ == "EveryOther"
+    wants = []  # what the strategy has each user do, tick by tick
+    while env.agents:
+        actions = env.strategy_actions()
+        wants.append([int(actions[f"user_{u}"]) for u in range(3)])
+        env.step(actions)
+    assert wants == [[0, 0, 0], [1, 1, 1], [0, 0, 0]]  # ticks 1, 2, 3: even ticks report
+
+
+def _toml(tables: dict) -> str:
+    lines = []
+    for table, fields in tables.items():
+        lines.append(f"[{table}]")
+        for key, value in fields.items():
+            if isinstance(value, dict):
+                inner = ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items())
+                lines.append(f"{key} = {{{inner}}}")
+            else:
+                lines.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,57 @@
+"""mdpsim.testing: the public conformance checks pass on mdpsim's own components and name
+the rule a broken one breaks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdpsim import attacks, mechanisms, strategies
+from mdpsim.mechanisms import Mechanism
+from mdpsim.testing import check_attack, check_mechanism, check_strategy
+
+FAST_MECHANISMS = ("em", "laplace")
+
+
+@pytest.mark.parametrize("name", FAST_MECHANISMS)
+def test_check_mechanism_passes_on_built_ins(name, helsinki_test_walk):
+    check_mechanism(mechanisms.mechanism_class(name))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in mechanisms.available() if n not in FAST_MECHANISMS])
+def test_check_mechanism_passes_on_every_built_in(name, helsinki_test_walk):
+    check_mechanism(mechanisms.mechanism_class(name))
+
+
+@pytest.mark.parametrize("name", attacks.available())
+def test_check_attack_passes_on_every_built_in(name):
+    check_attack(attacks.base._ATTACKS.get(name))
+
+
+@pytest.mark.parametrize(
+    "cls", [r.get(n) for r in strategies.REGISTRIES.values() for n in r.available()]
+)
+def test_check_strategy_passes_on_every_built_in(cls):
+    check_strategy(cls)
+
+
+class Leaky(Mechanism):
+    """Reports the truth: no privacy."""
+
+    def _fit(self, domain):
+        return np.eye(domain.n_x, domain.n_y), {}
+
+
+def test_a_leaky_mechanism_fails_naming_the_check(helsinki_test_walk):
+    with pytest.raises(
+        AssertionError, match="Leaky at eps 0.5/km, road: fit raised PrivacyViolation"
+    ):
+        check_mechanism(Leaky)
+
+
+def test_a_non_subclass_is_refused():
+    with pytest.raises(AssertionError, match="is not an Attack"):
+        check_attack(Leaky)
+    with pytest.raises(AssertionError, match="subclasses none of"):
+        check_strategy(Leaky)
