@@ -102,7 +102,7 @@ class Registry[T: Component]:
                 + (" (or package.module:Name)" if self.base is not None else "")
             )
         if cls not in self._classes.values():  # a built-in by its import path keeps its name
-            cls.name = name  # type: ignore[attr-defined]
+            cls.name = name
         self._classes[name] = cls
         return cls
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from mdpsim.component import Component
 from mdpsim.errors import InputError
 from mdpsim.registry import Registry
 from mdpsim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
@@ -35,7 +36,8 @@ REGISTRIES: dict[str, Registry] = {
     "refresh": REFRESH_SCHEDULES,
     "pseudonyms": PSEUDONYM_STRATEGIES,
 }
-#: The base class a strategy of each kind subclasses (a plug-in's too).
+#: The base class a strategy of each kind subclasses (a plug-in's too); a kind missing here
+#: takes any Component.
 BASES: dict[str, type] = {
     "report": ReportPolicy,
     "budget": BudgetPolicy,
@@ -45,7 +47,7 @@ BASES: dict[str, type] = {
 }
 # Plug-ins by entry point, group mdpsim.strategies.<kind> (docs/plugins.md).
 for _kind, _registry in REGISTRIES.items():
-    _registry.open_to_plugins(f"mdpsim.strategies.{_kind}", BASES[_kind])
+    _registry.open_to_plugins(f"mdpsim.strategies.{_kind}", BASES.get(_kind, Component))
 
 
 @dataclass(frozen=True)
