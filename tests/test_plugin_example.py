@@ -25,7 +25,7 @@ SCENARIO = {
     "users": {"count": 3},
     "mechanism": {"name": "coin_em", "epsilon_per_km": 5.0},
     "queries": {"every_ticks": 0},
-    "attacks": {"run": ["bayes", "prior_guess"]},
+    "attacks": {"run": ["bayes", "mode_guess"]},
     "strategies": {"report": "every_other"},
 }
 REGISTRIES = [mechanisms.base._MECHANISMS, attacks.base._ATTACKS, *strategies.REGISTRIES.values()]
@@ -48,13 +48,13 @@ def example(tmp_path_factory):
     sys.modules.pop("mdpsim_example", None)
     for r in REGISTRIES:
         r.refresh_plugins()
-        for name in ("coin_em", "prior_guess", "every_other"):
+        for name in ("coin_em", "mode_guess", "every_other"):
             r._classes.pop(name, None)
 
 
 def test_the_entry_points_are_listed(example):
     assert "coin_em" in mechanisms.available()
-    assert "prior_guess" in attacks.available()
+    assert "mode_guess" in attacks.available()
     assert "every_other" in strategies.REGISTRIES["report"].available()
 
 
@@ -62,7 +62,7 @@ def test_the_checks_pass_on_each(example, helsinki_test_walk):
     from mdpsim.testing import check_attack, check_mechanism, check_strategy
 
     check_mechanism(example.CoinEM)
-    check_attack(example.PriorGuess)
+    check_attack(example.ModeGuess)
     check_strategy(example.EveryOther)
 
 
@@ -85,7 +85,7 @@ def test_its_mechanism_and_attack_show_in_mdpsim_attack(example, tmp_path, capsy
     out = tmp_path / "attack"
     assert main(["attack", str(path), "--mechanisms", "coin_em,em", "--out", str(out)]) == 0
     table = capsys.readouterr().out
-    assert "coin_em" in table and "prior_guess" in table
+    assert "coin_em" in table and "mode_guess" in table
 
 
 def test_its_strategy_plays_in_the_env(example):
