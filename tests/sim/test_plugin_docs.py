@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
 
 
 def test_the_plugin_docs_example_runs(helsinki_test_walk, capsys):

@@ -17,7 +17,7 @@ from mdpsim import attacks, mechanisms, strategies
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
 
-EXAMPLE = Path(__file__).resolve().parent / "plugin_example"
+EXAMPLE = Path(__file__).resolve().parent.parent / "plugin_example"
 SCENARIO = {
     "scenario": {"name": "plugin", "seed": 2, "ticks": 3},
     "network": {"source": "helsinki-test"},
