@@ -25,18 +25,21 @@ USERS = np.array([0, 5, 5, 17])  # fit's users (ignored unless the mechanism nee
 
 @functools.cache
 def _domain(metric: str):
-    """A small domain on pyrosm's test extract, placed as a scenario's world places it."""
+    """A small domain on pyrosm's test extract, placed as a scenario's world places it
+    (road metric), or the same places under an lp metric."""
     from mdpsim import scenario as scenario_mod
+    from mdpsim.domain import Domain
     from mdpsim.world import build_domain, load_graph
 
     s = scenario_mod.from_dict(
         {
             "network": {"source": "helsinki-test"},
-            "domain": {"n_points": N_POINTS, "metric": metric},
+            "domain": {"n_points": N_POINTS},
             "mechanism": {"name": "em", "epsilon_per_km": 1.0},
         }
     )
-    return build_domain(s, load_graph(s), seed=1)
+    road = build_domain(s, load_graph(s), seed=1)
+    return road if metric == "road" else Domain.from_points(road.x_xy, metric=metric)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -29,7 +29,7 @@ class CoinEM(Mechanism):
         return self.keep * em + (1.0 - self.keep) * uniform, {}
 
 
-class PriorGuess(Attack):
+class ModeGuess(Attack):
     """Ignores every report and guesses the most likely secret of the public prior."""
 
     def __init__(self) -> None:
