@@ -53,7 +53,7 @@ def test_defaults_fill_missing_optional_fields(tmp_path):
         (MINIMAL + "[weather]\nrain = true\n", r"unknown table \[weather\]"),
         ('[mechanism]\nname = "em"\n', "missing field mechanism.epsilon_per_km"),
         ('[mechanism]\nname = "nope"\nepsilon_per_km = 1.0\n', "mechanism.name.*available"),
-        (MINIMAL + "[domain]\nmetric = 'l3'\n", "domain.metric.*road, l1, l2, linf"),
+        (MINIMAL + "[domain]\nmetric = 'l3'\n", "domain.metric.*needs metric = 'road'"),
         (MINIMAL + "[users]\ndwell_ticks = [5, 1]\n", r"users.dwell_ticks.*min <= max"),
         (MINIMAL + "[queries]\nbeta = 1.5\n", "queries.beta"),
         (MINIMAL + "[queries]\nkinds = ['range', 'sql']\n", r"queries.kinds.*'sql'"),
