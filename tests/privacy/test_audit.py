@@ -17,7 +17,7 @@ from mdpsim.audit import (
 )
 from mdpsim.domain import Domain
 from mdpsim.errors import InputError
-from mdpsim.mechanisms import available, make
+from mdpsim.mechanisms import available, make, mechanism_class
 from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
@@ -147,8 +147,7 @@ def test_no_false_alarm_in_100_audits_of_a_tight_mechanism():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", available())
 def test_every_registered_mechanism_passes(name, road_domain_small):
-    cls_params = getattr(type(make(name, epsilon=1.0)), "conformance_params", {})
-    mech = make(name, epsilon=EPS, **cls_params)
+    mech = make(name, epsilon=EPS, **mechanism_class(name).conformance_params)
     mech.fit(road_domain_small, users=np.array([0, 5, 17]))  # ignored unless it needs users
     dist = mech.domain_.dist_xx
     result = audit(mechanism_sampler(mech), dist, EPS, rng=np.random.default_rng(1))
