@@ -280,6 +280,12 @@ class AttacksTable(Table):
             except InputError as exc:
                 where = f"params.{spec['label']}" if spec["label"] in self.params else "run"
                 raise _refuse(f": {exc}", field=where) from None
+            if spec.get("mobility") == "true" and not self.grant_true_mobility:
+                raise _refuse(
+                    f"{spec['label']!r} asks for mobility = 'true'; set "
+                    "attacks.grant_true_mobility = true to hand it the users' transitions",
+                    field=f"params.{spec['label']}",
+                )
         return self
 
     def specs(self, *, active_only: bool = True) -> list[dict[str, Any]]:

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from mdpsim import harness
 from mdpsim import scenario as sc
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
+from mdpsim.errors import InputError
 from mdpsim.model import PrivacyModel
 from mdpsim.run import simulate
 from mdpsim.world import build_world
@@ -140,3 +142,9 @@ def test_mdpsim_attack_is_the_run_of_each_mechanism():
         check_dtype=False,
     )
     assert summary["mechanism"].tolist() == ["em"]
+
+
+def test_true_mobility_without_the_grant_is_refused_at_load():
+    """Found by tests/sim/test_scenario_runs.py: it passed validation and failed in the run."""
+    with pytest.raises(InputError, match="attacks.params.oracle.*grant_true_mobility"):
+        _oracle(**{"attacks.grant_true_mobility": False})
