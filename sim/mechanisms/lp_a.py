@@ -25,7 +25,8 @@ from scipy.spatial import cKDTree
 
 from mdpsim.domain import implied_free_pairs
 from mdpsim.mechanisms.base import register
-from mdpsim.mechanisms.lp import OptimalLP, release_optimal
+from mdpsim.mechanisms.lp import OptimalLP
+from mdpsim.mechanisms.lp_solver import release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN
 from mdpsim.validation import check_positive_int
 

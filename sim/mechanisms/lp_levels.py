@@ -22,8 +22,8 @@ import numpy as np
 from mdpsim.domain import farthest_points
 from mdpsim.errors import SolverError
 from mdpsim.mechanisms.highs import HighsOptions
-from mdpsim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, solve_optimal
 from mdpsim.mechanisms.lp_outputs import tight_constraints
+from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, solve_optimal
 from mdpsim.mechanisms.repair import envelope_parents
 
 LEVEL_RATIO = float(np.sqrt(2.0))  # secrets per level: N / ratio^j (docs/lp.md)

@@ -8,9 +8,9 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    ``y_c = argmin_y sum_{i in c} pi_i d(x_i, y)``). Public: they depend on the prior and
    the metric only.
 2. **LP.** The optimal LP over every secret and those outputs, with the domain's chaining
-   constraint pairs (exact by chaining), solved by ``lp.solve_optimal`` (constraint
+   constraint pairs (exact by chaining), solved by ``lp_solver.solve_optimal`` (constraint
    generation on the dual, docs/lp.md) at ``eps (1 - margin)``, repaired and verified
-   exactly at ``eps`` by ``repair.release_verified`` (``lp.release_optimal``). The other
+   exactly at ``eps`` by ``repair.release_verified`` (``lp_solver.release_optimal``). The other
    outputs get probability 0 (a zero column meets every constraint). So the released matrix
    is pure eps-mDP over all of X, and its loss uses the domain's true cost.
 3. **Certified lower bound** on the optimal LP's loss over ALL outputs
@@ -38,8 +38,8 @@ from scipy import sparse
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.lp_outputs import tight_constraints
+from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
 from mdpsim.validation import check_margin, check_positive_int, check_scalar
 
@@ -265,7 +265,7 @@ class MedoidOutputLP(Mechanism):
         on a failed exact check.
     priced_outputs
         Outputs added to the medoids by pricing ALL outputs against the restricted LP's
-        row-sum duals (Laplace rays, ``lp.solve_optimal`` with ``max_outputs``; outputs
+        row-sum duals (Laplace rays, ``lp_solver.solve_optimal`` with ``max_outputs``; outputs
         without mass may leave again). 0 (default): the medoids only.
     bound_groups
         Output groups of the lower bound's relaxation (k-medoids of their own; more groups:

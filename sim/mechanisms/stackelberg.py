@@ -49,7 +49,7 @@ from mdpsim.domain import lp_distances
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp import directed_constraints
+from mdpsim.mechanisms.lp_solver import directed_constraints
 from mdpsim.mechanisms.repair import MAX_MARGIN, SIDES, release_verified
 from mdpsim.privacy.guarantees import NoGuarantee
 from mdpsim.privacy.verifier import verify

@@ -12,10 +12,11 @@ from scipy.optimize import linprog
 from mdpsim.domain import Domain
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import available, make
-from mdpsim.mechanisms import lp as lp_mod
+from mdpsim.mechanisms import lp_solver as lp_mod
 from mdpsim.mechanisms import repair as repair_mod
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp import OptimalLP, lp_path, solve_optimal
+from mdpsim.mechanisms.lp import OptimalLP, lp_path
+from mdpsim.mechanisms.lp_solver import solve_optimal
 from mdpsim.privacy.verifier import verify
 
 

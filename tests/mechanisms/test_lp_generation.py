@@ -11,8 +11,8 @@ from scipy.optimize import linprog
 from mdpsim.domain import Domain
 from mdpsim.errors import SolverError
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp import directed_constraints, solve_optimal
 from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
+from mdpsim.mechanisms.lp_solver import directed_constraints, solve_optimal
 from mdpsim.mechanisms.repair import envelope_parents, lipschitz_envelope
 
 

@@ -9,7 +9,7 @@ from scipy import sparse
 from mdpsim.domain import Domain
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import lp_medoids, make
-from mdpsim.mechanisms.lp import directed_constraints, solve_optimal
+from mdpsim.mechanisms.lp_solver import directed_constraints, solve_optimal
 from mdpsim.privacy.verifier import verify
 
 

@@ -12,7 +12,7 @@ from mdpsim.attacks.suite import AttackSuite
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.mechanisms.lp import directed_constraints
+from mdpsim.mechanisms.lp_solver import directed_constraints
 from mdpsim.mechanisms.stackelberg import (
     UnconstrainedStackelberg,
     adversary_error_km,
