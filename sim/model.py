@@ -44,6 +44,10 @@ class Decisions:
     report: np.ndarray  # bool per user: willing to report
     refresh: bool  # the server regenerates the mechanism
     query: bool  # the server asks this tick's queries
+    # the game's choices ([game], docs/env.md); None: what the strategies do
+    level: np.ndarray | None = None  # per user, the index of its eps level
+    mechanism: int | None = None  # at a refresh, the index of the mechanism to publish
+    query_kinds: tuple[str, ...] | None = None  # the kinds asked (None: every kind)
 
 
 class PrivacyModel(mesa.Model):
@@ -145,14 +149,16 @@ class PrivacyModel(mesa.Model):
         self.last_decisions = decisions
         with _timed(timing, "mechanism_s"):
             if decisions.refresh:
-                self.server.generate()  # 1. a new mechanism on a public schedule (uploads)
+                self.server.generate(decisions.mechanism)  # 1. a new mechanism (uploads)
         with _timed(timing, "report_s"):
             self.pseudonyms = self.strategies.pseudonyms.names(
                 self.tick, self.pseudonyms, self.streams["pseudonyms"]
             )
-            reports = self.server.collect_reports(decisions.report)  # 2. users report and pay
+            # 2. users report (each at its level) and pay
+            reports = self.server.collect_reports(decisions.report, decisions.level)
         with _timed(timing, "query_s"):
-            queries = self.server.ask_queries() if decisions.query else {}  # 3. queries
+            kinds = decisions.query_kinds  # 3. queries
+            queries = self.server.ask_queries(kinds) if decisions.query else {}
         with _timed(timing, "attack_s"):
             attacks = self.server.attack(reports)  # 4. the server's attacks, scored
         self.last_reports, self.last_attacks, self.last_queries = reports, attacks, queries

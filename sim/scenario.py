@@ -195,7 +195,12 @@ class MechanismTable(Table):
     def constructor_params(self) -> dict[str, Any]:
         """A fresh dict of constructor parameters: ``params`` with the entry of
         ``params_by_name`` for ``name`` merged over it."""
-        return {**self.params, **self.params_by_name.get(self.name, {})}
+        return self.params_for(self.name)
+
+    def params_for(self, name: str) -> dict[str, Any]:
+        """The constructor parameters of mechanism ``name`` (``[game] mechanisms``):
+        ``params`` with ``params_by_name[name]`` merged over it."""
+        return {**self.params, **self.params_by_name.get(name, {})}
 
 
 class QueriesTable(Table):
@@ -354,6 +359,47 @@ class StrategiesTable(Table):
         return self
 
 
+class GameTable(Table):
+    """``[game]``: the players' choices in ``mdpsim.env`` (docs/env.md); empty lists keep one
+    mechanism at one eps."""
+
+    epsilon_levels: list[Positive] = Field(
+        default=[],
+        description="eps levels (1/km) a user chooses among when it reports, one mechanism "
+        "per level, all fitted at each generation; must hold mechanism.epsilon_per_km (the "
+        "level the report strategies use); empty: that eps alone",
+    )
+    mechanisms: list[str] = Field(
+        default=[],
+        description="mechanisms the server chooses among at a refresh; must hold "
+        "mechanism.name (published first); empty: mechanism.name alone",
+    )
+    choose_query_kinds: bool = Field(
+        default=False,
+        description="true: the server chooses which of queries.kinds to ask each tick (one "
+        "action bit per kind) instead of all or none",
+    )
+
+    @field_validator("epsilon_levels", "mechanisms")
+    @classmethod
+    def _distinct(cls, v: list) -> list:
+        if len(set(v)) != len(v):
+            raise _refuse(f"= {v!r} lists a value twice")
+        return v
+
+    @field_validator("mechanisms")
+    @classmethod
+    def _registered(cls, v: list[str]) -> list[str]:
+        from mdpsim.mechanisms import mechanism_class
+
+        for name in v:
+            try:
+                mechanism_class(name)
+            except InputError as exc:
+                raise _refuse(f"has {name!r}: {exc}") from None
+        return v
+
+
 class OutputTable(Table):
     """``[output]``: which tables a run writes."""
 
@@ -379,6 +425,7 @@ class Scenario(BaseModel):
     attacks: AttacksTable = Field(default_factory=AttacksTable)
     output: OutputTable = Field(default_factory=OutputTable)
     strategies: StrategiesTable = Field(default_factory=StrategiesTable)
+    game: GameTable = Field(default_factory=GameTable)
     sweep: dict[str, Any] = Field(
         default={},
         description='batch runs only: "table.field" = [values] (each validated like the field), '
@@ -404,6 +451,41 @@ class Scenario(BaseModel):
                     f"{table}.{name}",
                     field=f"strategies.{kind}",
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _game_choices_build(self) -> Scenario:
+        """The game's lists hold the ``[mechanism]`` defaults, and every (mechanism, level)
+        builds; a mechanism that takes uploads plays at one level (one upload per fit)."""
+        from mdpsim.mechanisms import make, mechanism_class
+
+        game, mech = self.game, self.mechanism
+        if game.epsilon_levels and mech.epsilon_per_km not in game.epsilon_levels:
+            raise _refuse(
+                f"= {game.epsilon_levels!r} must hold mechanism.epsilon_per_km = "
+                f"{mech.epsilon_per_km!r} (the level the report strategies use)",
+                field="game.epsilon_levels",
+            )
+        if game.mechanisms and mech.name not in game.mechanisms:
+            raise _refuse(
+                f"= {game.mechanisms!r} must hold mechanism.name = {mech.name!r} (published first)",
+                field="game.mechanisms",
+            )
+        for name in game.mechanisms or [mech.name]:
+            if len(game.epsilon_levels) > 1 and mechanism_class(name).needs_users:
+                raise _refuse(
+                    f"has {name!r}, which takes uploads at every fit: it plays at one level "
+                    "(drop it or keep one epsilon level)",
+                    field="game.mechanisms",
+                )
+            for eps in game.epsilon_levels or [mech.epsilon_per_km]:
+                try:
+                    make(name, epsilon=eps, **mech.params_for(name))
+                except (TypeError, InputError) as exc:
+                    raise _refuse(
+                        f"has {name!r} at eps {eps!r}, which does not build: {exc}",
+                        field="game.mechanisms",
+                    ) from None
         return self
 
     @property

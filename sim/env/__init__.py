@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdpsim.env.game import SERVER_ACTIONS, SERVER_OBS, USER_ACTIONS, USER_OBS, Game, RewardWeights
+from mdpsim.env.game import (
+    LEVEL_OBS,
+    SERVER_ACTIONS,
+    SERVER_OBS,
+    USER_ACTIONS,
+    USER_OBS,
+    Game,
+    RewardWeights,
+)
 from mdpsim.env.parallel import PrivacyParallelEnv
 from mdpsim.env.single import SingleAgentEnv
 from mdpsim.scenario import ScenarioSource
@@ -34,6 +42,7 @@ def single_agent_env(
 
 
 __all__ = [
+    "LEVEL_OBS",
     "SERVER_ACTIONS",
     "SERVER_OBS",
     "USER_ACTIONS",

@@ -17,6 +17,14 @@ it received and charged (never a true location). Rewards state the game:
   tick exactly (top-1);
 * server: the mean attack success over the users minus ``query_weight`` times the sum of this
   tick's query errors.
+
+The ``[game]`` table widens the choices (docs/env.md, "Players with real choices"): with
+``epsilon_levels`` a user's action is 0 (silent) or ``1 + l`` (report at level ``l``), and its
+observation adds each level's charge, expected loss and hit probability; with ``mechanisms``
+the server's action adds the index of the mechanism to publish at a refresh; with
+``choose_query_kinds`` its query bit becomes one bit per kind. Left empty, the spaces are the
+ones above. :meth:`Game.user_fields`, :meth:`Game.server_fields` and
+:meth:`Game.server_action_fields` name the entries of each.
 """
 
 from __future__ import annotations
@@ -54,8 +62,11 @@ SERVER_OBS = (
     "expected_loss_km",
     "attack_entropy_bits",  # the single-report posterior's entropy, last tick's mean
 )
-USER_ACTIONS = ("silent", "report")
+USER_ACTIONS = ("silent", "report")  # with [game] epsilon_levels: silent, then one per level
 SERVER_ACTIONS = ("refresh", "query")  # MultiDiscrete([2, 2]): regenerate now, ask queries
+#: Per eps level l (``[game] epsilon_levels``), appended to the user's observation as
+#: ``level{l}_{field}``: its charge / own capacity, its expected loss, its hit probability.
+LEVEL_OBS = ("cost_fraction", "expected_loss_km", "hit_probability")
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,11 @@ class Game:
         self.weights = weights or RewardWeights()
         self.n_users = scenario.users.count
         self.horizon = scenario.scenario.ticks
+        game = scenario.game
+        self.levels = tuple(game.epsilon_levels or [scenario.mechanism.epsilon_per_km])
+        self.level_fields = bool(game.epsilon_levels)  # the observation's per-level fields
+        self.mechanism_names = tuple(game.mechanisms)  # empty: no mechanism choice
+        self.query_kinds = tuple(scenario.queries.kinds) if game.choose_query_kinds else ()
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
         self.graph = load_graph(scenario)
         self._domains: dict[int, Any] = {}
@@ -98,14 +114,35 @@ class Game:
         return self._model
 
     # ------------------------------------------------------------------ spaces
+    def user_fields(self) -> tuple[str, ...]:
+        """The user's observation fields: :data:`USER_OBS`, then :data:`LEVEL_OBS` per level."""
+        per_level = tuple(f"level{i}_{name}" for i in range(len(self.levels)) for name in LEVEL_OBS)
+        return USER_OBS + (per_level if self.level_fields else ())
+
+    def server_fields(self) -> tuple[str, ...]:
+        """The server's observation fields: :data:`SERVER_OBS`, the published mechanism's
+        index (with ``[game] mechanisms``) and per level the users who reported at it."""
+        extra: tuple[str, ...] = ("mechanism_index",) if self.mechanism_names else ()
+        if self.level_fields:
+            extra += tuple(f"level{i}_reported_fraction" for i in range(len(self.levels)))
+        return SERVER_OBS + extra
+
+    def server_action_fields(self) -> tuple[str, ...]:
+        """The entries of the server's MultiDiscrete action, in order."""
+        mechanism = ("mechanism",) if self.mechanism_names else ()
+        query = tuple(f"query_{k}" for k in self.query_kinds) if self.query_kinds else ("query",)
+        return ("refresh", *mechanism, *query)
+
     def observation_space(self, agent: str) -> spaces.Box:
-        n = len(SERVER_OBS) if agent == "server" else len(USER_OBS)
+        n = len(self.server_fields()) if agent == "server" else len(self.user_fields())
         return spaces.Box(low=0.0, high=np.inf, shape=(n,), dtype=np.float32)
 
     def action_space(self, agent: str) -> spaces.Space:
         if agent == "server":
-            return spaces.MultiDiscrete([2, 2])
-        return spaces.Discrete(2)
+            sizes = [len(self.mechanism_names) if f == "mechanism" else 2
+                     for f in self.server_action_fields()]  # fmt: skip
+            return spaces.MultiDiscrete(sizes)
+        return spaces.Discrete(1 + len(self.levels))
 
     def user_index(self, agent: str) -> int:
         if agent.startswith("user_") and agent[5:].isdigit() and int(agent[5:]) < self.n_users:
@@ -135,6 +172,7 @@ class Game:
         lo, hi = domain.x_xy.min(axis=0), domain.x_xy.max(axis=0)
         self._xy_fraction = (domain.x_xy - lo) / np.where(hi > lo, hi - lo, 1.0)
         self.reported = np.zeros(self.n_users, dtype=bool)
+        self.level_reported = np.zeros(len(self.levels))
         self.attack_entropy_bits = 0.0
 
     @property
@@ -147,9 +185,19 @@ class Game:
 
     def actions_of(self, d: Decisions) -> dict[str, Any]:
         """The decisions of a tick as the agents' actions."""
-        out: dict[str, Any] = {"server": np.array([int(d.refresh), int(d.query)], dtype=np.int64)}
+        server = self.model.server
+        mechanism = [server.published if d.mechanism is None else d.mechanism]
+        if self.query_kinds:
+            query = [int(d.query and (d.query_kinds is None or k in d.query_kinds))
+                     for k in self.query_kinds]  # fmt: skip
+        else:
+            query = [int(d.query)]
+        out: dict[str, Any] = {"server": np.array(
+            [int(d.refresh), *(mechanism if self.mechanism_names else []), *query], dtype=np.int64
+        )}  # fmt: skip
+        level = np.full(self.n_users, server.default_level) if d.level is None else d.level
         for i in range(self.n_users):
-            out[f"user_{i}"] = int(d.report[i])
+            out[f"user_{i}"] = int(1 + level[i]) if d.report[i] else 0
         return out
 
     def step(self, actions: dict[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
@@ -157,20 +205,54 @@ class Game:
         model = self.model
         default = model.decide()
         report = default.report.copy()
-        refresh, query = default.refresh, default.query
+        level = np.full(self.n_users, model.server.default_level)
+        if default.level is not None:
+            level[:] = default.level
+        server: dict[str, Any] = {"refresh": default.refresh, "query": default.query}
         for agent, action in actions.items():
             if agent == "server":
-                a = np.asarray(action).reshape(-1)
-                if a.shape != (2,) or not np.all((a == 0) | (a == 1)):
-                    raise InputError(f"server action {action!r} must be two bits [refresh, query]")
-                refresh, query = bool(a[0]), bool(a[1])
-            else:
-                bit = int(action)
-                if bit not in (0, 1):
-                    raise InputError(f"{agent} action {action!r} must be 0 (silent) or 1 (report)")
-                report[self.user_index(agent)] = bool(bit)
-        model.advance(Decisions(report=report, refresh=refresh, query=query))
+                server = self._server_decision(action)
+                continue
+            choice = int(action)
+            if not 0 <= choice <= len(self.levels):
+                raise InputError(
+                    f"{agent} action {action!r} must be 0 (silent) or 1 .. {len(self.levels)} "
+                    "(report at that eps level)"
+                    if len(self.levels) > 1
+                    else f"{agent} action {action!r} must be 0 (silent) or 1 (report)"
+                )
+            i = self.user_index(agent)
+            report[i] = choice > 0
+            if choice:
+                level[i] = choice - 1
+        levels = level if len(self.levels) > 1 else None
+        model.advance(Decisions(report=report, level=levels, **server))
         return self._rewards(), self._infos()
+
+    def _server_decision(self, action: Any) -> dict[str, Any]:
+        """The server's action as the fields of :class:`~mdpsim.model.Decisions`."""
+        names = self.server_action_fields()
+        a = np.asarray(action).reshape(-1)
+        sizes = np.asarray(self.action_space("server").nvec)  # type: ignore[attr-defined]
+        if a.shape != (len(names),) or not np.all((a >= 0) & (a < sizes)):
+            raise InputError(
+                f"server action {action!r} must be [{', '.join(names)}] within {sizes.tolist()}"
+            )
+        got = dict(zip(names, (int(v) for v in a), strict=True))
+        query_kinds = None
+        if self.query_kinds:
+            query_kinds = tuple(k for k in self.query_kinds if got[f"query_{k}"])
+            query = bool(query_kinds)
+            if len(query_kinds) == len(self.query_kinds):
+                query_kinds = None  # every kind: as the schedule asks them
+        else:
+            query = bool(got["query"])
+        return {
+            "refresh": bool(got["refresh"]),
+            "mechanism": got.get("mechanism"),
+            "query": query,
+            "query_kinds": query_kinds,
+        }
 
     # ------------------------------------------------------------------ observations
     def observations(self) -> dict[str, np.ndarray]:
@@ -202,10 +284,28 @@ class Game:
             ],
             dtype=np.float32,
         )
+        if self.mechanism_names:
+            server = np.append(server, np.float32(model.server.published))
+        if self.level_fields:
+            users = np.hstack([users, self._level_observations(cap)])
+            server = np.append(server, self.level_reported.astype(np.float32))
         out = {"server": np.nan_to_num(server, nan=0.0, posinf=0.0)}
         for i in range(self.n_users):
             out[f"user_{i}"] = users[i]
         return out
+
+    def _level_observations(self, cap: np.ndarray) -> np.ndarray:
+        """Per user, :data:`LEVEL_OBS` of every level: own charge fraction, loss, hit."""
+        server = self.model.server
+        loss, hit = server.level_expected_loss_km, server.level_hit_probability
+        cols = []
+        for charge, loss_km, hit_p in zip(server.level_charges, loss, hit, strict=True):
+            cols += [
+                charge.cost / cap,
+                np.full(self.n_users, loss_km),
+                np.full(self.n_users, hit_p),
+            ]
+        return np.nan_to_num(np.stack(cols, axis=1), nan=0.0, posinf=0.0).astype(np.float32)
 
     # ------------------------------------------------------------------ rewards
     def _rewards(self) -> dict[str, float]:
@@ -217,6 +317,12 @@ class Game:
         success = attack_success(attacks, n)
         self.reported = np.zeros(n, dtype=bool)
         self.reported[reports.users] = True
+        if reports.levels is not None:
+            counts = np.bincount(reports.levels, minlength=len(self.levels))
+            self.level_reported = counts / n
+        else:
+            self.level_reported = np.zeros(len(self.levels))
+            self.level_reported[model.server.default_level] = len(reports.users) / n
         entropy = attacks.row.get("bayes_entropy_bits", float("nan"))  # no truth in it
         self.attack_entropy_bits = 0.0 if np.isnan(entropy) else float(entropy)
         users = -loss - w.attack_weight * success

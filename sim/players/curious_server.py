@@ -5,6 +5,12 @@ a query planner (which queries, with which per-user budgets) and the report atta
 charge it makes goes through the run's budget policy, from the guarantee the mechanism states:
 ``report_guarantee`` per report, ``upload_guarantee`` per fit for each user who uploads.
 
+The game's choices (``[game]``, docs/env.md): the published mechanism is one of
+``game.mechanisms`` (chosen at a refresh), fitted once per ``game.epsilon_levels`` level; a
+user reports at the level it chose and pays that level's guarantee. The level of a report is
+visible to the server (it is the level charged), so the attacks see ``(level, output)``
+(:class:`~mdpsim.players.levels.LevelStack`).
+
 A user reports only from a secret the current matrix has a row for (every mechanism here
 covers all of X); a user whose upload its filter refused has halted and reports nothing more.
 """
@@ -22,6 +28,7 @@ from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.suite import TickResult
 from mdpsim.mechanisms import Mechanism, make
 from mdpsim.mechanisms.base import mechanism_class
+from mdpsim.players.levels import LevelStack
 from mdpsim.privacy.filters import Charge
 from mdpsim.strategies.query_planner import QueryRound
 from mdpsim.strategies.refresh import RefreshContext
@@ -35,13 +42,21 @@ class Reports:
     secrets: np.ndarray
     outputs: np.ndarray
     loss_km: np.ndarray
+    levels: np.ndarray | None = None  # index into the game's eps levels (None: one level)
+    level_epsilons: tuple[float, ...] = ()
 
     def user_columns(self, n: int) -> dict[str, np.ndarray]:
-        """Per-user columns; -1 / NaN for users who did not report."""
+        """Per-user columns; -1 / NaN for users who did not report (with several eps
+        levels, also the eps each report was made at)."""
         output = np.full(n, -1, dtype=np.int64)
         loss = np.full(n, np.nan)
         output[self.users], loss[self.users] = self.outputs, self.loss_km
-        return {"reported_output": output, "report_loss_km": loss}
+        cols = {"reported_output": output, "report_loss_km": loss}
+        if self.levels is not None:
+            eps = np.full(n, np.nan)
+            eps[self.users] = np.asarray(self.level_epsilons)[self.levels]
+            cols["report_epsilon_per_km"] = eps
+        return cols
 
 
 class CuriousServer(mesa.Agent):
@@ -54,7 +69,17 @@ class CuriousServer(mesa.Agent):
         self.refresh, self.planner = refresh, planner
         self.mechanism_cache = mechanism_cache
         self.settings = model.config.mechanism
-        self.mechanism: Mechanism | None = None
+        game = model.config.game
+        #: the eps levels users choose among, and the one the report strategies use
+        self.levels = tuple(game.epsilon_levels or [self.settings.epsilon_per_km])
+        self.default_level = self.levels.index(self.settings.epsilon_per_km)
+        #: the mechanisms the server chooses among at a refresh, and the one published
+        self.mechanism_names = tuple(game.mechanisms or [self.settings.name])
+        self.published = self.mechanism_names.index(self.settings.name)
+        self.mechanism: Mechanism | None = None  # the default level's mechanism
+        self.level_mechanisms: list[Mechanism] = []
+        self.level_charges: list[Charge] = []
+        self.level_hit_probability: list[float] = []
         self.generated_at = -1
         self.generation_seconds = float("nan")
         self.n_generations = 0
@@ -78,8 +103,10 @@ class CuriousServer(mesa.Agent):
             and bool(self.model.config.queries.kinds),
         )
 
-    def _new_mechanism(self, params: dict):
-        return make(self.settings.name, epsilon=self.settings.epsilon_per_km, **params)
+    @property
+    def mechanism_name(self) -> str:
+        """The name of the published mechanism."""
+        return self.mechanism_names[self.published]
 
     # ------------------------------------------------------------------ 2. mechanism
     def wants_refresh(self, tick: int) -> bool:
@@ -95,48 +122,64 @@ class CuriousServer(mesa.Agent):
             )
         )
 
-    def generate(self) -> None:
-        """Fit a new mechanism, charge the uploads it needed, tabulate the attacks."""
+    def generate(self, mechanism: int | None = None) -> None:
+        """Fit a new mechanism (``mechanism``: its index in the game's mechanisms; None: the
+        one published) at every eps level, charge the uploads it needed, tabulate the attacks."""
         model = self.model
-        params = self.settings.constructor_params()
+        if mechanism is not None:
+            self.published = mechanism
+        name = self.mechanism_name
+        params = self.settings.params_for(name)
         active = np.nonzero(~model.filters.halted)[0]
         start = time.perf_counter()
-        key = (
-            self.settings.name,
-            self.settings.epsilon_per_km,
-            repr(sorted(params.items())),
-            id(model.domain),
-        )
-        cache = None if mechanism_class(self.settings.name).needs_users else self.mechanism_cache
-        cached = None if cache is None else cache.get(key)
-        if cached is not None:
-            mech = cached
-        else:
-            mech = self._new_mechanism(params)
-            users = model.population.position[active]
-            mech.fit(model.domain, users=users, rng=model.streams["mechanism"])
-            if cache is not None:
-                cache[key] = mech
+        fitted = [self._fitted(name, eps, params, active) for eps in self.levels]
         self.generation_seconds = time.perf_counter() - start
+        mech = fitted[self.default_level]
         # the reference printed beside the mechanism's loss: EM at the same total eps
         em = make("em", epsilon=self.settings.epsilon_per_km).fit(model.domain)
         self.em_expected_loss_km = em.expected_loss()
-        self.mechanism, self.generated_at = mech, model.tick
+        self.mechanism, self.level_mechanisms, self.generated_at = mech, fitted, model.tick
         self.n_generations += 1
         # the fitted (certified, audited) guarantees: refused whole before any charge
-        model.budget.check(
-            report=mech.report_guarantee, upload=mech.upload_guarantee, queries=False
-        )
-        self.report_charge = model.budget.charge(mech.report_guarantee)
+        for m in fitted:
+            model.budget.check(report=m.report_guarantee, upload=m.upload_guarantee, queries=False)
+        self.level_charges = [model.budget.charge(m.report_guarantee) for m in fitted]
+        self.report_charge = self.level_charges[self.default_level]
         # prior-averaged chance that the MAP guess of one report is exact (public)
         prior = mech.domain_.prior
-        self.hit_probability = float((prior[:, None] * mech.matrix_).max(axis=0).sum())
+        self.level_hit_probability = [
+            float((prior[:, None] * m.matrix_).max(axis=0).sum()) for m in fitted
+        ]
+        self.hit_probability = self.level_hit_probability[self.default_level]
         self.uploaded = np.ones(model.population.n_users, dtype=bool)
-        if mech.upload_guarantee is not None:
+        if mech.upload_guarantee is not None:  # one level only (scenario validation)
             self._charge_uploads(mech, active)
         uploads = self._upload_slots(mech, active)
         if self.attacks is not None:  # the first mechanism serves from tick 1
-            self.attacks.release(Release(tick=max(model.tick, 1), mechanism=mech, uploads=uploads))
+            released = mech if len(fitted) == 1 else LevelStack.of(fitted)
+            self.attacks.release(
+                Release(tick=max(model.tick, 1), mechanism=released, uploads=uploads)
+            )
+
+    def _fitted(self, name: str, eps: float, params: dict, active: np.ndarray) -> Mechanism:
+        """Mechanism ``name`` at ``eps`` fitted on the domain (cached unless it takes uploads)."""
+        model = self.model
+        key = (name, eps, repr(sorted(params.items())), id(model.domain))
+        cache = None if mechanism_class(name).needs_users else self.mechanism_cache
+        cached = None if cache is None else cache.get(key)
+        if cached is not None:
+            return cached
+        mech = make(name, epsilon=eps, **params)
+        users = model.population.position[active]
+        mech.fit(model.domain, users=users, rng=model.streams["mechanism"])
+        if cache is not None:
+            cache[key] = mech
+        return mech
+
+    @property
+    def level_expected_loss_km(self) -> list[float]:
+        """Each level's prior-averaged utility loss (public)."""
+        return [float(m.expected_loss()) for m in self.level_mechanisms]
 
     def _charge_uploads(self, mech, active: np.ndarray) -> None:
         """Every active user uploaded: each pays the mechanism's upload guarantee."""
@@ -160,7 +203,7 @@ class CuriousServer(mesa.Agent):
         """Tick-level facts about the current mechanism."""
         info: dict = self.mechanism.info_ if self.mechanism is not None else {}
         return {
-            "mechanism": self.settings.name,
+            "mechanism": self.mechanism_name,
             "epsilon_per_km": self.settings.epsilon_per_km,
             "report_epsilon_per_km": self.mechanism.report_guarantee.epsilon_per_km
             if self.mechanism is not None
@@ -178,15 +221,34 @@ class CuriousServer(mesa.Agent):
         return float(self.mechanism.expected_loss()) if self.mechanism is not None else np.nan
 
     # ------------------------------------------------------------------ 3. reports
-    def collect_reports(self, willing: np.ndarray) -> Reports:
-        """Willing users who can pay report one output each (matrix row ``i``: secret ``i``)."""
+    def collect_reports(self, willing: np.ndarray, level: np.ndarray | None = None) -> Reports:
+        """Willing users who can pay report one output each (matrix row ``i``: secret ``i``),
+        each at its ``level`` (index into the eps levels; None: the default level), paying
+        that level's charge."""
         model = self.model
         pos = model.population.position
-        costs = np.where(willing, self.report_charge.cost, 0.0)
-        paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
-        users = np.nonzero(paid)[0]
         assert self.mechanism is not None, "the first mechanism is generated at tick 0"
-        outputs = self.mechanism.sample_many(pos[users], model.streams["reports"])
+        if len(self.levels) == 1:
+            costs = np.where(willing, self.report_charge.cost, 0.0)
+            paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
+            users = np.nonzero(paid)[0]
+            outputs = self.mechanism.sample_many(pos[users], model.streams["reports"])
+            levels = None
+        else:
+            chosen = np.full(len(willing), self.default_level) if level is None else level
+            paid = np.zeros(len(willing), dtype=bool)
+            outputs = np.zeros(len(willing), dtype=np.int64)
+            for index, (mech, charge) in enumerate(
+                zip(self.level_mechanisms, self.level_charges, strict=True)
+            ):
+                mine = willing & (chosen == index)
+                costs = np.where(mine, charge.cost, 0.0)
+                ok = model.filters.request(costs, component="reports", delta=charge.delta)
+                who = np.nonzero(ok)[0]
+                outputs[who] = mech.sample_many(pos[who], model.streams["reports"])
+                paid |= ok
+            users = np.nonzero(paid)[0]
+            outputs, levels = outputs[users], np.asarray(chosen)[users]
         secrets = pos[users]
         active = ~model.filters.halted
         self.active_last = int(active.sum())
@@ -196,6 +258,8 @@ class CuriousServer(mesa.Agent):
             secrets=secrets,
             outputs=outputs,
             loss_km=model.domain.dist_xy[secrets, outputs],
+            levels=levels,
+            level_epsilons=self.levels if levels is not None else (),
         )
 
     # ------------------------------------------------------------------ 4. queries
@@ -203,12 +267,18 @@ class CuriousServer(mesa.Agent):
         """The query planner's public schedule."""
         return self.planner.due(tick)
 
-    def ask_queries(self) -> dict[str, float]:
-        """This tick's queries over the users' true locations (see mdpsim.strategies)."""
+    def ask_queries(self, kinds: tuple[str, ...] | None = None) -> dict[str, float]:
+        """This tick's queries over the users' true locations (see mdpsim.strategies);
+        ``kinds``: the kinds the server chose to ask (None: all of ``queries.kinds``)."""
         model = self.model
+        settings = model.config.queries
+        if kinds is not None:
+            settings = settings.model_copy(
+                update={"kinds": [k for k in settings.kinds if k in kinds]}
+            )
         return self.planner.ask(
             QueryRound(
-                settings=model.config.queries,
+                settings=settings,
                 locations_m=model.domain.x_xy[model.population.position],
                 domain=model.domain,
                 filters=model.filters,
@@ -225,6 +295,8 @@ class CuriousServer(mesa.Agent):
             return TickResult(tick=model.tick, scores={})
         outputs = np.full(model.population.n_users, -1, dtype=np.int64)
         outputs[reports.users] = reports.outputs
+        if reports.levels is not None:  # the attacks see (level, output): LevelStack's columns
+            outputs[reports.users] += reports.levels * model.domain.n_y
         obs = Observation(tick=model.tick, outputs=outputs, pseudonyms=model.pseudonyms)
         return self.attacks.observe(obs, model.population.position)
 
