@@ -37,6 +37,8 @@ from mdpsim.mechanisms import make
 from mdpsim.mechanisms.dista_lp.locate import error_summary
 from mdpsim.mechanisms.dista_lp.mechanism import DistALP
 from mdpsim.mechanisms.dista_lp.paper_upload import calibrate_paper
+from mdpsim.mechanisms.dista_lp.uploads import SCHEMES
+from mdpsim.mechanisms.dista_lp.uploads.strict import StrictUpload
 from mdpsim.network import load_network
 from mdpsim.privacy.verifier import verify
 
@@ -46,14 +48,21 @@ NOISE_FREE_BETA = 1e-12
 NONE_ROWS = {"default": "dista_lp none", "blocks": "dista_lp none (blocks)"}
 
 
-class NoiseFreeDistALP(DistALP):
+@dataclasses.dataclass(kw_only=True, repr=False, eq=False)
+class NoiseFreeStrict(StrictUpload):
     """Ablation, NOT private: ``strict`` uploads whose noise scales are 1e-12 of the
     calibrated ones (the fitted surrogate parameters as they are)."""
 
-    def _strict_calibration(self, domain, config):
-        cal = super()._strict_calibration(domain, config)
+    def calibration(self, domain, config, calibrations):
+        cal = super().calibration(domain, config, calibrations)
         blocks = {t: dataclasses.replace(b, beta=NOISE_FREE_BETA) for t, b in cal.blocks.items()}
         return dataclasses.replace(cal, blocks=blocks)
+
+
+class NoiseFreeDistALP(DistALP):
+    """DistA-LP with the noise-free ``strict`` scheme (the ``quality`` ablation)."""
+
+    schemes = {**SCHEMES, "strict": NoiseFreeStrict}
 
 
 def _ci(values) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.dista_lp.benders import solve_benders
-from mdpsim.mechanisms.dista_lp.mechanism import exempt_columns
+from mdpsim.mechanisms.dista_lp.uploads.surrogate import exempt_columns
 from mdpsim.mechanisms.dista_lp.user import local_blocks
 from mdpsim.mechanisms.wem_lp import build_block, solve_direct
 

@@ -143,7 +143,8 @@ def test_the_lp_medoids_planner_releases_an_exact_matrix_over_x(road_domain_smal
 def test_the_default_planner_is_the_best_measured_one_for_the_mode(
     upload, planner, road_domain_small
 ):
-    mech = make("dista_lp", epsilon=6.0, upload=upload, n_neighbours=8)
+    own = {"n_neighbours": 8} if upload == "paper" else {}  # a surrogate-mode parameter
+    mech = make("dista_lp", epsilon=6.0, upload=upload, **own)
     assert mech.get_params()["planner"] is None  # the parameter stays as given
     if upload != "paper":  # (paper fits are slow; its planner is resolved without fitting)
         mech.fit(road_domain_small, users=THREE_USERS[:2])
@@ -248,3 +249,34 @@ def test_calibrations_are_one_explicit_cache_shared_by_every_instance(road_domai
     assert cache.get(road_domain_small, ("strict", 1), make_one) == 3
     a, b = make("dista_lp", epsilon=4.0), make("dista_lp", epsilon=5.0)
     assert a.calibrations is b.calibrations is DistALP.calibrations
+
+
+def test_the_parameters_are_the_mechanism_s_the_planner_s_and_each_scheme_s():
+    from mdpsim.mechanisms.dista_lp.mechanism import DistALP
+    from mdpsim.mechanisms.dista_lp.uploads import SCHEMES
+
+    own = {"epsilon", "upload", "planner", "margin", "seed", "tile_size", "n_near", "sweeps"}
+    schemes = {p for s in SCHEMES.values() for p in s.param_names()}
+    assert set(DistALP.param_names()) == own | schemes
+    assert SCHEMES["none"].param_names() == ["epsilon"]
+    assert SCHEMES["location"].param_names() == ["epsilon", "upload_share"]
+    assert "family" in SCHEMES["strict"].param_names()
+    assert "family" not in SCHEMES["paper"].param_names()
+    assert {"paper_tau_c", "paper_noise"} <= set(SCHEMES["paper"].param_names())
+
+
+@pytest.mark.parametrize(
+    "upload, param",
+    [
+        ("none", {"delta": 0.01}),
+        ("location", {"n_neighbours": 8}),
+        ("strict", {"paper_noise": "lipschitz"}),
+        ("paper", {"family": "svd"}),
+        ("none", {"eps_pt": 1.0}),
+    ],
+)
+def test_a_parameter_of_another_mode_is_one_line_naming_it(upload, param):
+    (name,) = param
+    line = rf"dista_lp: .*{name}.* applies to upload=.*not '{upload}'"
+    with pytest.raises(InputError, match=line):
+        make("dista_lp", epsilon=4.0, upload=upload, **param)

@@ -35,6 +35,7 @@ from mdpsim.mechanisms.dista_lp.release import ParameterRelease
 from mdpsim.mechanisms.dista_lp.user import Upload, local_blocks, public_scales
 from mdpsim.privacy.pmdp import audit_pmdp, hoeffding_confidence
 from mdpsim.privacy.split import BLOCKS
+from mdpsim.validation import check_scalar
 
 PAPER_SAMPLES = 100
 
@@ -73,11 +74,7 @@ def _release(rank: int, hi: float, scale: float, tau: float, block: str) -> Para
 
 def check_tau_c(tau_c) -> float:
     """The paper's threshold factor ``c`` of ``tau = c * eps``: a number in [0.3, 1]."""
-    if isinstance(tau_c, bool) or not isinstance(tau_c, (int, float)):
-        raise InputError(f"paper_tau_c={tau_c!r} must be a number in [0.3, 1]")
-    if not 0.3 <= float(tau_c) <= 1.0:
-        raise InputError(f"paper_tau_c={tau_c!r} must be in [0.3, 1] (the paper's range)")
-    return float(tau_c)
+    return check_scalar(tau_c, "paper_tau_c", min=0.3, max=1.0, unit="the paper's range")
 
 
 def check_paper_noise(noise) -> str:

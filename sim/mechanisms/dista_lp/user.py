@@ -298,10 +298,10 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
     block[state.perm] = z  # permuted row r holds true local row perm[r]
     if verify(block, state.blocks.dx, epsilon_pt).passed:
         return block
-    return _repaired(block, state.blocks.dx, epsilon_pt)
+    return repaired(block, state.blocks.dx, epsilon_pt)
 
 
-def _repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarray:
+def repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarray:
     """The smallest-margin envelope repair that passes the exact verifier on ``dx``
     (:func:`~mdpsim.mechanisms.repair.release_verified`, margin growing from ``FIRST_MARGIN``)."""
     from mdpsim.mechanisms.repair import FIRST_MARGIN, release_verified

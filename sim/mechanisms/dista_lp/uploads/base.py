@@ -1,0 +1,99 @@
+"""The contract of a DistA-LP upload scheme: its parameters, budgets, guarantee and uploads.
+
+A scheme is one upload mode (``none``, ``location``, ``strict``, ``paper``; one module each).
+It takes ``epsilon`` (the mechanism's total, per km) and its own keyword parameters, says how
+``epsilon`` splits into the upload's and one report's budget, what each upload costs (its
+guarantee) and runs the users' uploads and what the server reads from them: the weight of
+each secret in the server's plan, the rows to plan on (``None``: the planner's own tiles of
+X) and the server's guess of each user. :class:`~mdpsim.mechanisms.dista_lp.mechanism.DistALP`
+composes a scheme with a planner (planner.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from mdpsim.component import Component
+from mdpsim.privacy.guarantees import PMDP, Audit, PureMDP
+from mdpsim.validation import check_epsilon
+
+BYTES_PER_FLOAT = 8
+T = TypeVar("T")
+
+
+class CalibrationCache:
+    """Noise calibrations by domain (held weakly) and key.
+
+    A calibration depends on (domain, configuration, seed) only, public facts, and is the
+    costliest step of a surrogate-mode fit; the simulation builds a new mechanism at every
+    regeneration, so :class:`~mdpsim.mechanisms.dista_lp.mechanism.DistALP` keeps one cache
+    for all its instances (``DistALP.calibrations``; ``clear()`` empties it).
+    """
+
+    def __init__(self) -> None:
+        self._by_domain: WeakKeyDictionary = WeakKeyDictionary()
+
+    def get(self, domain, key: tuple, make: Callable[[], T]) -> T:
+        """The calibration stored under ``key`` for ``domain``, made by ``make()`` once."""
+        per_domain = self._by_domain.setdefault(domain, {})
+        if key not in per_domain:
+            per_domain[key] = make()
+        return per_domain[key]
+
+    def clear(self) -> None:
+        """Forget every calibration."""
+        self._by_domain.clear()
+
+
+@dataclass
+class Uploaded:
+    """What the server holds after the uploads of the distinct users (one per secret)."""
+
+    weights: np.ndarray  # per secret of X, unnormalised: what the plan is weighted by
+    guesses: np.ndarray  # the server's guess of each user, an output index
+    blocks: list[np.ndarray] | None = None  # rows to plan on (None: the planner's tiles)
+    audit: Audit | None = None  # how the upload's PmDP claim was checked (surrogate modes)
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, repr=False, eq=False)
+class UploadScheme(Component):
+    """One upload mode: keyword parameters (its fields), validated at construction."""
+
+    mode: ClassVar[str] = "?"
+    #: Planners that can plan on what this scheme uploads; the first is the default.
+    planners: ClassVar[tuple[str, ...]] = ("blocks",)
+    #: Whether a fit with no user is refused (nothing to upload).
+    needs_a_user: ClassVar[bool] = True
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        self.epsilon = check_epsilon(self.epsilon, owner="dista_lp")
+
+    def budgets(self) -> tuple[float, float]:
+        """``(eps_upload, eps_pt)`` per km."""
+        raise NotImplementedError
+
+    def guarantee(self, audit: Audit | None) -> PureMDP | PMDP | None:
+        """What each upload costs (``audit``: the fitted audit record, ``None`` before)."""
+        raise NotImplementedError
+
+    def upload(
+        self,
+        domain,
+        users: np.ndarray,
+        rng: np.random.Generator,
+        *,
+        calibrations: CalibrationCache,
+        margin: float,
+    ) -> Uploaded:
+        """Every distinct user's upload (``users``: their secrets, sorted, distinct) and
+        what the server reads from them; ``calibrations`` keeps the public noise
+        calibrations, ``margin`` is the LPs' (they run at ``eps_pt (1 - margin)``)."""
+        raise NotImplementedError
