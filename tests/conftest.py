@@ -1,14 +1,62 @@
-"""Shared fixtures: offline networks and small domains, cached per test session."""
+"""Shared fixtures: offline networks, small domains and scenarios, cached per test session."""
 
 from __future__ import annotations
 
+import copy
 import functools
+from typing import Any
 
 import numpy as np
 import pytest
 
+from mdpsim import scenario as sc
 from mdpsim.domain import Domain
 from mdpsim.network import load_network
+
+#: What every test scenario has unless it says otherwise: pyrosm's small test extract and EM.
+SCENARIO_DEFAULTS: dict[str, dict[str, Any]] = {
+    "scenario": {"name": "test", "seed": 1, "ticks": 3},
+    "network": {"source": "helsinki-test"},
+    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
+}
+
+
+class ScenarioFactory:
+    """``make_scenario(**tables)``: a validated scenario from tables merged over the defaults.
+
+    Each keyword is a table (``users={"count": 12}``) whose fields are merged over the
+    factory's; ``None`` drops the table (``network=None``: the bundled Helsinki network).
+    :meth:`raw` gives the dict instead, :meth:`but` a factory with more defaults (a test
+    module's base scenario), so a module says only how its world differs.
+    """
+
+    def __init__(self, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+
+    def raw(self, **tables: Any) -> dict[str, Any]:
+        """The scenario as a fresh dict."""
+        out = copy.deepcopy(self.defaults)
+        for table, fields in tables.items():
+            if fields is None:
+                out.pop(table, None)
+            elif isinstance(fields, dict) and isinstance(out.get(table), dict):
+                out[table].update(copy.deepcopy(fields))
+            else:
+                out[table] = copy.deepcopy(fields)
+        return out
+
+    def but(self, **tables: Any) -> ScenarioFactory:
+        """A factory whose defaults are these tables merged over this one's."""
+        return ScenarioFactory(self.raw(**tables))
+
+    def __call__(self, **tables: Any) -> sc.Scenario:
+        return sc.from_dict(self.raw(**tables))
+
+
+@pytest.fixture(scope="session")
+def make_scenario() -> ScenarioFactory:
+    """The one scenario factory (:class:`ScenarioFactory` over :data:`SCENARIO_DEFAULTS`)."""
+    return ScenarioFactory(SCENARIO_DEFAULTS)
 
 
 @pytest.fixture(scope="session", autouse=True)

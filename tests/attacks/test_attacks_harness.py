@@ -8,7 +8,6 @@ import pytest
 from attack_driver import draw_world, run
 from test_attacks_contract import Identity, Uniform
 
-from mdpsim import scenario as scenario_mod
 from mdpsim.attacks import Context, Observation, Release, make
 from mdpsim.attacks.base import Truth
 from mdpsim.attacks.places import true_places
@@ -98,14 +97,15 @@ def test_upload_attack_guesses_each_uploader_through_the_contract(road_domain_sm
     )
 
 
-def _scenario(**attacks):
-    return scenario_mod.from_dict(
-        {"mechanism": {"name": "em", "epsilon_per_km": 4.0}, "attacks": attacks}
-    )
+@pytest.fixture(scope="module")
+def attacks_of(make_scenario):
+    """``attacks_of(**fields)``: an EM scenario whose ``[attacks]`` table is ``fields``."""
+    base = make_scenario.but(scenario=None, network=None, mechanism={"epsilon_per_km": 4.0})
+    return lambda **attacks: base(attacks=attacks)
 
 
-def test_attacks_table_builds_labelled_specs_and_keeps_the_old_keys():
-    sc = _scenario(
+def test_attacks_table_builds_labelled_specs_and_keeps_the_old_keys(attacks_of):
+    sc = attacks_of(
         run=["bayes", "viterbi", "upload"],
         params={"viterbi": {"attack": "tracking", "method": "viterbi"}},
     )
@@ -114,10 +114,10 @@ def test_attacks_table_builds_labelled_specs_and_keeps_the_old_keys():
         {"name": "tracking", "label": "viterbi", "method": "viterbi"},
         {"name": "upload", "label": "upload"},
     ]
-    off = _scenario(run=["bayes", "viterbi", "upload"], tracking=False, upload=False,
+    off = attacks_of(run=["bayes", "viterbi", "upload"], tracking=False, upload=False,
                     params={"viterbi": {"attack": "tracking", "method": "viterbi"}})  # fmt: skip
     assert [s["label"] for s in off.attacks.specs()] == ["bayes"]
-    assert [s["name"] for s in _scenario().attacks.specs()] == ["bayes", "tracking", "upload"]
+    assert [s["name"] for s in attacks_of().attacks.specs()] == ["bayes", "tracking", "upload"]
 
 
 @pytest.mark.parametrize(
@@ -130,9 +130,9 @@ def test_attacks_table_builds_labelled_specs_and_keeps_the_old_keys():
          "attacks.params.t: tracking: lag_ticks=0"),
     ],
 )  # fmt: skip
-def test_attacks_table_refuses_bad_specs_in_one_line(attacks, message):
+def test_attacks_table_refuses_bad_specs_in_one_line(attacks, message, attacks_of):
     with pytest.raises(InputError, match=message):
-        _scenario(**attacks)
+        attacks_of(**attacks)
 
 
 ATTACK_TOML = """

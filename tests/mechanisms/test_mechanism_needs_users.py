@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from mdpsim import harness
-from mdpsim import scenario as sc
 from mdpsim.env import parallel_env
 from mdpsim.mechanisms import base
 from mdpsim.mechanisms.base import Mechanism, Uploads
@@ -67,17 +66,16 @@ def registered(monkeypatch):
     return NearUploads
 
 
-def _scenario(**attacks):
-    return sc.from_dict(
-        {
-            "scenario": {"name": "needs-users", "seed": 4, "ticks": 3},
-            "network": {"source": "helsinki-test"},
-            "domain": {"n_points": 40},
-            "users": {"count": 5, "budget_rho_per_km2": 1e6},
-            "mechanism": {"name": NAME, "epsilon_per_km": 6.0},
-            "queries": {"every_ticks": 0},
-            "attacks": {"run": ["bayes", "upload"], "tracking": False, **attacks},
-        }
+@pytest.fixture(scope="module")
+def world(make_scenario):
+    """Five users reporting from the test mechanism, its uploads attacked."""
+    return make_scenario.but(
+        scenario={"name": "needs-users", "seed": 4, "ticks": 3},
+        domain={"n_points": 40},
+        users={"count": 5, "budget_rho_per_km2": 1e6},
+        mechanism={"name": NAME},
+        queries={"every_ticks": 0},
+        attacks={"run": ["bayes", "upload"], "tracking": False},
     )
 
 
@@ -86,8 +84,8 @@ def test_fit_without_users_is_refused(registered, road_domain_small):
         NearUploads(4.0).fit(road_domain_small)
 
 
-def test_the_model_fits_it_on_the_active_users_and_charges_their_uploads(registered):
-    model = PrivacyModel(_scenario())
+def test_the_model_fits_it_on_the_active_users_and_charges_their_uploads(registered, world):
+    model = PrivacyModel(world())
     mech = model.server.mechanism
     assert isinstance(mech, NearUploads) and mech.uploads_ is not None
     assert len(mech.uploads_.slot) == model.population.n_users
@@ -99,15 +97,15 @@ def test_the_model_fits_it_on_the_active_users_and_charges_their_uploads(registe
     assert np.isfinite(log.ticks[0]["upload_error_km"])  # the upload attack scored the uploads
 
 
-def test_the_attack_harness_runs_it_with_its_uploads(registered):
-    scenario = _scenario()
+def test_the_attack_harness_runs_it_with_its_uploads(registered, world):
+    scenario = world()
     summary, _ = harness.evaluate(scenario, harness.plan_of(scenario), ticks=2)
     assert set(summary["mechanism"]) == {NAME}
     assert {"bayes", "upload"} <= set(summary["attack"])
 
 
-def test_the_env_runs_it(registered):
-    env = parallel_env(_scenario())
+def test_the_env_runs_it(registered, world):
+    env = parallel_env(world())
     env.reset(seed=3)
     for _ in range(2):
         env.step(env.strategy_actions())

@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.mechanisms import available
 from mdpsim.mechanisms.base import mechanism_class
 from mdpsim.model import PrivacyModel
@@ -20,18 +19,17 @@ from mdpsim.model import PrivacyModel
 EPS = 4.0
 
 
-def _model(name: str, domain, graph, budget: dict, **extra) -> PrivacyModel:
+def _model(make_scenario, name: str, domain, graph, budget: dict, **extra) -> PrivacyModel:
     params = {**mechanism_class(name).conformance_params, **extra}
-    s = sc.from_dict(
-        {
-            "scenario": {"name": "charges", "seed": 2, "ticks": 2},
-            "domain": {"n_points": domain.n_x},
-            "users": {"count": 6},
-            "mechanism": {"name": name, "epsilon_per_km": EPS, "params": params},
-            "queries": {"every_ticks": 0},
-            "attacks": {"tracking": False, "upload": False},
-            "strategies": {"budget": budget},
-        }
+    s = make_scenario(
+        scenario={"name": "charges", "seed": 2, "ticks": 2},
+        network=None,
+        domain={"n_points": domain.n_x},
+        users={"count": 6},
+        mechanism={"name": name, "epsilon_per_km": EPS, "params": params},
+        queries={"every_ticks": 0},
+        attacks={"tracking": False, "upload": False},
+        strategies={"budget": budget},
     )
     return PrivacyModel(s, graph=graph, domain=domain)
 
@@ -48,10 +46,10 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "extra"), CASES)
 def test_each_report_and_upload_is_charged_what_its_guarantee_implies(
-    name, extra, road_domain_small, helsinki_walk
+    name, extra, road_domain_small, helsinki_walk, make_scenario
 ):
     budget = {"name": "cgp", "rho_per_km2": 1e6}
-    model = _model(name, road_domain_small, helsinki_walk, budget, **extra)
+    model = _model(make_scenario, name, road_domain_small, helsinki_walk, budget, **extra)
     mech = model.server.mechanism
     report = mech.report_guarantee
     assert report.kind == "pure"
@@ -78,17 +76,16 @@ def test_each_report_and_upload_is_charged_what_its_guarantee_implies(
 
 @pytest.mark.slow
 def test_naive_interp_is_charged_its_certified_budget_not_the_nominal_eps(
-    road_domain_small, helsinki_walk
+    road_domain_small, helsinki_walk, make_scenario
 ):
     budget = {"name": "pure_gp", "epsilon_per_km": 1e6}
-    s = sc.from_dict(
-        {
-            "scenario": {"name": "naive", "seed": 1, "ticks": 1},
-            "users": {"count": 6},
-            "mechanism": {"name": "interp", "epsilon_per_km": EPS, "params": {"naive": True}},
-            "queries": {"every_ticks": 0},
-            "strategies": {"budget": budget},
-        }
+    s = make_scenario(
+        scenario={"name": "naive", "seed": 1, "ticks": 1},
+        network=None,
+        users={"count": 6},
+        mechanism={"name": "interp", "epsilon_per_km": EPS, "params": {"naive": True}},
+        queries={"every_ticks": 0},
+        strategies={"budget": budget},
     )
     model = PrivacyModel(s, graph=helsinki_walk, domain=road_domain_small)
     stated = model.server.mechanism.report_guarantee.epsilon_per_km

@@ -29,22 +29,20 @@ from mdpsim.store import (
     task_table,
 )
 
-TINY = {
-    "scenario": {"name": "tiny", "seed": 7, "ticks": 2},
-    "domain": {"n_points": 100},
-    "users": {"count": 12},
-    "mechanism": {"name": "em", "epsilon_per_km": 4.0},
-    "sweep": {"mechanism.epsilon_per_km": [2.0, 6.0], "repetitions": 2},
-}
+SWEEP = {"mechanism.epsilon_per_km": [2.0, 6.0], "repetitions": 2}
 
 
-def _scenario(sweep: dict | None = None, **tables) -> sc.Scenario:
-    raw = json.loads(json.dumps(TINY))
-    if sweep is not None:
-        raw["sweep"] = sweep
-    for table, values in tables.items():
-        raw.setdefault(table, {}).update(values)
-    return sc.from_dict(raw)
+@pytest.fixture(scope="module")
+def tiny(make_scenario):
+    """``tiny(sweep=SWEEP, **tables)``: 12 users on Helsinki, 4 tasks by default."""
+    base = make_scenario.but(
+        scenario={"name": "tiny", "seed": 7, "ticks": 2},
+        network=None,
+        domain={"n_points": 100},
+        users={"count": 12},
+        mechanism={"epsilon_per_km": 4.0},
+    )
+    return lambda sweep=SWEEP, **tables: base(sweep=sweep, **tables)
 
 
 def _toml(path: Path, sweep_lines: list[str], extra: str = "") -> Path:
@@ -78,16 +76,16 @@ def _task_files(store: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def serial_store(tmp_path_factory, helsinki_walk):
+def serial_store(tmp_path_factory, helsinki_walk, tiny):
     store = tmp_path_factory.mktemp("batch") / "serial"
-    outcome = run_batch(_scenario(), store, workers=1, progress=False)
+    outcome = run_batch(tiny(), store, workers=1, progress=False)
     assert outcome.ok and outcome.n_done == 4
     return store
 
 
 # ---------------------------------------------------------------------- expansion and seeds
-def test_sweep_expands_to_every_combination_times_repetitions():
-    s = _scenario({"mechanism.epsilon_per_km": [2, 6, 10], "users.count": [5, 8], "repetitions": 3})
+def test_sweep_expands_to_every_combination_times_repetitions(tiny):
+    s = tiny({"mechanism.epsilon_per_km": [2, 6, 10], "users.count": [5, 8], "repetitions": 3})
     tasks = expand(s)
     assert len(tasks) == 18
     assert [t.task_id for t in tasks] == [f"{i:04d}" for i in range(18)]
@@ -98,27 +96,27 @@ def test_sweep_expands_to_every_combination_times_repetitions():
     assert tasks[-1].params == {"mechanism.epsilon_per_km": 10.0, "users.count": 8}
 
 
-def test_no_sweep_gives_one_task_per_repetition():
-    assert len(expand(_scenario({}))) == 1
-    assert len(expand(_scenario({"repetitions": 4}))) == 4
+def test_no_sweep_gives_one_task_per_repetition(tiny):
+    assert len(expand(tiny({}))) == 1
+    assert len(expand(tiny({"repetitions": 4}))) == 4
 
 
-def test_task_seeds_come_from_values_and_repetition_not_from_order():
-    forward = expand(_scenario({"mechanism.epsilon_per_km": [2.0, 6.0, 9.0], "repetitions": 2}))
-    backward = expand(_scenario({"mechanism.epsilon_per_km": [9, 6, 2], "repetitions": 2}))
+def test_task_seeds_come_from_values_and_repetition_not_from_order(tiny):
+    forward = expand(tiny({"mechanism.epsilon_per_km": [2.0, 6.0, 9.0], "repetitions": 2}))
+    backward = expand(tiny({"mechanism.epsilon_per_km": [9, 6, 2], "repetitions": 2}))
 
     def by_key(tasks):
         return {(t.params["mechanism.epsilon_per_km"], t.repetition): t.seed for t in tasks}
 
     assert by_key(forward) == by_key(backward)
     assert len({t.seed for t in forward}) == 6
-    reseeded = expand(_scenario(scenario={"seed": 8}))
-    assert not {t.seed for t in reseeded} & {t.seed for t in expand(_scenario())}
-    common = expand(_scenario(), seeding="common")
+    reseeded = expand(tiny(scenario={"seed": 8}))
+    assert not {t.seed for t in reseeded} & {t.seed for t in expand(tiny())}
+    common = expand(tiny(), seeding="common")
     assert common[0].seed == common[2].seed and common[0].seed != common[1].seed
 
 
-def test_bad_sweep_is_a_clear_error(tmp_path, capsys):
+def test_bad_sweep_is_a_clear_error(tmp_path, capsys, tiny):
     bad_value = _toml(tmp_path / "a.toml", ['"users.count" = [5, 0]'])
     assert main(["batch", str(bad_value), "--out", str(tmp_path / "o1")]) == 2
     assert "users.count" in capsys.readouterr().err
@@ -126,11 +124,11 @@ def test_bad_sweep_is_a_clear_error(tmp_path, capsys):
     assert main(["batch", str(bad_key), "--out", str(tmp_path / "o2")]) == 2
     assert "users.speed" in capsys.readouterr().err
     with pytest.raises(InputError, match="nope"):
-        expand(_scenario({"mechanism.name": ["em", "nope"]}))
+        expand(tiny({"mechanism.name": ["em", "nope"]}))
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
 
 
-def test_unreachable_scheduler_is_a_clear_error(tmp_path):
+def test_unreachable_scheduler_is_a_clear_error(tmp_path, tiny):
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -141,7 +139,7 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="tcp://HOST:PORT"):
         connect_dask(scheduler="localhost:8786")
     with pytest.raises(InputError, match="not both"):
-        run_batch(_scenario(), tmp_path / "x", scheduler="tcp://a:1", dask_workers=1)
+        run_batch(tiny(), tmp_path / "x", scheduler="tcp://a:1", dask_workers=1)
 
 
 # ---------------------------------------------------------------------- the store
@@ -164,33 +162,33 @@ def test_store_holds_one_table_per_task_with_its_parameters(serial_store):
     assert json.loads((serial_store / "failures.json").read_text()) == {}
 
 
-def test_existing_store_requires_resume_and_the_same_scenario(serial_store):
+def test_existing_store_requires_resume_and_the_same_scenario(serial_store, tiny):
     with pytest.raises(InputError, match="--resume"):
-        run_batch(_scenario(), serial_store, progress=False)
-    other = _scenario({"mechanism.epsilon_per_km": [2.0, 7.0], "repetitions": 2})
+        run_batch(tiny(), serial_store, progress=False)
+    other = tiny({"mechanism.epsilon_per_km": [2.0, 7.0], "repetitions": 2})
     with pytest.raises(InputError, match="different"):
         run_batch(other, serial_store, resume=True, progress=False)
     before = {p.name: p.stat().st_mtime_ns for p in (serial_store / "tasks").iterdir()}
     stale = serial_store / "tasks" / ".0001.parquet.tmp-999"
     stale.write_bytes(b"half a file")
-    outcome = run_batch(_scenario(), serial_store, resume=True, progress=False)
+    outcome = run_batch(tiny(), serial_store, resume=True, progress=False)
     assert outcome.ok and outcome.n_skipped == 4
     assert not stale.exists()
     after = {p.name: p.stat().st_mtime_ns for p in (serial_store / "tasks").iterdir()}
     assert after == before  # nothing rerun or rewritten
 
 
-def test_dask_local_cluster_gives_the_same_bytes_as_one_worker(serial_store, tmp_path):
+def test_dask_local_cluster_gives_the_same_bytes_as_one_worker(serial_store, tmp_path, tiny):
     store = tmp_path / "dask"
-    outcome = run_batch(_scenario(), store, dask_workers=2, dask_processes=False, progress=False)
+    outcome = run_batch(tiny(), store, dask_workers=2, dask_processes=False, progress=False)
     assert outcome.ok
     assert _task_files(store) == _task_files(serial_store)
 
 
 @pytest.mark.slow
-def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tmp_path):
+def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tmp_path, tiny):
     store = tmp_path / "pool"
-    outcome = run_batch(_scenario(), store, workers=2, progress=False)
+    outcome = run_batch(tiny(), store, workers=2, progress=False)
     assert outcome.ok
     files = _task_files(store)
     assert len(files) == 8 and files == _task_files(serial_store)
@@ -257,9 +255,9 @@ def test_bad_task_parameters_exit_2_before_any_store_exists(
     assert not store.exists() and "Traceback" not in err
 
 
-def test_one_output_point_is_refused_when_the_scenario_loads(tmp_path):
+def test_one_output_point_is_refused_when_the_scenario_loads(tmp_path, tiny):
     with pytest.raises(InputError, match=r"domain.n_outputs = 1 must be 0 \(Y = X\) or >= 2"):
-        _scenario({"domain.n_outputs": [0, 1]})
+        tiny({"domain.n_outputs": [0, 1]})
 
 
 def test_a_failed_batch_reruns_after_a_fix_with_overwrite(tmp_path, monkeypatch, helsinki_walk):
@@ -280,18 +278,18 @@ def test_a_failed_batch_reruns_after_a_fix_with_overwrite(tmp_path, monkeypatch,
         run_batch(sc.load(fixed), store, overwrite=True, resume=True, progress=False)
 
 
-def test_overwrite_never_deletes_a_folder_that_is_not_a_store(tmp_path, helsinki_walk):
+def test_overwrite_never_deletes_a_folder_that_is_not_a_store(tmp_path, helsinki_walk, tiny):
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("keep me")
     with pytest.raises(InputError, match="not a batch store"):
-        run_batch(_scenario(), folder, overwrite=True, progress=False)
+        run_batch(tiny(), folder, overwrite=True, progress=False)
     assert (folder / "notes.txt").read_text() == "keep me"
 
 
 @pytest.mark.slow
 def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
-    tmp_path, helsinki_walk
+    tmp_path, helsinki_walk, tiny
 ):
     sweep = {"mechanism.epsilon_per_km": [2.0, 4.0, 6.0, 8.0], "repetitions": 2}
     path = _toml(tmp_path / "k.toml", ['"mechanism.epsilon_per_km" = [2.0, 4.0, 6.0, 8.0]',
@@ -319,10 +317,10 @@ def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
     done_at_kill = finished()
     assert 1 <= len(done_at_kill) < 8, "the batch must be killed part-way"
 
-    outcome = run_batch(_scenario(sweep), store, resume=True, progress=False)
+    outcome = run_batch(tiny(sweep), store, resume=True, progress=False)
     assert outcome.ok and outcome.n_skipped == len(done_at_kill)
     reference = tmp_path / "reference"
-    assert run_batch(_scenario(sweep), reference, progress=False).ok
+    assert run_batch(tiny(sweep), reference, progress=False).ok
     assert _task_files(store) == _task_files(reference)
     ticks = load_ticks(store)
     assert len(ticks) == 8 * 2 and not ticks.duplicated(["task_id", "tick"]).any()

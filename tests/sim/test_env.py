@@ -17,19 +17,15 @@ from mdpsim.errors import InputError
 from mdpsim.players import attack_success
 from mdpsim.run import tables, write_outputs
 
-BASE = {
-    "scenario": {"name": "env", "seed": 3, "ticks": 5},
-    "network": {"source": "helsinki-test"},
-    "domain": {"n_points": 60},
-    "users": {"count": 4, "budget_rho_per_km2": 500.0},
-    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
-    "queries": {"rho_per_km2": 20.0},
-}
-
 
 @pytest.fixture(scope="module")
-def scenario():
-    return sc.from_dict(BASE)
+def scenario(make_scenario):
+    return make_scenario(
+        scenario={"name": "env", "seed": 3, "ticks": 5},
+        domain={"n_points": 60},
+        users={"count": 4, "budget_rho_per_km2": 500.0},
+        queries={"rho_per_km2": 20.0},
+    )
 
 
 def test_parallel_env_passes_the_pettingzoo_api_test(scenario):

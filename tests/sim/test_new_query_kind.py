@@ -32,25 +32,26 @@ def ask_wide_range(call: QueryCall) -> tuple[QueryAnswer, float]:
     return answer, count_err(float(answer.value), truth)  # type: ignore[arg-type]
 
 
-RAW = {
-    "scenario": {"name": "s", "seed": 2, "ticks": 3},
-    "network": {"source": "helsinki-test"},
-    "domain": {"n_points": 60},
-    "users": {"count": 12},
-    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
-    "queries": {"rho_per_km2": 20.0, "kinds": ["range", "wide_range"]},
-}
+@pytest.fixture(scope="module")
+def world(make_scenario):
+    """This module's scenario: the registered kind beside range."""
+    return make_scenario.but(
+        scenario={"name": "s", "seed": 2, "ticks": 3},
+        domain={"n_points": 60},
+        users={"count": 12},
+        queries={"rho_per_km2": 20.0, "kinds": ["range", "wide_range"]},
+    )
 
 
-def test_a_registered_query_kind_is_asked_and_charged_like_the_bundled_ones():
+def test_a_registered_query_kind_is_asked_and_charged_like_the_bundled_ones(world):
     assert {"range", "kde", "knn", "wide_range"} <= set(available_kinds())
-    ticks, _, _ = simulate(sc.from_dict(RAW))
+    ticks, _, _ = simulate(world())
     assert np.isfinite(ticks["wide_range_error"]).all()
     assert ticks["wide_range_privacy_saving"].between(0, 1).all()
     assert ticks["range_error"].notna().all()  # the bundled kind beside it
 
 
-def test_an_unregistered_query_kind_is_refused_naming_the_field():
-    raw = {**RAW, "queries": {"kinds": ["range", "sql"]}}
+def test_an_unregistered_query_kind_is_refused_naming_the_field(world):
+    raw = world.raw(queries={"kinds": ["range", "sql"]})
     with pytest.raises(InputError, match=r"queries.kinds.*'sql'.*available: .*range"):
         sc.from_dict(raw)

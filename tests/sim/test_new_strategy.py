@@ -18,14 +18,16 @@ from mdpsim.run import simulate
 from mdpsim.strategies import REPORT_POLICIES, ReportContext, ReportPolicy, from_scenario
 from mdpsim.validation import check_positive_int
 
-RAW = {
-    "scenario": {"name": "s", "seed": 2, "ticks": 6},
-    "network": {"source": "helsinki-test"},
-    "domain": {"n_points": 60},
-    "users": {"count": 12},
-    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
-    "queries": {"every_ticks": 0},
-}
+
+@pytest.fixture(scope="module")
+def world(make_scenario):
+    """This module's scenario: 12 users, no queries."""
+    return make_scenario.but(
+        scenario={"name": "s", "seed": 2, "ticks": 6},
+        domain={"n_points": 60},
+        users={"count": 12},
+        queries={"every_ticks": 0},
+    )
 
 
 class EveryOtherTick(ReportPolicy):
@@ -46,8 +48,8 @@ def every_other_tick(monkeypatch):
     monkeypatch.setitem(strategies.REGISTRIES, "report", own)
 
 
-def test_a_strategy_of_an_existing_kind_is_its_own_module(every_other_tick):
-    raw = {**RAW, "strategies": {"report": {"name": "every_other_tick"}}}
+def test_a_strategy_of_an_existing_kind_is_its_own_module(every_other_tick, world):
+    raw = world.raw(strategies={"report": {"name": "every_other_tick"}})
     ticks, _, _ = simulate(sc.from_dict(raw))
     reports = dict(zip(ticks["tick"], ticks["n_reports"], strict=True))
     assert all(n == 0 for t, n in reports.items() if t % 2)
@@ -86,18 +88,18 @@ def audit_kind(monkeypatch):
     monkeypatch.setitem(strategies.REGISTRIES, "audit_schedule", AUDIT_SCHEDULES)
 
 
-def test_a_new_strategy_kind_is_read_from_the_scenario_once_registered(audit_kind):
-    raw = {**RAW, "strategies": {"audit_schedule": {"name": "every", "ticks": 3}}}
+def test_a_new_strategy_kind_is_read_from_the_scenario_once_registered(audit_kind, world):
+    raw = world.raw(strategies={"audit_schedule": {"name": "every", "ticks": 3}})
     built = from_scenario(sc.from_dict(raw))
     assert built.audit_schedule.get_params() == {"ticks": 3}
     assert [t for t in range(1, 7) if built.audit_schedule.due(t)] == [3, 6]
-    assert isinstance(from_scenario(sc.from_dict(RAW)).audit_schedule, Never)  # unset: first
-    bad = {**RAW, "strategies": {"audit_schedule": {"name": "every", "ticks": 0}}}
+    assert isinstance(from_scenario(world()).audit_schedule, Never)  # unset: first
+    bad = world.raw(strategies={"audit_schedule": {"name": "every", "ticks": 0}})
     with pytest.raises(InputError, match="strategies.audit_schedule.*ticks=0"):
         sc.from_dict(bad)
 
 
-def test_an_unregistered_strategy_kind_is_refused_naming_the_kinds():
-    raw = {**RAW, "strategies": {"audit_schedule": "every"}}
+def test_an_unregistered_strategy_kind_is_refused_naming_the_kinds(world):
+    raw = world.raw(strategies={"audit_schedule": "every"})
     with pytest.raises(InputError, match="'audit_schedule', not a strategy kind; kinds: report"):
         sc.from_dict(raw)

@@ -18,16 +18,22 @@ from mdpsim.cli import main
 from mdpsim.env import parallel_env
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "plugin_example"
-SCENARIO = {
-    "scenario": {"name": "plugin", "seed": 2, "ticks": 3},
-    "network": {"source": "helsinki-test"},
-    "domain": {"n_points": 30},
-    "users": {"count": 3},
-    "mechanism": {"name": "coin_em", "epsilon_per_km": 5.0},
-    "queries": {"every_ticks": 0},
-    "attacks": {"run": ["bayes", "mode_guess"]},
-    "strategies": {"report": "every_other"},
-}
+
+
+@pytest.fixture(scope="module")
+def plugin_world(make_scenario):
+    """The plug-ins' scenario: their mechanism, attack and report strategy."""
+    return make_scenario.but(
+        scenario={"name": "plugin", "seed": 2, "ticks": 3},
+        domain={"n_points": 30},
+        users={"count": 3},
+        mechanism={"name": "coin_em", "epsilon_per_km": 5.0},
+        queries={"every_ticks": 0},
+        attacks={"run": ["bayes", "mode_guess"]},
+        strategies={"report": "every_other"},
+    )
+
+
 REGISTRIES = [mechanisms.base._MECHANISMS, attacks.base._ATTACKS, *strategies.REGISTRIES.values()]
 
 
@@ -66,30 +72,30 @@ def test_the_checks_pass_on_each(example, helsinki_test_walk):
     check_strategy(example.EveryOther)
 
 
-def test_its_mechanism_and_attack_run_in_mdpsim_run(example, tmp_path, capsys):
+def test_its_mechanism_and_attack_run_in_mdpsim_run(example, tmp_path, capsys, plugin_world):
     path = tmp_path / "plugin.toml"
-    path.write_text(_toml(SCENARIO))
+    path.write_text(_toml(plugin_world.raw()))
     assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 0
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["scenario"]["mechanism"]["name"] == "coin_em"
     assert main(["run", str(path), "--out", str(tmp_path / "bad"), "--seed", "1"]) == 0
-    bad = dict(SCENARIO, mechanism={**SCENARIO["mechanism"], "params": {"nope": 1}})
+    bad = plugin_world.raw(mechanism={"params": {"nope": 1}})
     path.write_text(_toml(bad))
     assert main(["run", str(path)]) == 2
     assert "mechanism 'coin_em' has no parameter 'nope'" in capsys.readouterr().err
 
 
-def test_its_mechanism_and_attack_show_in_mdpsim_attack(example, tmp_path, capsys):
+def test_its_mechanism_and_attack_show_in_mdpsim_attack(example, tmp_path, capsys, plugin_world):
     path = tmp_path / "plugin.toml"
-    path.write_text(_toml(SCENARIO))
+    path.write_text(_toml(plugin_world.raw()))
     out = tmp_path / "attack"
     assert main(["attack", str(path), "--mechanisms", "coin_em,em", "--out", str(out)]) == 0
     table = capsys.readouterr().out
     assert "coin_em" in table and "mode_guess" in table
 
 
-def test_its_strategy_plays_in_the_env(example):
-    env = parallel_env(dict(SCENARIO, strategies={}), strategies={"report": "every_other"})
+def test_its_strategy_plays_in_the_env(example, plugin_world):
+    env = parallel_env(plugin_world.raw(strategies=None), strategies={"report": "every_other"})
     env.reset()
     assert type(env.game.model.strategies.report).__name__ == "EveryOther"
     wants = []  # what the strategy has each user do, tick by tick

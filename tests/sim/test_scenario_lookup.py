@@ -12,15 +12,17 @@ from mdpsim.cli import main
 from mdpsim.env import parallel_env, single_agent_env
 from mdpsim.errors import InputError
 
-SMALL = {
-    "scenario": {"name": "lookup", "seed": 1, "ticks": 2},
-    "network": {"source": "helsinki-test"},
-    "domain": {"n_points": 30},
-    "users": {"count": 2},
-    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
-    "queries": {"every_ticks": 0},
-    "attacks": {"run": ["bayes"]},
-}
+
+@pytest.fixture(scope="module")
+def small(make_scenario):
+    """Two users, one attack: the smallest scenario that runs."""
+    return make_scenario.but(
+        scenario={"name": "lookup", "seed": 1, "ticks": 2},
+        domain={"n_points": 30},
+        users={"count": 2},
+        queries={"every_ticks": 0},
+        attacks={"run": ["bayes"]},
+    )
 
 
 def test_packaged_lists_every_shipped_toml_by_stem():
@@ -36,16 +38,16 @@ def test_a_packaged_name_resolves_from_any_folder(tmp_path, monkeypatch):
     assert sc.resolve("helsinki_demo.toml") == demo
 
 
-def test_a_file_wins_over_the_packaged_scenario_of_the_same_name(tmp_path, monkeypatch):
+def test_a_file_wins_over_the_packaged_scenario_of_the_same_name(tmp_path, monkeypatch, small):
     monkeypatch.chdir(tmp_path)
-    local = dict(SMALL, scenario={**SMALL["scenario"], "name": "mine"})
+    local = small.raw(scenario={"name": "mine"})
     (tmp_path / "helsinki_demo").write_text(_toml(local))
     assert sc.resolve("helsinki_demo").scenario.name == "mine"
 
 
-def test_dict_and_scenario_pass_through():
-    s = sc.resolve(SMALL)
-    assert s == sc.from_dict(SMALL)
+def test_dict_and_scenario_pass_through(small):
+    s = sc.resolve(small.raw())
+    assert s == small()
     assert sc.resolve(s) is s
 
 
@@ -63,9 +65,11 @@ def test_a_wrong_source_is_one_line_naming_the_choices(source, words):
     assert "\n" not in str(info.value)
 
 
-def test_cli_runs_a_path_and_lists_the_packaged_names_on_a_miss(tmp_path, monkeypatch, capsys):
+def test_cli_runs_a_path_and_lists_the_packaged_names_on_a_miss(
+    tmp_path, monkeypatch, capsys, small
+):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "s.toml").write_text(_toml(SMALL))
+    (tmp_path / "s.toml").write_text(_toml(small.raw()))
     assert main(["run", "s.toml", "--ticks", "1", "--out", "by-path"]) == 0
     summary = json.loads((tmp_path / "by-path" / "summary.json").read_text())
     assert summary["scenario"]["scenario"]["name"] == "lookup"
@@ -82,10 +86,10 @@ def test_cli_demo_and_run_by_name_outside_the_repository(tmp_path, monkeypatch):
     assert (tmp_path / "demo" / "summary.json").is_file()
 
 
-def test_the_env_takes_a_path_a_dict_or_a_scenario(tmp_path):
+def test_the_env_takes_a_path_a_dict_or_a_scenario(tmp_path, small):
     path = tmp_path / "s.toml"
-    path.write_text(_toml(SMALL))
-    for source in (str(path), path, SMALL, sc.from_dict(SMALL)):
+    path.write_text(_toml(small.raw()))
+    for source in (str(path), path, small.raw(), small()):
         env = parallel_env(source)
         assert env.possible_agents == ["server", "user_0", "user_1"]
     assert single_agent_env(str(path), agent="user_1").agent == "user_1"

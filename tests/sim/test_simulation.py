@@ -8,32 +8,30 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.cli import main
 from mdpsim.model import PrivacyModel
 from mdpsim.run import run_scenario, simulate
 
-BASE = {
-    "scenario": {"name": "t", "seed": 4, "ticks": 6},
-    "domain": {"n_points": 150},
-    "users": {"count": 30, "budget_rho_per_km2": 1000.0},
-    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
-    "queries": {"rho_per_km2": 20.0},
-}
 
-
-def _scenario(**changes):
-    s = sc.from_dict(json.loads(json.dumps(BASE)))
-    return s.replace(**changes) if changes else s
+@pytest.fixture(scope="module")
+def world(make_scenario):
+    """This module's scenario: 30 users on Helsinki (``world(**tables)`` changes tables)."""
+    return make_scenario.but(
+        scenario={"name": "t", "seed": 4, "ticks": 6},
+        network=None,
+        domain={"n_points": 150},
+        users={"count": 30, "budget_rho_per_km2": 1000.0},
+        queries={"rho_per_km2": 20.0},
+    )
 
 
 @pytest.fixture(scope="module")
-def run_tables():
-    return simulate(_scenario())
+def run_tables(world):
+    return simulate(world())
 
 
-def test_agents_are_views_over_the_model_arrays():
-    model = PrivacyModel(_scenario())
+def test_agents_are_views_over_the_model_arrays(world):
+    model = PrivacyModel(world())
     users = [a for a in model.agents if type(a).__name__ == "UserAgent"]
     assert len(users) == 30
     model.step()
@@ -56,8 +54,8 @@ def test_every_tick_has_its_rows(run_tables):
     assert set(expected) <= set(ticks.columns)
 
 
-def test_users_move_along_roads_within_their_reach(run_tables):
-    model = PrivacyModel(_scenario())
+def test_users_move_along_roads_within_their_reach(run_tables, world):
+    model = PrivacyModel(world())
     before = model.population.position.copy()
     moved = 0
     for _ in range(5):
@@ -81,8 +79,8 @@ def test_tracking_does_no_worse_than_single_reports(run_tables):
     assert ticks["tracking_error_km"].mean() <= ticks["bayes_error_km"].mean() + 1e-12
 
 
-def test_budgets_never_overspend_and_halted_users_stop_answering():
-    ticks, users, _ = simulate(_scenario(**{"users.budget_rho_per_km2": 60.0}))
+def test_budgets_never_overspend_and_halted_users_stop_answering(world):
+    ticks, users, _ = simulate(world(users={"budget_rho_per_km2": 60.0}))
     assert (users["remaining_budget"] >= 0).all()
     assert ticks["n_halted"].iloc[-1] > 0
     halted_at = users[users["halted"]].groupby("user")["tick"].min()
@@ -91,35 +89,27 @@ def test_budgets_never_overspend_and_halted_users_stop_answering():
     assert (after["reported_output"] == -1).all()
 
 
-def test_elimination_saves_budget_compared_with_the_baseline():
-    pm, _, _ = simulate(
-        _scenario(**{"queries.rho_per_km2": 200.0, "users.budget_rho_per_km2": 1e5})
-    )
+def test_elimination_saves_budget_compared_with_the_baseline(world):
+    pm, _, _ = simulate(world(queries={"rho_per_km2": 200.0}, users={"budget_rho_per_km2": 1e5}))
     bm, _, _ = simulate(
-        _scenario(
-            **{
-                "queries.rho_per_km2": 200.0,
-                "users.budget_rho_per_km2": 1e5,
-                "queries.saving": False,
-            }
-        )
+        world(queries={"rho_per_km2": 200.0, "saving": False}, users={"budget_rho_per_km2": 1e5})
     )
     assert pm["query_privacy_saving"].mean() > 0.05
     assert bm["query_privacy_saving"].max() == 0.0
 
 
-def test_same_seed_same_parquet_bytes(tmp_path):
+def test_same_seed_same_parquet_bytes(tmp_path, world):
     a, b = tmp_path / "a", tmp_path / "b"
-    run_scenario(_scenario(), a)
-    run_scenario(_scenario(), b)
+    run_scenario(world(), a)
+    run_scenario(world(), b)
     for name in ("ticks.parquet", "users.parquet"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
     c = tmp_path / "c"
-    run_scenario(_scenario(), c, seed=5)
+    run_scenario(world(), c, seed=5)
     assert not pd.read_parquet(a / "users.parquet").equals(pd.read_parquet(c / "users.parquet"))
 
 
-def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, monkeypatch):
+def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, monkeypatch, world):
     calls = {"n": 0}
     original = PrivacyModel.step
 
@@ -131,7 +121,7 @@ def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, monkeypatc
 
     monkeypatch.setattr(PrivacyModel, "step", crash)
     with pytest.raises(KeyboardInterrupt):
-        run_scenario(_scenario(), tmp_path / "out")
+        run_scenario(world(), tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -159,10 +149,10 @@ def test_cli_bad_scenario_exits_2_without_output(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_mechanism_cache_reuses_fitted_mechanisms_across_models():
+def test_mechanism_cache_reuses_fitted_mechanisms_across_models(world):
     cache: dict = {}
-    first = PrivacyModel(_scenario(), mechanism_cache=cache)
+    first = PrivacyModel(world(), mechanism_cache=cache)
     first.step()
-    second = PrivacyModel(_scenario(), domain=first.domain, mechanism_cache=cache)
+    second = PrivacyModel(world(), domain=first.domain, mechanism_cache=cache)
     second.step()
     assert len(cache) == 1 and second.server.mechanism is first.server.mechanism

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.errors import InputError
 from mdpsim.model import PrivacyModel
 from mdpsim.run import run_scenario, simulate
@@ -22,26 +21,19 @@ from mdpsim.strategies import (
     from_scenario,
 )
 
-BASE = {
-    "scenario": {"name": "s", "seed": 2, "ticks": 6},
-    "network": {"source": "helsinki-test"},
-    "domain": {"n_points": 60},
-    "users": {"count": 12},
-    "mechanism": {"name": "em", "epsilon_per_km": 6.0},
-    "queries": {"rho_per_km2": 20.0},
-}
+
+@pytest.fixture(scope="module")
+def world(make_scenario):
+    """This module's scenario (``world(strategies=..., **tables)`` changes tables)."""
+    return make_scenario.but(
+        scenario={"name": "s", "seed": 2, "ticks": 6},
+        domain={"n_points": 60},
+        users={"count": 12},
+        queries={"rho_per_km2": 20.0},
+    )
 
 
-def _scenario(strategies=None, **tables):
-    raw = {k: dict(v) for k, v in BASE.items()}
-    for table, values in tables.items():
-        raw.setdefault(table, {}).update(values)
-    if strategies:
-        raw["strategies"] = strategies
-    return sc.from_dict(raw)
-
-
-def test_registries_name_what_exists_and_refuse_unknown_names_and_parameters():
+def test_registries_name_what_exists_and_refuse_unknown_names_and_parameters(world):
     assert REPORT_POLICIES.available() == ["always", "budget_aware", "threshold"]
     assert BUDGET_POLICIES.available() == ["cgp", "pure_gp", "renewing"]
     assert QUERY_PLANNERS.available() == ["per_query", "budgeter"]
@@ -51,22 +43,22 @@ def test_registries_name_what_exists_and_refuse_unknown_names_and_parameters():
     with pytest.raises(InputError, match="no parameter 'rho'; parameters: rho_per_km2"):
         BUDGET_POLICIES.from_spec({"name": "cgp", "rho": 3.0})
     with pytest.raises(InputError, match="strategies.report"):
-        _scenario({"report": {"name": "threshold", "max_expected_loss_km": -1.0}})
+        world(strategies={"report": {"name": "threshold", "max_expected_loss_km": -1.0}})
 
 
-def test_old_shorthands_still_load_and_mean_what_they_meant():
-    s = _scenario(users={"budget_rho_per_km2": 123.0}, mechanism={"refresh_every_ticks": 3})
+def test_old_shorthands_still_load_and_mean_what_they_meant(world):
+    s = world(users={"budget_rho_per_km2": 123.0}, mechanism={"refresh_every_ticks": 3})
     built = from_scenario(s)
     assert built.budget.name == "cgp" and built.budget.rho_per_km2 == 123.0
     assert built.refresh.name == "every" and built.refresh.ticks == 3
     with pytest.raises(InputError, match="keep strategies.budget and drop users.budget_rho"):
-        _scenario({"budget": "pure_gp"}, users={"budget_rho_per_km2": 5.0})
-    renewing = _scenario({"budget": {"name": "renewing", "window_ticks": 4}})
+        world(strategies={"budget": "pure_gp"}, users={"budget_rho_per_km2": 5.0})
+    renewing = world(strategies={"budget": {"name": "renewing", "window_ticks": 4}})
     assert renewing.replace(**{"users.count": 3}).strategies.budget == renewing.strategies.budget
 
 
-def test_same_bytes_whatever_the_order_strategies_are_built_in(tmp_path):
-    s = _scenario()
+def test_same_bytes_whatever_the_order_strategies_are_built_in(tmp_path, world):
+    s = world()
     specs = {
         "report": ("budget_aware", REPORT_POLICIES),
         "budget": ("cgp", BUDGET_POLICIES),
@@ -84,9 +76,9 @@ def test_same_bytes_whatever_the_order_strategies_are_built_in(tmp_path):
     assert tables[0] == tables[1]
 
 
-def test_budget_aware_users_never_spend_ahead_of_the_linear_schedule():
-    s = _scenario(
-        {"report": "budget_aware", "budget": {"name": "cgp", "rho_per_km2": 100.0}},
+def test_budget_aware_users_never_spend_ahead_of_the_linear_schedule(world):
+    s = world(
+        strategies={"report": "budget_aware", "budget": {"name": "cgp", "rho_per_km2": 100.0}},
         queries={"every_ticks": 0},
     )
     model = PrivacyModel(s)
@@ -96,28 +88,30 @@ def test_budget_aware_users_never_spend_ahead_of_the_linear_schedule():
         assert np.all(spent <= 100.0 * t / 6 * (1 + 1e-12))
     assert model.filters.halted.sum() == 0
     always, _, _ = simulate(
-        _scenario({"budget": {"name": "cgp", "rho_per_km2": 100.0}}, queries={"every_ticks": 0})
+        world(
+            strategies={"budget": {"name": "cgp", "rho_per_km2": 100.0}}, queries={"every_ticks": 0}
+        )
     )
     assert always["n_halted"].iloc[-1] > 0  # 18 per report: always-reporters run dry
 
 
-def test_threshold_users_stay_silent_when_the_mechanism_loses_too_much():
+def test_threshold_users_stay_silent_when_the_mechanism_loses_too_much(world):
     silent, _, _ = simulate(
-        _scenario({"report": {"name": "threshold", "max_expected_loss_km": 0.0}})
+        world(strategies={"report": {"name": "threshold", "max_expected_loss_km": 0.0}})
     )
     assert (silent["n_reports"] == 0).all()
     loud, _, _ = simulate(
-        _scenario(
-            {"report": {"name": "threshold", "max_expected_loss_km": 50.0}},
+        world(
+            strategies={"report": {"name": "threshold", "max_expected_loss_km": 50.0}},
             users={"budget_rho_per_km2": 1e5},
         )
     )
     assert (loud["n_reports"] == 12).all()
 
 
-def test_renewing_budget_renews_every_window_and_states_its_guarantee():
+def test_renewing_budget_renews_every_window_and_states_its_guarantee(world):
     policy = {"name": "renewing", "rho_per_km2": 40.0, "window_ticks": 3}
-    model = PrivacyModel(_scenario({"budget": policy}, queries={"every_ticks": 0}))
+    model = PrivacyModel(world(strategies={"budget": policy}, queries={"every_ticks": 0}))
     reports = []
     for _ in range(6):
         model.step()
@@ -127,20 +121,21 @@ def test_renewing_budget_renews_every_window_and_states_its_guarantee():
     assert "within each window of 3 ticks" in text and "80/km^2-CGP" in text
 
 
-def test_pure_gp_budget_charges_eps_and_refuses_what_it_cannot_charge():
+def test_pure_gp_budget_charges_eps_and_refuses_what_it_cannot_charge(world):
     model = PrivacyModel(
-        _scenario(
-            {"budget": {"name": "pure_gp", "epsilon_per_km": 30.0}}, queries={"every_ticks": 0}
+        world(
+            strategies={"budget": {"name": "pure_gp", "epsilon_per_km": 30.0}},
+            queries={"every_ticks": 0},
         )
     )
     model.step()
     assert model.filters.spent == pytest.approx(np.full(12, 6.0))
     with pytest.raises(InputError, match="pure GP budget cannot pay the Gaussian"):
-        PrivacyModel(_scenario({"budget": "pure_gp"}))
+        PrivacyModel(world(strategies={"budget": "pure_gp"}))
     with pytest.raises(InputError, match="cannot charge the mechanism's upload guarantee"):
         PrivacyModel(
-            _scenario(
-                {"budget": "pure_gp"},
+            world(
+                strategies={"budget": "pure_gp"},
                 mechanism={
                     "name": "dista_lp",
                     "epsilon_per_km": 4.0,
@@ -151,9 +146,9 @@ def test_pure_gp_budget_charges_eps_and_refuses_what_it_cannot_charge():
         )
 
 
-def test_budgeter_planner_never_halts_users_and_keeps_queries_within_their_share():
-    s = _scenario(
-        {
+def test_budgeter_planner_never_halts_users_and_keeps_queries_within_their_share(world):
+    s = world(
+        strategies={
             "query_planner": {"name": "budgeter", "share": 0.25},
             "budget": {"name": "cgp", "rho_per_km2": 400.0},
         },
@@ -170,21 +165,23 @@ def test_budgeter_planner_never_halts_users_and_keeps_queries_within_their_share
     assert model.strategies.query_planner._budgeter.asked == 18  # m = 3 kinds x 6 ticks
 
 
-def test_refresh_schedules_are_public_every_and_on_release():
-    every, _, _ = simulate(_scenario({"refresh": {"name": "every", "ticks": 2}}))
+def test_refresh_schedules_are_public_every_and_on_release(world):
+    every, _, _ = simulate(world(strategies={"refresh": {"name": "every", "ticks": 2}}))
     assert list(every["mechanism_regenerated"]) == [False, True, False, True, False, True]
     silent = {"name": "threshold", "max_expected_loss_km": 0.0}
     on_release, _, _ = simulate(
-        _scenario({"report": silent, "refresh": {"name": "on_release", "silent_fraction": 1.0}})
+        world(
+            strategies={"report": silent, "refresh": {"name": "on_release", "silent_fraction": 1.0}}
+        )
     )
     assert list(on_release["mechanism_regenerated"]) == [False, True, False, True, False, True]
-    never, _, _ = simulate(_scenario())
+    never, _, _ = simulate(world())
     assert not never["mechanism_regenerated"].any() and (never["mechanism_generations"] == 1).all()
 
 
-def test_run_outputs_record_the_first_generation_and_the_budget_guarantee(tmp_path):
+def test_run_outputs_record_the_first_generation_and_the_budget_guarantee(tmp_path, world):
     budget = {"name": "renewing", "rho_per_km2": 50.0, "window_ticks": 4}
-    summary = run_scenario(_scenario({"budget": budget}), tmp_path / "out")
+    summary = run_scenario(world(strategies={"budget": budget}), tmp_path / "out")
     assert summary["mechanism_generations"] == 1
     assert np.isfinite(summary["mechanism_generation_s_mean"])
     doc = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -193,10 +190,10 @@ def test_run_outputs_record_the_first_generation_and_the_budget_guarantee(tmp_pa
 
 
 @pytest.mark.slow
-def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload():
+def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload(world):
     silent = {"name": "threshold", "max_expected_loss_km": 0.0}  # nobody reports
-    s = _scenario(
-        {"report": silent, "refresh": {"name": "on_release", "silent_fraction": 1.0}},
+    s = world(
+        strategies={"report": silent, "refresh": {"name": "on_release", "silent_fraction": 1.0}},
         users={"count": 4, "budget_rho_per_km2": 1e4},
         domain={"n_points": 60},
         mechanism={
@@ -215,9 +212,9 @@ def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload():
     assert (ticks["n_reports"] == 0).all()
 
 
-def test_budgeter_share_starts_over_with_each_window_of_a_renewing_budget():
+def test_budgeter_share_starts_over_with_each_window_of_a_renewing_budget(world):
     budget = {"name": "renewing", "rho_per_km2": 400.0, "window_ticks": 2}
-    s = _scenario({"query_planner": {"name": "budgeter", "share": 0.25}, "budget": budget})
+    s = world(strategies={"query_planner": {"name": "budgeter", "share": 0.25}, "budget": budget})
     model = PrivacyModel(s)
     model.run(3)  # window 1: ticks 1-2; tick 3 opens window 2
     share = model.strategies.query_planner._budgeter.population
@@ -229,13 +226,13 @@ def test_budgeter_share_starts_over_with_each_window_of_a_renewing_budget():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("upload", ["none", "location"])
-def test_dista_lp_regenerates_at_the_same_ticks_whatever_the_true_walks(upload):
+def test_dista_lp_regenerates_at_the_same_ticks_whatever_the_true_walks(upload, world):
     """Regeneration timing is public: two populations walking differently (other speeds and
     dwell times, same seed and schedule) regenerate DistA-LP at exactly the same ticks."""
 
     def run(speed_mps, dwell_ticks):
-        s = _scenario(
-            {"refresh": {"name": "every", "ticks": 2}},
+        s = world(
+            strategies={"refresh": {"name": "every", "ticks": 2}},
             users={"count": 4, "speed_mps": speed_mps, "dwell_ticks": dwell_ticks},
             mechanism={"name": "dista_lp", "epsilon_per_km": 7.0, "params": {"upload": upload}},
             queries={"every_ticks": 0},
@@ -251,9 +248,9 @@ def test_dista_lp_regenerates_at_the_same_ticks_whatever_the_true_walks(upload):
     )
 
 
-def test_budgeter_plans_each_renewing_window_with_what_the_filter_checks_there():
-    s = _scenario(
-        {
+def test_budgeter_plans_each_renewing_window_with_what_the_filter_checks_there(world):
+    s = world(
+        strategies={
             "query_planner": {"name": "budgeter", "share": 0.5, "strategy": "even"},
             "budget": {"name": "renewing", "rho_per_km2": 400.0, "window_ticks": 3},
         },

@@ -28,18 +28,23 @@ from mdpsim.threads import (
     threads_per_worker,
 )
 
-RAW = {
-    "scenario": {"name": "threads", "seed": 7, "ticks": 2},
-    "domain": {"n_points": 150},
-    "users": {"count": 40},
-    "mechanism": {"name": "em", "epsilon_per_km": 2.0},
-    "output": {"per_user": True},
-}
+
+@pytest.fixture(scope="module")
+def world(make_scenario):
+    """40 users on Helsinki, per-user tables."""
+    return make_scenario.but(
+        scenario={"name": "threads", "seed": 7, "ticks": 2},
+        network=None,
+        domain={"n_points": 150},
+        users={"count": 40},
+        mechanism={"epsilon_per_km": 2.0},
+        output={"per_user": True},
+    )
 
 
-def test_the_users_table_is_the_same_bits_under_one_or_two_blas_threads():
+def test_the_users_table_is_the_same_bits_under_one_or_two_blas_threads(world):
     # before the pin, seed 0 gave 2 of 80 bayes_error_km values differing in the last bit
-    s = sc.from_dict(RAW)
+    s = world()
     tables = []
     for n in (1, 2):
         with threadpool_limits(n):
@@ -79,8 +84,8 @@ def test_the_tracking_filter_takes_the_task_thread_budget(walk_domain):
         pass
 
 
-def test_the_batch_shares_the_cores_and_says_so(tmp_path, helsinki_walk, capsys):
-    raw = {**RAW, "sweep": {"mechanism.epsilon_per_km": [2.0, 6.0]}, "output": {}}
+def test_the_batch_shares_the_cores_and_says_so(tmp_path, helsinki_walk, capsys, world):
+    raw = world.raw(sweep={"mechanism.epsilon_per_km": [2.0, 6.0]}, output=None)
     out = run_batch(sc.from_dict(raw), tmp_path / "a", workers=1, progress=False)
     assert (out.workers, out.threads_per_task) == (1, available_cores())
     out = run_batch(
@@ -107,15 +112,14 @@ def _wait_for_workers(address: str, n: int, timeout_s: float = 60.0) -> None:
 
 
 @pytest.mark.slow
-def test_an_external_dask_cluster_gives_the_bytes_of_a_local_run(tmp_path, helsinki_walk):
+def test_an_external_dask_cluster_gives_the_bytes_of_a_local_run(tmp_path, helsinki_walk, world):
     """A real cluster (scheduler + two workers as separate processes, one with
     OMP_NUM_THREADS=1) against one local process under the default threads: same bytes."""
-    raw = {
-        **RAW,
-        "scenario": {"name": "threads", "seed": 7, "ticks": 3},
-        "users": {"count": 70},
-        "sweep": {"mechanism.epsilon_per_km": [2.0, 6.0, 10.0], "repetitions": 2},
-    }
+    raw = world.raw(
+        scenario={"ticks": 3},
+        users={"count": 70},
+        sweep={"mechanism.epsilon_per_km": [2.0, 6.0, 10.0], "repetitions": 2},
+    )
     scenario = sc.from_dict(raw)
     local = run_batch(scenario, tmp_path / "local", workers=1, progress=False)
     assert local.ok and local.n_done == 6

@@ -21,19 +21,22 @@ from mdpsim.world import build_world
 SIM = Path(__file__).resolve().parents[2] / "sim"
 DASHBOARD = SIM.parent / "dashboard"
 
-ORACLE = {
-    "scenario": {"name": "oracle", "seed": 5, "ticks": 4},
-    "network": {"source": "helsinki-test"},
-    "domain": {"n_points": 50},
-    "users": {"count": 12, "budget_rho_per_km2": 1000.0},
-    "mechanism": {"name": "em", "epsilon_per_km": 4.0},
-    "queries": {"every_ticks": 0},
-    "attacks": {
-        "run": ["bayes", "oracle"],
-        "params": {"oracle": {"attack": "tracking", "mobility": "true"}},
-        "grant_true_mobility": True,
-    },
-}
+
+@pytest.fixture(scope="module")
+def oracle(make_scenario):
+    """The grant_true_mobility scenario of issue 25: an oracle tracking attack."""
+    return make_scenario.but(
+        scenario={"name": "oracle", "seed": 5, "ticks": 4},
+        domain={"n_points": 50},
+        users={"count": 12, "budget_rho_per_km2": 1000.0},
+        mechanism={"epsilon_per_km": 4.0},
+        queries={"every_ticks": 0},
+        attacks={
+            "run": ["bayes", "oracle"],
+            "params": {"oracle": {"attack": "tracking", "mobility": "true"}},
+            "grant_true_mobility": True,
+        },
+    )
 
 
 ORACLE_TOML = """
@@ -60,11 +63,6 @@ grant_true_mobility = true
 """
 
 
-def _oracle(**changes) -> sc.Scenario:
-    s = sc.from_dict(ORACLE)
-    return s.replace(**changes) if changes else s
-
-
 def test_only_the_world_builder_places_the_domain():
     """``Domain.from_network`` from scenario fields is called in mdpsim.world only."""
     callers = []
@@ -75,8 +73,8 @@ def test_only_the_world_builder_places_the_domain():
     assert sorted(set(callers) - {"sim/cli.py"}) == ["sim/world.py"]  # cli: `mdpsim domain`
 
 
-def test_the_model_walks_the_world_the_builder_makes():
-    s = _oracle()
+def test_the_model_walks_the_world_the_builder_makes(oracle):
+    s = oracle()
     world = build_world(s, 9)
     ahead = world.walks_ahead(3)
     model = PrivacyModel(s, rng=9)
@@ -86,16 +84,16 @@ def test_the_model_walks_the_world_the_builder_makes():
         model.step()
 
 
-def test_walks_ahead_leave_the_world_unchanged():
-    world = build_world(_oracle(), 2)
+def test_walks_ahead_leave_the_world_unchanged(oracle):
+    world = build_world(oracle(), 2)
     start = world.population.position.copy()
     first = world.walks_ahead(4)
     np.testing.assert_array_equal(world.population.position, start)
     np.testing.assert_array_equal(world.walks_ahead(4), first)
 
 
-def test_granted_true_mobility_runs_in_run_attack_and_env(tmp_path):
-    s = _oracle()
+def test_granted_true_mobility_runs_in_run_attack_and_env(tmp_path, oracle):
+    s = oracle()
     ticks, _, _ = simulate(s)
     assert np.isfinite(ticks["oracle_error_km"]).all()
 
@@ -113,15 +111,15 @@ def test_granted_true_mobility_runs_in_run_attack_and_env(tmp_path):
     assert main(["attack", str(path), "--out", str(tmp_path / "a"), "--no-progress"]) == 0
 
 
-def test_report_probability_thins_the_reports_in_mdpsim_run():
-    full, _, _ = simulate(_oracle())
-    half, _, _ = simulate(_oracle(**{"attacks.report_probability": 0.5}))
+def test_report_probability_thins_the_reports_in_mdpsim_run(oracle):
+    full, _, _ = simulate(oracle())
+    half, _, _ = simulate(oracle(attacks={"report_probability": 0.5}))
     assert (full["n_reports"] == 12).all()
     assert 0 < half["n_reports"].sum() < 0.8 * full["n_reports"].sum()
 
 
-def test_pseudonyms_change_at_the_scenario_tick_in_mdpsim_run():
-    model = PrivacyModel(_oracle(**{"attacks.pseudonym_change_tick": 3}))
+def test_pseudonyms_change_at_the_scenario_tick_in_mdpsim_run(oracle):
+    model = PrivacyModel(oracle(attacks={"pseudonym_change_tick": 3}))
     seen = []
     for _ in range(4):
         model.step()
@@ -131,9 +129,9 @@ def test_pseudonyms_change_at_the_scenario_tick_in_mdpsim_run():
     np.testing.assert_array_equal(seen[2], seen[3])
 
 
-def test_mdpsim_attack_is_the_run_of_each_mechanism():
+def test_mdpsim_attack_is_the_run_of_each_mechanism(oracle):
     """The attack table of a mechanism is the attack columns of `mdpsim run` with it."""
-    s = _oracle(**{"attacks.run": ["bayes"], "attacks.params": {}})
+    s = oracle(attacks={"run": ["bayes"], "params": {}})
     summary, per_tick = harness.evaluate(s, harness.plan_of(s))
     ticks, _, _ = simulate(s)
     pd.testing.assert_series_equal(
@@ -144,7 +142,7 @@ def test_mdpsim_attack_is_the_run_of_each_mechanism():
     assert summary["mechanism"].tolist() == ["em"]
 
 
-def test_true_mobility_without_the_grant_is_refused_at_load():
+def test_true_mobility_without_the_grant_is_refused_at_load(oracle):
     """Found by tests/sim/test_scenario_runs.py: it passed validation and failed in the run."""
     with pytest.raises(InputError, match="attacks.params.oracle.*grant_true_mobility"):
-        _oracle(**{"attacks.grant_true_mobility": False})
+        oracle(attacks={"grant_true_mobility": False})
