@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import sparse
 
 from mdpsim.attacks.base import Context
 from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
@@ -69,9 +70,8 @@ class World:
         wants_public = any(spec.get("mobility") == "public" for spec in specs)
         true = None
         if attacks.grant_true_mobility:
-            support = reach_kernel(self.domain.dist_xx, self.mobility.reach_km)
             traces = self.walks_ahead(self.scenario.scenario.ticks)
-            true = counted_kernel(support, traces, TRUE_MOBILITY_SMOOTHING).forward
+            true = true_transitions(self.domain, self.mobility.reach_km, traces)
         return Context(
             domain=self.domain,
             n_users=self.n_users,
@@ -156,20 +156,43 @@ def public_walks(scenario: Scenario, domain: Domain, *, seed: int) -> np.ndarray
     with places of their own, drawn apart from the users (the adversary's public data)."""
     users, s = scenario.users, scenario.scenario
     _, public_ss, _ = np.random.SeedSequence(seed).spawn(3)
-    places_rng, walk_rng = (np.random.default_rng(child) for child in public_ss.spawn(2))
-    mobility = MobilityModel.build(
-        domain,
-        n_places=users.n_places,
-        speed_mps=users.speed_mps,
-        tick_seconds=s.tick_seconds,
+    return walk(
+        domain, users.count, public_ss, ticks=s.ticks, n_places=users.n_places,
+        speed_mps=users.speed_mps, tick_seconds=s.tick_seconds,
         dwell_ticks=(users.dwell_ticks[0], users.dwell_ticks[1]),
-        rng=places_rng,
-    )
-    population = Population(
-        mobility, domain, users.count, walk_rng, personal_places=users.personal_places
-    )
-    out = np.empty((s.ticks, users.count), dtype=np.int64)
-    for t in range(s.ticks):
+        personal_places=users.personal_places,
+    )[1]  # fmt: skip
+
+
+def walk(
+    domain: Domain,
+    count: int,
+    seed: np.random.SeedSequence,
+    *,
+    ticks: int,
+    n_places: int,
+    speed_mps: float,
+    tick_seconds: float,
+    dwell_ticks: tuple[int, int],
+    personal_places: int = 0,
+) -> tuple[MobilityModel, np.ndarray]:
+    """``count`` people with places of their own, drawn from ``seed`` (places, then walks):
+    their mobility model and ``(ticks, count)`` positions after each step."""
+    places_rng, walk_rng = (np.random.default_rng(child) for child in seed.spawn(2))
+    mobility = MobilityModel.build(
+        domain, n_places=n_places, speed_mps=speed_mps, tick_seconds=tick_seconds,
+        dwell_ticks=dwell_ticks, rng=places_rng,
+    )  # fmt: skip
+    population = Population(mobility, domain, count, walk_rng, personal_places=personal_places)
+    out = np.empty((ticks, count), dtype=np.int64)
+    for t in range(ticks):
         population.step(walk_rng)
         out[t] = population.position
-    return out
+    return mobility, out
+
+
+def true_transitions(domain: Domain, reach_km, traces: np.ndarray) -> sparse.csr_matrix:
+    """The users' own one-tick transitions counted from ``traces`` on the road reach (what
+    ``grant_true_mobility`` hands the adversary), smoothed by ``TRUE_MOBILITY_SMOOTHING``."""
+    support = reach_kernel(domain.dist_xx, reach_km)
+    return counted_kernel(support, traces, TRUE_MOBILITY_SMOOTHING).forward

@@ -58,30 +58,13 @@ def learn_kernel(
     iterations: int,
     pseudo_count: float,
     start: Kernel | None = None,
-) -> Kernel:
-    """Baum-Welch on the reports of ``users``: EM iterations from ``start`` (default: the
-    support), each re-estimating the kernel from the expected transition counts."""
-    return learn_incrementally(
-        support, prior, emissions, users, iterations=iterations, pseudo_count=pseudo_count,
-        start=start,
-    )[0]  # fmt: skip
-
-
-def learn_incrementally(
-    support: Kernel,
-    prior: np.ndarray,
-    emissions: Emissions,
-    users: np.ndarray,
-    *,
-    iterations: int,
-    pseudo_count: float,
-    start: Kernel | None = None,
     carried: np.ndarray | None = None,
 ) -> tuple[Kernel, np.ndarray]:
-    """:func:`learn_kernel` on a block of reports, each re-estimate adding ``carried`` (the
-    frozen expected counts of earlier blocks) to the block's expected counts: incremental EM,
-    whose cost is the block's, not the run's. Returns the kernel and the total counts it was
-    made from (support's COO order), to carry into the next block."""
+    """Baum-Welch on the reports of ``users``: EM iterations from ``start`` (default: the
+    support), each re-estimating the kernel from the expected transition counts plus
+    ``carried`` (the frozen expected counts of earlier blocks: incremental EM, whose cost is
+    the block's, not the run's). Returns the kernel and the total counts it was made from
+    (support's COO order), to carry into the next block."""
     kernel = support if start is None else start
     base = np.zeros(support.forward.nnz) if carried is None else carried
     total = base

@@ -41,7 +41,7 @@ from mdpsim.attacks.base import (
 from mdpsim.attacks.mobility_models import (
     MODELS,
     counted_kernel,
-    learn_incrementally,
+    learn_kernel,
     reach_kernel,
 )
 from mdpsim.errors import InputError
@@ -299,7 +299,7 @@ class Tracking(Attack):
         window = self.emissions_.since(max(0, self.block_start_ - 1))
         if len(window) < 2:
             return
-        kernel, counts = learn_incrementally(
+        kernel, counts = learn_kernel(
             self.support_,
             self.prior_,
             window,

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mdpsim.attacks.base import Context, Observation, Release
-from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
 from mdpsim.attacks.suite import AttackSuite
 from mdpsim.domain import Domain
-from mdpsim.mobility import MobilityModel, Population
+from mdpsim.mobility import MobilityModel
+from mdpsim.world import true_transitions, walk
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,8 +36,7 @@ class World:
         """What the adversary gets: reach and public traces; the truth only if granted."""
         true = None
         if grant_true_mobility:
-            support = reach_kernel(self.domain.dist_xx, self.mobility.reach_km)
-            true = counted_kernel(support, self.traces, 1e-3).forward
+            true = true_transitions(self.domain, self.mobility.reach_km, self.traces)
         return Context(
             domain=self.domain,
             n_users=self.traces.shape[1],
@@ -64,26 +63,12 @@ def draw_world(
     """Walk the users and a public population of ``n_public`` (default ``n_users``) people
     (their own places, drawn apart; see :class:`~mdpsim.mobility.Population`)."""
     users_ss, public_ss, reports_ss = np.random.SeedSequence(seed).spawn(3)
-
-    def walks(count: int, ss: np.random.SeedSequence) -> tuple[MobilityModel, np.ndarray]:
-        places_rng, walk_rng = (np.random.default_rng(s) for s in ss.spawn(2))
-        model = MobilityModel.build(
-            domain,
-            n_places=n_places,
-            speed_mps=speed_mps,
-            tick_seconds=tick_seconds,
-            dwell_ticks=dwell_ticks,
-            rng=places_rng,
-        )
-        pop = Population(model, domain, count, walk_rng, personal_places=personal_places)
-        out = np.empty((ticks, count), dtype=np.int64)
-        for t in range(ticks):
-            pop.step(walk_rng)
-            out[t] = pop.position
-        return model, out
-
-    mobility, traces = walks(n_users, users_ss)
-    _, public = walks(n_public or n_users, public_ss)  # fmt: skip
+    people = dict(
+        ticks=ticks, n_places=n_places, speed_mps=speed_mps, tick_seconds=tick_seconds,
+        dwell_ticks=dwell_ticks, personal_places=personal_places,
+    )  # fmt: skip
+    mobility, traces = walk(domain, n_users, users_ss, **people)
+    _, public = walk(domain, n_public or n_users, public_ss, **people)
     return World(
         domain=domain,
         traces=traces,

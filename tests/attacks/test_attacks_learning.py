@@ -56,7 +56,7 @@ def test_learned_kernel_approaches_the_true_chain(road_domain_small):
     errors = {}
     for n_ticks in (10, 150):
         trace = _walk(truth, domain, n_ticks, 100, rng)
-        learned = learn_kernel(
+        learned, _ = learn_kernel(
             support, domain.prior, _reports(z, trace, rng), np.arange(100),
             iterations=30, pseudo_count=0.01,
         )  # fmt: skip
