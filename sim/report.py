@@ -21,11 +21,13 @@ import pandas as pd
 
 from mdpsim.columns import (
     HEADLINE_ATTACK_METRICS,
+    TICK_METRICS,
     attack_columns,
     attack_metric,
     tick_metrics,
 )
 from mdpsim.errors import InputError
+from mdpsim.queries import available_kinds
 from mdpsim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
 
 Z95 = 1.96
@@ -34,14 +36,7 @@ FINAL = {
     "n_halted": ("halted_final", "halted users at the end"),
 }
 SOLVE = ("solve_s", "mechanism solve time (s)")
-QUERY_TABLE = [
-    "range_error",
-    "kde_error",
-    "knn_error",
-    "query_privacy_saving",
-    "remaining_budget_final",
-    "halted_final",
-]
+QUERY_TABLE = ["query_privacy_saving", "remaining_budget_final", "halted_final"]
 PIVOTED = (
     "utility_loss_km",
     "solve_s",
@@ -54,10 +49,25 @@ N_FIELD = "domain.n_points"
 
 
 # ---------------------------------------------------------------------- metrics
+def query_columns(columns) -> dict[str, str]:
+    """The error column ``{kind}_error`` of every registered query kind among ``columns`` ->
+    its label, as in ``columns`` (a new kind shows in the report with no edit here)."""
+    kinds = {f"{k}_error": k for k in available_kinds()}
+    return {
+        c: TICK_METRICS.get(c, f"{kinds[c]} query error") for c in map(str, columns) if c in kinds
+    }
+
+
+def run_metrics(columns) -> dict[str, str]:
+    """The per-tick metrics of a table with ``columns`` (sim/columns.py, every attack's and
+    every query kind's) -> their labels."""
+    return {**tick_metrics(columns), **query_columns(columns)}
+
+
 def labels(columns) -> dict[str, str]:
     """Metric -> label of a per-task table with ``columns``: the tick means (every attack's
-    columns included, sim/columns.py), the final budgets and the solve time."""
-    return {**tick_metrics(columns), **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
+    and every query kind's columns included), the final budgets and the solve time."""
+    return {**run_metrics(columns), **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
 
 
 def tables(metrics) -> dict[str, list[str]]:
@@ -65,7 +75,7 @@ def tables(metrics) -> dict[str, list[str]]:
     attacks = attack_columns(metrics, HEADLINE_ATTACK_METRICS)
     return {
         "Utility and attacks": ["utility_loss_km", *attacks],
-        "Queries and budgets": QUERY_TABLE,
+        "Queries and budgets": [*query_columns(metrics), *QUERY_TABLE],
         "Cost": [SOLVE[0]],
     }
 
@@ -80,7 +90,7 @@ def per_task(ticks: pd.DataFrame, timings: pd.DataFrame, manifest: dict) -> pd.D
     out["n_points"] = (
         first[N_FIELD].to_numpy() if N_FIELD in swept else scenario_value(manifest, N_FIELD)
     )
-    present = [m for m in tick_metrics(ticks.columns) if m in ticks]
+    present = [m for m in run_metrics(ticks.columns) if m in ticks]
     means = ticks.groupby("task_id", sort=False)[present].mean()
     last = ticks.groupby("task_id", sort=False).last()
     for col, (name, _) in FINAL.items():

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdpsim.component import Component
+from mdpsim.privacy.guarantees import Composition, PureMDP
 from mdpsim.registry import Registry
 
 if TYPE_CHECKING:
@@ -92,9 +93,10 @@ class Release:
     """A mechanism the server (re)generated at ``tick``.
 
     ``mechanism`` is fitted: ``matrix_`` has one row per secret of the domain (the mechanism
-    contract: row ``i`` is secret ``i``), ``report_guarantee`` (what one report may leak),
-    ``info_`` (e.g. DistA-LP's ``server_blocks``). ``uploads[u]`` is the index of slot u's upload in
-    ``info_["server_blocks"]`` (-1: none), or ``None`` when the mechanism takes no uploads.
+    contract: row ``i`` is secret ``i``), ``report_guarantee`` (what one report may leak) and
+    its own ``info_``. ``uploads[u]`` is user (slot) u's upload in the mechanism's own record
+    (:class:`~mdpsim.mechanisms.base.Uploads`: -1, none), or ``None`` when the mechanism
+    takes no uploads.
     """
 
     tick: int
@@ -110,7 +112,8 @@ class Release:
     def report_epsilon_per_km(self) -> float | None:
         """The pure eps of one report, or ``None`` if the report guarantee is not pure."""
         g = self.mechanism.report_guarantee
-        return g.epsilon_per_km if g.kind == "pure" else None
+        parts = g.parts if isinstance(g, Composition) else (g,)
+        return g.epsilon_per_km if all(isinstance(p, PureMDP) for p in parts) else None
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,20 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdpsim.errors import InputError
 from mdpsim.privacy.verifier import PrivacyViolation, verify
+from mdpsim.validation import check_probability, check_scalar
 
 #: Relative slack of the exact check (solver round-off in an LP's released matrix).
 CERTIFY_RTOL = 1e-9
 
 
 def _checked_eps(value, name: str = "epsilon_per_km") -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(f"{name}={value!r} must be a number (per km)")
-    v = float(value)
-    if not (math.isfinite(v) and v >= 0):
-        raise InputError(f"{name}={value!r} must be finite and >= 0 (per km)")
-    return v
+    return check_scalar(value, name, min=0, unit="per km")
 
 
 @dataclass(frozen=True)
@@ -89,9 +84,7 @@ class PMDP:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon_per_km", _checked_eps(self.epsilon_per_km))
-        d = self.delta
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d < 1:
-            raise InputError(f"delta={d!r} must be in (0, 1)")
+        check_probability(self.delta, "delta")
 
     @property
     def confidence(self) -> float | None:

@@ -19,6 +19,7 @@ from mdpsim.queries import (
     register_kind,
     true_count,
 )
+from mdpsim.report import labels, tables
 from mdpsim.run import simulate
 
 
@@ -49,6 +50,9 @@ def test_a_registered_query_kind_is_asked_and_charged_like_the_bundled_ones(worl
     assert np.isfinite(ticks["wide_range_error"]).all()
     assert ticks["wide_range_privacy_saving"].between(0, 1).all()
     assert ticks["range_error"].notna().all()  # the bundled kind beside it
+    names = labels(ticks.columns)  # mdpsim report's metrics: derived from the registry
+    assert names["wide_range_error"] == "wide_range query error"
+    assert {"range_error", "wide_range_error"} <= set(tables(names)["Queries and budgets"])
 
 
 def test_an_unregistered_query_kind_is_refused_naming_the_field(world):

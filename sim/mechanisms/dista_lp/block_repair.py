@@ -15,11 +15,10 @@ strict as with the reconstructed ones (paper eq. 62-67):
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from mdpsim.errors import InputError
+from mdpsim.validation import check_scalar
 
 
 def metric_closure(dx: np.ndarray) -> np.ndarray:
@@ -50,9 +49,8 @@ def triangle_tighten(dx_closed: np.ndarray, block: np.ndarray) -> np.ndarray:
 
 def gamma_repair(block: np.ndarray, gamma: float) -> np.ndarray:
     """``max(d - gamma, 0)`` (km)."""
-    if isinstance(gamma, bool) or not (math.isfinite(float(gamma)) and gamma >= 0):
-        raise InputError(f"gamma={gamma!r} must be a finite number of km >= 0")
-    return np.maximum(np.asarray(block, dtype=float) - float(gamma), 0.0)
+    gamma = check_scalar(gamma, "gamma", min=0, unit="km")
+    return np.maximum(np.asarray(block, dtype=float) - gamma, 0.0)
 
 
 def repair_blocks(blocks: dict[str, np.ndarray], *, gamma_km: float = 0.0) -> dict[str, np.ndarray]:

@@ -31,7 +31,7 @@ from mdpsim.mechanisms.dista_lp.noise_scales import UploadCalibration
 from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
 from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
 from mdpsim.privacy.split import BLOCKS, BudgetSplit
-from mdpsim.validation import check_positive_int, check_probability
+from mdpsim.validation import check_positive_int, check_probability, check_scalar
 
 BYTES_PER_PARAM = 8  # float64 on the wire
 
@@ -57,10 +57,7 @@ def local_blocks(domain, x_index: int, *, n_neighbours: int = 20, cost=None) -> 
     Ties in distance are broken by secret index (stable).
     """
     n_x = domain.n_x
-    if isinstance(x_index, bool) or not isinstance(x_index, (int, np.integer)):
-        raise InputError(f"x_index={x_index!r} must be an integer secret index")
-    if not 0 <= x_index < n_x:
-        raise InputError(f"x_index={x_index} must be in 0..{n_x - 1}")
+    check_scalar(x_index, "x_index", kind=int, min=0, max=n_x - 1, unit="a secret index")
     n = check_positive_int(n_neighbours, "n_neighbours", minimum=2)
     if n > n_x:
         raise InputError(f"n_neighbours={n} exceeds the {n_x} secrets of the domain")

@@ -31,7 +31,7 @@ from mdpsim.mechanisms.interp.correction import (
 from mdpsim.mechanisms.interp.grid import AnchorGrid, as_locations
 from mdpsim.privacy.guarantees import PureMDP
 from mdpsim.sampling import sample_rows
-from mdpsim.validation import check_scalar
+from mdpsim.validation import check_choice, check_scalar
 
 P_OF_METRIC = {"l1": 1.0, "l2": 2.0, "linf": math.inf, "road": 2.0}
 # Bounds of the budget split searched by budget_split="optimize" (0 or 1 starve one axis).
@@ -85,14 +85,9 @@ class InterpMechanism(Mechanism):
         )
         self.p = None if p is None else _check_p(p)
         if budget_split != "optimize":
-            if isinstance(budget_split, bool) or not isinstance(
-                budget_split, (int, float, np.number)
-            ):
-                raise InputError(
-                    f"budget_split={budget_split!r} must be a fraction in [0, 1] or 'optimize'"
-                )
-            split_budget(1.0, 2.0, float(budget_split))  # validates the range
-            budget_split = float(budget_split)
+            budget_split = check_scalar(
+                budget_split, "budget_split", min=0, max=1, unit="or 'optimize'"
+            )
         self.budget_split = budget_split
         self.warp = check_scalar(warp, "warp", kind=bool)
         self.naive = check_scalar(naive, "naive", kind=bool)
@@ -232,9 +227,7 @@ class InterpMechanism(Mechanism):
 def _check_p(p) -> float:
     if isinstance(p, str) and p.lower() in ("inf", "infinity"):
         return math.inf
-    if not isinstance(p, bool) and isinstance(p, (int, float, np.number)) and p in (1, 2, math.inf):
-        return float(p)
-    raise InputError(f"p={p!r} is not supported; use 1, 2 or 'inf'")
+    return float(check_choice(p, "p", (1, 2, math.inf)))
 
 
 def _norm_to_metric_ratio(domain, p: float) -> float:
