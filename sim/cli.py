@@ -16,6 +16,7 @@ from mdpsim.errors import InputError
 EXIT_USAGE = 2
 DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
 SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
+STRICT_HELP = "refuse a traces file with any bad row (exit 2) instead of dropping the bad rows"
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
@@ -50,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="override scenario.seed")
     p.add_argument("--ticks", type=int, help="override scenario.ticks")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument(
+        "--export",
+        nargs=2,
+        metavar=("FORMAT", "PATH"),
+        help="also write the true, reported and estimated traces: geojson or geoparquet "
+        "(lon/lat, EPSG:4326; docs/traces.md)",
+    )
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
     p = sub.add_parser("demo", help="run the packaged scenario helsinki_demo (bundled network)")
     p.add_argument("--out", help="output folder (default runs/helsinki_demo-seed<S>)")
@@ -89,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "threads <= cores; 1 with --scheduler)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
     p = sub.add_parser(
         "attack", help="run mechanisms x attacks on a scenario; table and heatmap of success"
@@ -101,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ticks", type=int, help="override scenario.ticks")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
     p = sub.add_parser(
         "frontier",
@@ -119,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--adversary-metric", default="domain", help="domain, road, l1, l2, linf, zero_one"
     )
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
     p = sub.add_parser("report", help="tables and plots of a batch results store")
     p.add_argument("store", help="a folder written by `mdpsim batch`")
@@ -183,6 +195,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def _scenario(args: argparse.Namespace):
+    """The command's scenario (a path, a packaged name or a Scenario), ``--strict`` applied;
+    a traces file is read once here so that its bad rows are told before anything runs."""
+    from mdpsim import scenario as scenario_mod
+
+    scenario = scenario_mod.resolve(args.scenario)
+    if scenario.mobility.source != "traces":
+        return scenario
+    if getattr(args, "strict", False):
+        scenario = scenario.replace(**{"mobility.strict": True})
+    import warnings
+
+    from mdpsim.world import load_graph, trace_fixes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # told below, one line per bad row
+        fixes = trace_fixes(scenario, load_graph(scenario))
+    assert fixes is not None, "source = 'traces'"
+    for line in fixes.report.lines:
+        print(f"bad row: {line}", file=sys.stderr)
+    print(fixes.report.summary(), file=sys.stderr)
+    return scenario
+
+
 @command("network")
 def _network(args: argparse.Namespace) -> int:
     from mdpsim.network import load_network, summarize
@@ -227,17 +263,29 @@ def _domain(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mdpsim import scenario as scenario_mod
     from mdpsim.run import run_scenario, summary_table
 
-    scenario = scenario_mod.resolve(args.scenario)
+    export = getattr(args, "export", None)
+    if export is not None:
+        from mdpsim.export import check_target
+
+        check_target(*export)  # before the run: a wrong format costs nothing
+    scenario = _scenario(args)
     seed = scenario.scenario.seed if args.seed is None else args.seed
     out = Path(args.out or f"runs/{scenario.scenario.name}-seed{seed}")
     summary = run_scenario(
-        scenario, out, seed=seed, ticks=args.ticks, progress=True, overwrite=args.force
+        scenario,
+        out,
+        seed=seed,
+        ticks=args.ticks,
+        progress=True,
+        overwrite=args.force,
+        export=None if export is None else (export[0], export[1]),
     )
     print(summary_table(summary))
     print(f"outputs          {out}/ (ticks.parquet, users.parquet, summary.json)")
+    if export is not None:
+        print(f"traces           {export[1]} ({export[0]}: true, reported, estimated)")
     return 0
 
 
@@ -253,11 +301,10 @@ def _demo(args: argparse.Namespace) -> int:
 def _batch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mdpsim import scenario as scenario_mod
     from mdpsim.batch import run_batch
     from mdpsim.threads import available_cores
 
-    scenario = scenario_mod.resolve(args.scenario)
+    scenario = _scenario(args)
     if args.ticks is not None:
         scenario = scenario.replace(**{"scenario.ticks": args.ticks})
     out = Path(args.out or f"runs/{scenario.scenario.name}-batch")
@@ -306,9 +353,8 @@ def _attack(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mdpsim import harness
-    from mdpsim import scenario as scenario_mod
 
-    scenario = scenario_mod.resolve(args.scenario)
+    scenario = _scenario(args)
     if args.ticks is not None and args.ticks < 1:
         raise InputError(f"--ticks={args.ticks} must be >= 1")
     plan = harness.plan_of(
@@ -334,10 +380,9 @@ def _frontier(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mdpsim import frontier
-    from mdpsim import scenario as scenario_mod
     from mdpsim.mechanisms.stackelberg import check_metric
 
-    scenario = scenario_mod.resolve(args.scenario)
+    scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")
     check_metric(args.adversary_metric, "--adversary-metric")
     out = Path(args.out or f"runs/{scenario.scenario.name}-frontier")

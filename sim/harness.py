@@ -19,7 +19,7 @@ import pandas as pd
 from mdpsim.errors import InputError
 from mdpsim.model import PrivacyModel
 from mdpsim.outputs import atomic_folder
-from mdpsim.world import build_domain, load_graph
+from mdpsim.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
 
 # ---------------------------------------------------------------------- mdpsim attack
@@ -62,8 +62,9 @@ def plan_of(scenario, *, mechanisms=None, epsilons=None, repetitions=None) -> Pl
 
 def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool = False):
     """Run the plan; ``(summary, per_tick)`` frames, one summary row per run and attack."""
-    n_ticks = ticks or scenario.scenario.ticks
     graph = load_graph(scenario)
+    scenario = with_trace_counts(scenario, trace_fixes(scenario, graph))  # traces: the data's
+    n_ticks = ticks or scenario.scenario.ticks
     summaries: list[pd.DataFrame] = []
     per_tick: list[pd.DataFrame] = []
     bar = None

@@ -84,6 +84,7 @@ class PrivacyModel(mesa.Model):
     ):
         world = build_world(scenario, rng, graph=graph, domain=domain)
         super().__init__(rng=world.seed)
+        scenario = world.scenario  # with traces: users.count and scenario.ticks of the data
         self.world, self.config, self.seed = world, scenario, world.seed
         self.streams = world.streams
         self.graph, self.domain = world.graph, world.domain

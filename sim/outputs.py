@@ -26,3 +26,22 @@ def atomic_folder(out: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
+
+
+@contextmanager
+def atomic_file(out: Path) -> Iterator[Path]:
+    """Yield a hidden temporary path beside ``out`` to write; on success it replaces ``out``.
+
+    If the body raises, the partial file is removed and ``out`` is left as it was.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=out.parent)
+    os.close(fd)
+    tmp = Path(name)
+    tmp.unlink()  # a name no one else has: some writers (GDAL's) refuse an existing file
+    try:
+        yield tmp
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

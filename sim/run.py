@@ -21,11 +21,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mdpsim import export as exporting
 from mdpsim.columns import tick_metrics
 from mdpsim.errors import InputError
+from mdpsim.export import TraceRecorder
 from mdpsim.model import PrivacyModel
 from mdpsim.outputs import atomic_folder
 from mdpsim.scenario import Scenario
+from mdpsim.traces import TracePopulation, moves_beyond_reach
 
 
 def simulate(
@@ -51,10 +54,15 @@ def run_model(
     progress: bool = False,
     graph=None,
     domain=None,
+    recorder: TraceRecorder | None = None,
 ) -> PrivacyModel:
-    """Build the model and run it for ``ticks`` (default ``scenario.ticks``) ticks."""
+    """Build the model and run it for ``ticks`` (default ``scenario.ticks``, with traces the
+    data's) ticks. A ``recorder`` (:class:`~mdpsim.export.TraceRecorder`) is started on the
+    model before the first tick and told after each."""
     model = PrivacyModel(scenario, rng=seed, graph=graph, domain=domain)
-    n_ticks = scenario.scenario.ticks if ticks is None else ticks
+    if recorder is not None:
+        recorder.start(model)
+    n_ticks = model.config.scenario.ticks if ticks is None else ticks
     if n_ticks < 1:
         raise InputError(f"ticks={n_ticks} must be >= 1")
     bar = None
@@ -62,7 +70,14 @@ def run_model(
         from tqdm import tqdm
 
         bar = tqdm(total=n_ticks, unit="tick", desc=scenario.scenario.name)
-    model.run(n_ticks, progress=(lambda _t: bar.update(1)) if bar is not None else None)
+
+    def after_tick(_tick: int) -> None:
+        if recorder is not None:
+            recorder.after_tick(model)
+        if bar is not None:
+            bar.update(1)
+
+    model.run(n_ticks, progress=after_tick)
     if bar is not None:
         bar.close()
     return model
@@ -110,15 +125,49 @@ def run_scenario(
     ticks: int | None = None,
     progress: bool = False,
     overwrite: bool = False,
+    export: tuple[str, str | Path] | None = None,
 ) -> dict:
-    """Run and write ``ticks.parquet``, ``users.parquet`` and ``summary.json`` atomically."""
+    """Run and write ``ticks.parquet``, ``users.parquet`` and ``summary.json`` atomically;
+    ``export = (format, path)`` also writes the traces (:mod:`mdpsim.export`)."""
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
-    model = run_model(scenario, seed=seed, ticks=ticks, progress=progress)
+    recorder = None
+    if export is not None:
+        exporting.check_target(*export)
+        recorder = TraceRecorder()
+    model = run_model(scenario, seed=seed, ticks=ticks, progress=progress, recorder=recorder)
     used_seed = scenario.scenario.seed if seed is None else seed
     guarantee = model.budget.statement(model.tick)
-    return write_outputs(out, scenario, used_seed, tables(model), budget_guarantee=guarantee)
+    summary = write_outputs(
+        out,
+        model.config,
+        used_seed,
+        tables(model),
+        budget_guarantee=guarantee,
+        traces=trace_summary(model),
+    )
+    if recorder is not None and export is not None:
+        exporting.write(recorder.table(), *export)
+    return summary
+
+
+def trace_summary(model: PrivacyModel) -> dict | None:
+    """What the traces import found (summary.json's ``traces``; None for synthetic walks)."""
+    fixes, population = model.world.traces, model.population
+    if fixes is None or not isinstance(population, TracePopulation):
+        return None
+    walks = population.walks
+    beyond = moves_beyond_reach(walks, model.domain.dist_xx, model.mobility.reach_km)
+    _, snap_m = fixes.snap(model.domain.x_xy)
+    return {
+        **fixes.report.as_dict(),
+        "users": fixes.n_users,
+        "ticks": int(len(walks)),
+        "snap_distance_m_median": float(np.median(snap_m)),
+        "snap_distance_m_max": float(snap_m.max()),
+        "moves_beyond_reach_fraction": beyond,
+    }
 
 
 def write_outputs(
@@ -128,10 +177,12 @@ def write_outputs(
     run_tables,
     *,
     budget_guarantee: str | None = None,
+    traces: dict | None = None,
 ) -> dict:
     """Write a run's tables (:func:`tables`) and ``summary.json`` atomically; the summary.
 
-    ``budget_guarantee`` (the budget policy's statement) goes into ``summary.json``.
+    ``budget_guarantee`` (the budget policy's statement) and ``traces`` (what the traces
+    import found, :func:`trace_summary`) go into ``summary.json``.
     """
     out = Path(out_dir)
     ticks_df, users_df, timings_df = run_tables
@@ -139,6 +190,8 @@ def write_outputs(
     doc = {"scenario": scenario.to_dict(), "seed": seed, "summary": summary}
     if budget_guarantee is not None:
         doc["budget_guarantee"] = budget_guarantee
+    if traces is not None:
+        doc["traces"] = traces
     with atomic_folder(out) as tmp:
         ticks_df.to_parquet(tmp / "ticks.parquet", index=False)
         timings_df.to_parquet(tmp / "timings.parquet", index=False)

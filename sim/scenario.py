@@ -1,7 +1,8 @@
 """TOML scenario files: typed tables, defaults and validation at the edge.
 
 A scenario is a handful of tables (``[scenario]``, ``[network]``, ``[domain]``, ``[users]``,
-``[mechanism]``, ``[queries]``, ``[attacks]``, ``[output]``, and ``[sweep]`` for batch runs).
+``[mobility]``, ``[mechanism]``, ``[queries]``, ``[attacks]``, ``[output]``, and ``[sweep]``
+for batch runs).
 Each table is a pydantic model declaring its fields once, with type, default, range and a
 one-line help; the JSON Schema (:func:`json_schema`) and the reference in ``docs/scenarios.md``
 (:func:`reference_markdown`) are generated from them (``python -m mdpsim.scenario`` rewrites both).
@@ -132,6 +133,45 @@ class UsersTable(Table):
         if len(v) != 2 or v[0] < 0 or v[0] > v[1]:
             raise _refuse(f"= {v!r} must be [min, max] ticks with 0 <= min <= max")
         return v
+
+
+class MobilityTable(Table):
+    """``[mobility]``: where the users' walks come from (``docs/traces.md``).
+
+    ``synthetic`` walks trips between places (``[users]``); ``traces`` replays the fixes of
+    ``path``, snapped to the secrets and resampled to ticks, and then ``users.count`` and
+    ``scenario.ticks`` are the data's (the run's summary.json records them)."""
+
+    source: Literal["synthetic", "traces"] = Field(
+        default="synthetic", description="synthetic (trips between places) or traces (a file)"
+    )
+    path: str = Field(
+        default="",
+        description="traces only: a .csv or .parquet file with columns user, time and lat/lon "
+        "or x/y (relative: to the scenario file's folder)",
+    )
+    crs: str = Field(
+        default="",
+        description="traces only: the CRS of x/y columns (e.g. EPSG:3067); lat/lon are WGS 84",
+    )
+    keep_trace: str = Field(
+        default="true",
+        description="traces only: of a file with a trace column (an mdpsim export), the rows "
+        "of this trace are read",
+    )
+    strict: bool = Field(
+        default=False,
+        description="traces only: refuse a file with any bad row (default: drop and report "
+        "them); mdpsim --strict sets it",
+    )
+
+    @model_validator(mode="after")
+    def _path_for_traces(self) -> MobilityTable:
+        if self.source == "traces" and not self.path:
+            raise _refuse("needs a file: source = 'traces' reads it", field="path")
+        if self.source == "synthetic" and self.path:
+            raise _refuse("is for source = 'traces'; set source or drop path", field="path")
+        return self
 
 
 class MechanismTable(Table):
@@ -420,6 +460,7 @@ class Scenario(BaseModel):
     network: NetworkTable = Field(default_factory=NetworkTable)
     domain: DomainTable = Field(default_factory=DomainTable)
     users: UsersTable = Field(default_factory=UsersTable)
+    mobility: MobilityTable = Field(default_factory=MobilityTable)
     mechanism: MechanismTable
     queries: QueriesTable = Field(default_factory=QueriesTable)
     attacks: AttacksTable = Field(default_factory=AttacksTable)

@@ -7,6 +7,11 @@ model (:class:`~mdpsim.model.PrivacyModel`), and through it ``mdpsim run``, ``md
 ``mdpsim batch``, the environment and the dashboard, all build their worlds here, so a
 scenario field means the same thing everywhere.
 
+With ``[mobility] source = "traces"`` the users replay a file's fixes (:mod:`mdpsim.traces`):
+``users.count`` and ``scenario.ticks`` become the data's (``World.scenario`` holds them), and
+the mobility model still gives the adversary its public reach of one tick, from the roads and
+``users.speed_mps`` (docs/traces.md, "What the adversary knows").
+
 :meth:`World.context` is what the adversary knows at the start (:class:`~mdpsim.attacks.Context`):
 the public reach of a tick, a public population's walks when an attack asks for them, and the
 users' own empirical transitions only when ``[attacks] grant_true_mobility`` hands them over.
@@ -15,7 +20,10 @@ users' own empirical transitions only when ``[attacks] grant_true_mobility`` han
 from __future__ import annotations
 
 import copy
+import functools
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +34,7 @@ from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
 from mdpsim.domain import Domain
 from mdpsim.mobility import MobilityModel, Population
 from mdpsim.network import load_network
+from mdpsim.traces import Fixes, TracePopulation, read_fixes
 
 if TYPE_CHECKING:
     from mdpsim.scenario import Scenario
@@ -55,8 +64,9 @@ class World:
     graph: Any
     domain: Domain
     mobility: MobilityModel
-    population: Population
+    population: Population | TracePopulation
     streams: dict[str, np.random.Generator]
+    traces: Fixes | None = None  # the fixes of [mobility] source = "traces"
 
     @property
     def n_users(self) -> int:
@@ -104,9 +114,11 @@ def build_world(
     seed (the dashboard and the environment cache them); they are never mutated.
     """
     seed = scenario.scenario.seed if seed is None else int(seed)
+    graph = load_graph(scenario) if graph is None else graph
+    fixes = trace_fixes(scenario, graph)
+    scenario = with_trace_counts(scenario, fixes)
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
     streams = {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}
-    graph = load_graph(scenario) if graph is None else graph
     domain = build_domain(scenario, graph, seed=seed) if domain is None else domain
     users = scenario.users
     mobility = MobilityModel.build(
@@ -117,9 +129,17 @@ def build_world(
         dwell_ticks=(users.dwell_ticks[0], users.dwell_ticks[1]),
         rng=streams["places"],
     )
-    population = Population(
-        mobility, domain, users.count, streams["mobility"], personal_places=users.personal_places
-    )
+    population: Population | TracePopulation
+    if fixes is None:
+        population = Population(
+            mobility,
+            domain,
+            users.count,
+            streams["mobility"],
+            personal_places=users.personal_places,
+        )
+    else:
+        population = TracePopulation(fixes.walks(domain.x_xy, scenario.scenario.tick_seconds))
     return World(
         scenario=scenario,
         seed=seed,
@@ -128,7 +148,61 @@ def build_world(
         mobility=mobility,
         population=population,
         streams=streams,
+        traces=fixes,
     )
+
+
+def trace_fixes(scenario: Scenario, graph) -> Fixes | None:
+    """The checked fixes of ``[mobility] source = "traces"`` on ``graph`` (None: synthetic).
+
+    Read once per process for the same file (size and modification time), CRS and network."""
+    mob = scenario.mobility
+    if mob.source != "traces":
+        return None
+    path = trace_path(scenario)
+    stat = path.stat() if path.is_file() else None
+    key = (str(path), stat and (stat.st_size, stat.st_mtime_ns), mob.crs, mob.keep_trace)
+    crs = str(graph.graph["crs"])
+    return _read_fixes(key, mob.strict, crs, network_extent(graph))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_fixes(key: tuple, strict: bool, graph_crs: str, extent: tuple) -> Fixes:
+    path, _, crs, keep_trace = key
+    return read_fixes(
+        path, graph_crs=graph_crs, extent_xy=extent, crs=crs, keep_trace=keep_trace, strict=strict
+    )
+
+
+def trace_path(scenario: Scenario) -> Path:
+    """``[mobility] path``; a relative path is relative to the scenario file's folder (to the
+    current folder for a scenario not read from a file)."""
+    path = Path(os.path.expanduser(scenario.mobility.path))
+    if not path.is_absolute() and scenario.path is not None:
+        path = Path(scenario.path).parent / path
+    return path
+
+
+def network_extent(graph) -> tuple[float, float, float, float]:
+    """``(xmin, ymin, xmax, ymax)`` of the graph's nodes, in its CRS."""
+    xy = np.array([(d["x"], d["y"]) for _, d in graph.nodes(data=True)], dtype=float)
+    xmin, ymin = xy.min(axis=0)
+    xmax, ymax = xy.max(axis=0)
+    return float(xmin), float(ymin), float(xmax), float(ymax)
+
+
+def with_trace_counts(scenario: Scenario, fixes: Fixes | None) -> Scenario:
+    """``scenario`` with ``users.count`` and ``scenario.ticks`` of the traces (unchanged when
+    there are none): users and ticks come from the data."""
+    if fixes is None:
+        return scenario
+    counts = {
+        "users.count": fixes.n_users,
+        "scenario.ticks": fixes.n_ticks(scenario.scenario.tick_seconds),
+    }
+    if all(scenario.get(k) == v for k, v in counts.items()):
+        return scenario
+    return scenario.replace(**counts)
 
 
 def load_graph(scenario: Scenario):

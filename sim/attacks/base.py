@@ -273,11 +273,15 @@ class Scores:
 
     ``extras`` holds attack-specific per-user values (precision/recall at k, chance rate).
     ``tick`` is the tick the estimate is about (``None`` for whole-run estimates).
+    ``guess`` is a location estimate's point estimate per user, a secret (``space="x"``) or an
+    output index (``space="y"``): what ``mdpsim run --export`` writes as the estimated trace.
     """
 
     tick: int | None
     users: np.ndarray
     values: dict[str, np.ndarray]
+    guess: np.ndarray | None = None
+    space: str = "x"
 
     def means(self) -> dict[str, float]:
         """Mean of every metric over the users (NaN-aware; NaN if none applies)."""
@@ -338,7 +342,7 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
         values["bound_violation"] = (values["leakage_per_km"] > eps * (1 + BOUND_RTOL)).astype(
             float
         )
-    return Scores(tick=est.tick, users=est.users, values=values)
+    return Scores(tick=est.tick, users=est.users, values=values, guess=est.guess, space=est.space)
 
 
 def _rows(posterior) -> np.ndarray:

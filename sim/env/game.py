@@ -38,7 +38,7 @@ from gymnasium import spaces
 from mdpsim.errors import InputError
 from mdpsim.model import Decisions, PrivacyModel
 from mdpsim.players import attack_success
-from mdpsim.world import build_domain, load_graph
+from mdpsim.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
 USER_OBS = (
     "tick_fraction",  # ticks done / horizon
@@ -86,6 +86,8 @@ class Game:
         strategy_overrides = self.overrides.pop("strategies", None) or {}
         if self.overrides:
             scenario = scenario.replace(**self.overrides)
+        self.graph = load_graph(scenario)
+        scenario = with_trace_counts(scenario, trace_fixes(scenario, self.graph))  # traces
         self.scenario = scenario
         self.strategy_overrides = strategy_overrides
         self.weights = weights or RewardWeights()
@@ -97,7 +99,6 @@ class Game:
         self.mechanism_names = tuple(game.mechanisms)  # empty: no mechanism choice
         self.query_kinds = tuple(scenario.queries.kinds) if game.choose_query_kinds else ()
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
-        self.graph = load_graph(scenario)
         self._domains: dict[int, Any] = {}
         self._model: PrivacyModel | None = None
 

@@ -1,0 +1,116 @@
+"""How long a traces file takes to import (issue 26: 100,000 fixes in at most 30 s on one core).
+
+Writes synthetic files of N fixes (users walking the central-Helsinki walk network, a fix a
+minute, GPS-like noise of 10 m, 1 % bad rows of every kind) as CSV and Parquet, then times the
+import: reading and checking every row (:func:`mdpsim.traces.read_fixes`), snapping to the
+secrets and resampling to ticks (:meth:`Fixes.walks`), and the whole ``build_world`` of a
+trace-driven scenario (network and domain cached: loaded once before). One thread
+(``OMP_NUM_THREADS=1``); CPU seconds of this process. Run under the bench lock:
+
+    flock /work/rooms/bench.lock nice -n 10 .venv/bin/python bench/trace_import.py
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyproj  # noqa: E402
+
+from mdpsim import scenario as sc  # noqa: E402
+from mdpsim.traces import read_fixes  # noqa: E402
+from mdpsim.world import build_domain, build_world, load_graph, network_extent  # noqa: E402
+
+BASE = {
+    "scenario": {"seed": 1, "tick_seconds": 60.0},
+    "domain": {"n_points": 500},
+    "mechanism": {"name": "em", "epsilon_per_km": 4.0},
+    "queries": {"every_ticks": 0},
+    "attacks": {"run": ["bayes"]},
+}
+
+
+def synthetic_file(folder: Path, n_fixes: int, *, n_users: int, graph, domain, suffix: str):
+    """``n_fixes`` fixes of ``n_users`` at random secrets, 10 m noise, 1 % bad rows."""
+    rng = np.random.default_rng(n_fixes)
+    per_user = n_fixes // n_users
+    secrets = rng.integers(domain.n_x, size=n_users * per_user)
+    xy = domain.x_xy[secrets] + rng.normal(0, 10.0, size=(len(secrets), 2))
+    to = pyproj.Transformer.from_crs(graph.graph["crs"], "EPSG:4326", always_xy=True)
+    lon, lat = to.transform(xy[:, 0], xy[:, 1])
+    start = pd.Timestamp("2026-05-01T06:00:00Z")
+    frame = pd.DataFrame(
+        {
+            "user": np.repeat([f"taxi{u:05d}" for u in range(n_users)], per_user),
+            "time": (start + pd.to_timedelta(np.tile(np.arange(per_user) * 60, n_users), "s"))
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .astype(object),
+            "lat": lat.astype(object),
+            "lon": lon,
+        }
+    )
+    bad = rng.choice(len(frame), size=len(frame) // 100, replace=False)
+    kinds = np.arange(len(bad)) % 4
+    frame.loc[bad[kinds == 0], "lat"] = "n/a"  # non-numeric
+    frame.loc[bad[kinds == 1], "lat"] = 10.0  # outside the extent
+    frame.loc[bad[kinds == 2], "lat"] = None  # missing
+    dup = bad[kinds == 3]
+    dup = dup[dup % per_user > 0]
+    frame.loc[dup, "time"] = frame["time"].to_numpy()[dup - 1]  # a repeated time
+    path = folder / f"fixes_{n_fixes}{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.astype({"lat": str}).to_parquet(path, index=False)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10000,100000", help="fixes per file, comma-separated")
+    parser.add_argument("--users", type=int, default=200)
+    args = parser.parse_args()
+    scenario = sc.from_dict(BASE)
+    graph = load_graph(scenario)
+    domain = build_domain(scenario, graph, seed=1)
+    extent = network_extent(graph)
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores; N = {domain.n_x}")
+    head = ["fixes", "file", "read + check (s)", "snap + resample (s)", "build_world (s)", "kept"]
+    print("| " + " | ".join([*head, "dropped"]) + " |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (int(v) for v in args.sizes.split(",")):
+            for suffix in (".csv", ".parquet"):
+                path = synthetic_file(
+                    Path(tmp), n, n_users=args.users, graph=graph, domain=domain, suffix=suffix
+                )
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t0 = time.process_time()
+                    fixes = read_fixes(path, graph_crs=graph.graph["crs"], extent_xy=extent)
+                    t1 = time.process_time()
+                    fixes.walks(domain.x_xy, 60.0)
+                    t2 = time.process_time()
+                    traced = scenario.replace(
+                        **{"mobility.source": "traces", "mobility.path": str(path)}
+                    )
+                    build_world(traced, graph=graph, domain=domain)
+                    t3 = time.process_time()
+                r = fixes.report
+                print(
+                    f"| {n:,} | {suffix[1:]} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} | "
+                    f"{r.n_kept:,} | {r.n_dropped:,} |"
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Traces out: a run's true, reported and estimated traces as GeoJSON or GeoParquet.
+
+``mdpsim run --export geojson|geoparquet PATH`` writes one point per (trace, tick, user), with
+columns ``trace`` (``true``, ``reported``, ``estimated``), ``attack`` (the attack label of an
+estimate, empty otherwise), ``user`` (the traces file's ids for a trace-driven run, else the
+user's index), ``tick``, ``time`` (UTC; tick ``t`` at the traces' origin + ``(t - 1)``
+ticks, 1970-01-01 for synthetic walks), ``lon``, ``lat`` and the point geometry in WGS 84
+(EPSG:4326) lon/lat, which QGIS and kepler.gl read as they are. GeoParquet is written by
+geopandas (its ``geo`` metadata: version, encoding WKB, CRS); GeoJSON by pyogrio, times as
+ISO 8601 text. Both are written to a temporary file beside PATH and renamed when complete.
+
+The file is also a traces file (:mod:`mdpsim.traces`): ``[mobility] source = "traces"`` reads
+its ``true`` rows back (``keep_trace``), the round trip of tests/sim/test_traces_export.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from mdpsim.errors import InputError
+from mdpsim.outputs import atomic_file
+from mdpsim.traces import SYNTHETIC_ORIGIN, WGS84
+
+if TYPE_CHECKING:
+    from mdpsim.model import PrivacyModel
+
+FORMATS = ("geojson", "geoparquet")
+SUFFIXES = {"geojson": (".geojson", ".json"), "geoparquet": (".parquet", ".geoparquet")}
+COLUMNS = ["trace", "attack", "user", "tick", "time", "lon", "lat"]
+
+
+def check_target(fmt: str, path: str | Path) -> Path:
+    """The export's path, checked before the run (format, suffix, folder)."""
+    if fmt not in FORMATS:
+        raise InputError(f"--export {fmt!r} must be one of {', '.join(FORMATS)}")
+    path = Path(path)
+    if not path.name.lower().endswith(SUFFIXES[fmt]):
+        raise InputError(
+            f"--export {fmt} {str(path)!r}: the file name must end in {' or '.join(SUFFIXES[fmt])}"
+        )
+    if path.is_dir():
+        raise InputError(f"--export {fmt} {str(path)!r} is a folder; give a file name")
+    return path
+
+
+class TraceRecorder:
+    """Collects a model's traces tick by tick: :meth:`start` before the first tick, then
+    :meth:`after_tick` after every tick (``run_model(recorder=...)`` does both)."""
+
+    def __init__(self) -> None:
+        self.frames: list[pd.DataFrame] = []
+
+    def start(self, model: PrivacyModel) -> None:
+        """Follow ``model`` from its next tick."""
+        self.model = model
+        self.next_true = model.population.position.copy()  # where users are at the next tick
+
+    def after_tick(self, model: PrivacyModel) -> None:
+        """Record tick ``model.tick``: every user's secret, the reports, the attacks' guesses."""
+        domain, tick = model.domain, model.tick
+        users = np.arange(len(self.next_true))
+        self._add("true", "", tick, users, domain.x_xy[self.next_true])
+        reports = model.last_reports
+        self._add("reported", "", tick, reports.users, domain.y_xy[reports.outputs])
+        result = model.last_attacks
+        for label, scored in (result.scores if result is not None else {}).items():
+            for s in scored:
+                if s.guess is None or s.tick is None:
+                    continue
+                xy = domain.x_xy if s.space == "x" else domain.y_xy
+                self._add("estimated", label, s.tick, s.users, xy[s.guess])
+        self.next_true = model.population.position.copy()
+
+    def _add(self, trace: str, attack: str, tick: int, users: np.ndarray, xy: np.ndarray) -> None:
+        if len(users):
+            self.frames.append(
+                pd.DataFrame(
+                    {
+                        "trace": trace,
+                        "attack": attack,
+                        "user": np.asarray(users, dtype=np.int64),
+                        "tick": tick,
+                        "x": xy[:, 0],
+                        "y": xy[:, 1],
+                    }
+                )
+            )
+
+    def table(self) -> pd.DataFrame:
+        """Every recorded point: :data:`COLUMNS` (lon/lat in WGS 84), sorted by trace, attack,
+        tick and user."""
+        import pyproj
+
+        model = self.model
+        frame = pd.concat(self.frames, ignore_index=True)
+        kind = pd.CategoricalDtype(["true", "reported", "estimated"], ordered=True)
+        frame["trace"] = frame["trace"].astype(kind)
+        frame = frame.sort_values(["trace", "attack", "tick", "user"], kind="stable")
+        frame["trace"] = frame["trace"].astype(str)
+        to_wgs84 = pyproj.Transformer.from_crs(model.graph.graph["crs"], WGS84, always_xy=True)
+        frame["lon"], frame["lat"] = to_wgs84.transform(
+            frame["x"].to_numpy(), frame["y"].to_numpy()
+        )
+        tick_seconds = model.config.scenario.tick_seconds
+        traces = model.world.traces
+        origin, offset_s = (
+            (SYNTHETIC_ORIGIN, 0.0) if traces is None else traces.tick_time(tick_seconds)
+        )
+        seconds = offset_s + (frame["tick"].to_numpy() - 1) * tick_seconds
+        frame["time"] = origin + pd.to_timedelta(seconds, unit="s")
+        if traces is not None:
+            frame["user"] = traces.user_ids[frame["user"].to_numpy()]
+        return frame[COLUMNS].reset_index(drop=True)
+
+
+def write(table: pd.DataFrame, fmt: str, path: str | Path) -> Path:
+    """Write :meth:`TraceRecorder.table` as ``fmt`` to ``path`` (whole or not at all)."""
+    import geopandas as gpd
+
+    path = check_target(fmt, path)
+    frame = gpd.GeoDataFrame(
+        table, geometry=gpd.points_from_xy(table["lon"], table["lat"]), crs=WGS84
+    )
+    with atomic_file(path) as tmp:
+        if fmt == "geoparquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame = frame.assign(time=frame["time"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+            frame.to_file(tmp, driver="GeoJSON", engine="pyogrio")
+    return path

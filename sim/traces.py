@@ -1,0 +1,411 @@
+"""Real traces in: GPS fixes from a CSV or Parquet file, checked, snapped to the secrets, resampled.
+
+A traces file has one row per fix: ``user`` (any id), ``time`` (seconds, or an ISO 8601 /
+Parquet timestamp) and either ``lat`` / ``lon`` (WGS 84) or ``x`` / ``y`` in a named CRS
+(``[mobility] crs``). :func:`read_fixes` checks every row and says what is wrong with each bad
+one in one line naming the row (1-based, data rows) and the column:
+
+* a missing value, or a value that is not a (finite) number or a time;
+* a fix outside the network's extent (the bounding box of its nodes, plus
+  :data:`EXTENT_MARGIN_M`);
+* a time going back, or repeating, within a user (against the user's latest good fix).
+
+Strict mode refuses a file with any bad row; otherwise the bad rows are dropped and counted
+(:class:`TraceReport`, printed by the CLI, recorded in summary.json, warned about in Python).
+
+:meth:`Fixes.walks` snaps every fix to the nearest secret of the domain (a KD-tree in the
+network's projected CRS: the secrets are points on the roads, so the snap is the map match;
+docs/traces.md has the measurements against two map-matchers) and resamples to ticks: tick
+``t`` (1-based) is at ``t0 + (t - 1) tick_seconds``, ``t0`` the earliest good fix, and a user is
+at its fix nearest in time (the earlier on a tie), so before its first fix it is at its first,
+after its last at its last. Users (sorted ids) and ticks (up to the latest fix) come from the
+data.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
+
+from mdpsim.errors import InputError
+
+#: A fix this far outside the bounding box of the network's nodes is outside its extent.
+EXTENT_MARGIN_M = 50.0
+#: How many bad-row lines a warning or an error message shows (the report keeps them all).
+SHOWN_LINES = 5
+#: The origin of tick times when a run has no traces (exports stamp tick t at origin + t-1 ticks).
+SYNTHETIC_ORIGIN = pd.Timestamp("1970-01-01T00:00:00Z")
+TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet")
+WGS84 = "EPSG:4326"
+
+
+class TraceWarning(UserWarning):
+    """Bad rows were dropped from a traces file (the default, non-strict import)."""
+
+
+@dataclass(frozen=True)
+class TraceReport:
+    """What the import of one traces file found."""
+
+    path: str
+    n_rows: int
+    n_kept: int
+    lines: tuple[str, ...] = ()  # one per bad row, in row order
+    n_filtered: int = 0  # rows of another trace kind (an mdpsim export's reported rows)
+
+    @property
+    def n_dropped(self) -> int:
+        """Bad rows dropped."""
+        return len(self.lines)
+
+    def summary(self) -> str:
+        """One line: rows read, kept and dropped."""
+        other = f", {self.n_filtered} of another trace kind skipped" if self.n_filtered else ""
+        return (
+            f"traces {self.path}: {self.n_rows} rows, {self.n_kept} fixes kept, "
+            f"{self.n_dropped} bad rows dropped{other}"
+        )
+
+    def as_dict(self) -> dict:
+        """For summary.json."""
+        return {
+            "path": self.path,
+            "rows": self.n_rows,
+            "fixes_kept": self.n_kept,
+            "bad_rows_dropped": self.n_dropped,
+            "other_trace_rows_skipped": self.n_filtered,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Fixes:
+    """The good fixes of a traces file, in the network's projected CRS, by user and time."""
+
+    user_ids: np.ndarray  # (U,) the data's ids, sorted
+    user: np.ndarray  # (F,) index into user_ids
+    seconds: np.ndarray  # (F,) since origin
+    xy: np.ndarray  # (F, 2) metres, the network's CRS
+    origin: pd.Timestamp | None  # the earliest fix as a time; None: times were plain seconds
+    origin_s: float  # the earliest fix, in the file's own seconds
+    report: TraceReport = field(repr=False)
+
+    @property
+    def n_users(self) -> int:
+        """Users in the data."""
+        return len(self.user_ids)
+
+    def n_ticks(self, tick_seconds: float) -> int:
+        """Ticks from the earliest to the latest fix."""
+        return int(math.floor(float(self.seconds.max()) / tick_seconds + 1e-9)) + 1
+
+    def snap(self, secrets_xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per fix, the nearest secret (index) and its distance in metres."""
+        dist_m, index = cKDTree(secrets_xy).query(self.xy)
+        return np.asarray(index, dtype=np.int64), np.asarray(dist_m, dtype=float)
+
+    def walks(self, secrets_xy: np.ndarray, tick_seconds: float) -> np.ndarray:
+        """``(ticks, users)`` secrets: every fix snapped, resampled to ticks (module docstring)."""
+        secret, _ = self.snap(secrets_xy)
+        return resample(self.user, self.seconds, secret, self.n_users, tick_seconds)
+
+    def tick_time(self, tick_seconds: float) -> tuple[pd.Timestamp, float]:
+        """``(origin, offset_s)``: tick ``t`` is at ``origin + offset_s + (t - 1) tick_seconds``
+        seconds (an export writes times the import reads back to the same ticks)."""
+        if self.origin is not None:
+            return self.origin, 0.0
+        return SYNTHETIC_ORIGIN, self.origin_s
+
+
+def resample(
+    user: np.ndarray, seconds: np.ndarray, value: np.ndarray, n_users: int, tick_seconds: float
+) -> np.ndarray:
+    """``(ticks, n_users)``: per tick and user, ``value`` of the user's fix nearest in time to
+    the tick (the earlier on a tie). ``user`` / ``seconds`` sorted by user then time."""
+    n_ticks = int(math.floor(float(seconds.max()) / tick_seconds + 1e-9)) + 1
+    tick_s = np.arange(n_ticks) * tick_seconds
+    out = np.empty((n_ticks, n_users), dtype=np.int64)
+    bounds = np.searchsorted(user, np.arange(n_users + 1))
+    for u in range(n_users):
+        lo, hi = bounds[u], bounds[u + 1]
+        s, v = seconds[lo:hi], value[lo:hi]
+        right = np.clip(np.searchsorted(s, tick_s, side="left"), 0, len(s) - 1)
+        left = np.clip(right - 1, 0, len(s) - 1)
+        pick = np.where(np.abs(s[left] - tick_s) <= np.abs(s[right] - tick_s), left, right)
+        out[:, u] = v[pick]
+    return out
+
+
+# ------------------------------------------------------------------ reading and checking
+def read_table(path: Path) -> pd.DataFrame:
+    """The raw table of a traces file (CSV read as text, so every value is checked here)."""
+    if not path.is_file():
+        raise InputError(f"field mobility.path = {str(path)!r}: no such file")
+    name = path.name.lower()
+    try:
+        if name.endswith(".csv"):
+            return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        if name.endswith((".parquet", ".geoparquet")):
+            return pd.read_parquet(path)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise InputError(f"traces file {str(path)!r} cannot be read: {exc}") from None
+    raise InputError(f"field mobility.path = {str(path)!r} must end in {', '.join(TRACE_SUFFIXES)}")
+
+
+def coordinate_columns(table: pd.DataFrame, path: Path, crs: str) -> tuple[str, str, str]:
+    """``(first, second, crs)``: (lon, lat, WGS 84) or (x, y, the scenario's crs)."""
+    cols = set(table.columns)
+    missing = [c for c in ("user", "time") if c not in cols]
+    if missing:
+        raise InputError(
+            f"traces file {str(path)!r} has no column {missing[0]!r} (columns: "
+            f"{', '.join(map(str, table.columns))}); it needs user, time and lat/lon or x/y"
+        )
+    if {"lat", "lon"} <= cols:
+        if crs and crs.upper() != WGS84:
+            raise InputError(
+                f"field mobility.crs = {crs!r}: lat/lon columns are WGS 84 (EPSG:4326); give "
+                "x/y columns for another CRS, or leave crs unset"
+            )
+        return "lon", "lat", WGS84
+    if {"x", "y"} <= cols:
+        if not crs:
+            raise InputError(
+                f"traces file {str(path)!r} has x/y columns: set mobility.crs to their CRS "
+                '(e.g. crs = "EPSG:3067")'
+            )
+        return "x", "y", crs
+    raise InputError(
+        f"traces file {str(path)!r} has neither lat/lon nor x/y columns (columns: "
+        f"{', '.join(map(str, table.columns))})"
+    )
+
+
+def read_fixes(
+    path: str | os.PathLike[str],
+    *,
+    graph_crs: str,
+    extent_xy: tuple[float, float, float, float],
+    crs: str = "",
+    keep_trace: str = "true",
+    strict: bool = False,
+) -> Fixes:
+    """Read and check a traces file (module docstring); bad rows refused (``strict``) or dropped.
+
+    ``extent_xy`` is ``(xmin, ymin, xmax, ymax)`` of the network in ``graph_crs`` metres.
+    A file with a ``trace`` column (an mdpsim export) keeps the rows whose trace is
+    ``keep_trace``.
+    """
+    path = Path(path)
+    table = read_table(path)
+    n_rows = len(table)
+    first, second, crs = coordinate_columns(table, path, crs)
+    n_filtered = 0
+    if "trace" in table.columns:
+        keep = table["trace"].astype(str).to_numpy() == keep_trace
+        n_filtered = int((~keep).sum())
+    else:
+        keep = np.ones(n_rows, dtype=bool)
+    rows = np.arange(1, n_rows + 1)
+    problems: dict[int, str] = {}
+
+    def flag(mask: np.ndarray, make_line) -> None:
+        for i in np.nonzero(mask & keep)[0].tolist():
+            if i not in problems:
+                problems[i] = make_line(i)
+
+    raw_user = table["user"]
+    flag(raw_user.isna().to_numpy(), lambda i: f"row {rows[i]}, column user: missing value")
+    coords = {}
+    for col in (first, second):
+        values, bad, missing = _numbers(table[col])
+        coords[col] = values
+        flag(missing, lambda i, col=col: f"row {rows[i]}, column {col}: missing value")
+        flag(
+            bad,
+            lambda i, col=col: (
+                f"row {rows[i]}, column {col}: {table[col].iloc[i]!r} is not a finite number"
+            ),
+        )
+    seconds, origin, bad_time, missing_time, kind = _times(table["time"])
+    flag(missing_time, lambda i: f"row {rows[i]}, column time: missing value")
+    flag(
+        bad_time,
+        lambda i: (
+            f"row {rows[i]}, column time: {table['time'].iloc[i]!r} is not {kind} (as the "
+            "column's first time is)"
+        ),
+    )
+    good = keep & ~np.isin(np.arange(n_rows), list(problems))
+    xy = np.full((n_rows, 2), np.nan)
+    if good.any():
+        xy[good] = _project(coords[first][good], coords[second][good], crs, graph_crs)
+    xmin, ymin, xmax, ymax = extent_xy
+    m = EXTENT_MARGIN_M
+    with np.errstate(invalid="ignore"):
+        outside = good & ~(
+            (xy[:, 0] >= xmin - m)
+            & (xy[:, 0] <= xmax + m)
+            & (xy[:, 1] >= ymin - m)
+            & (xy[:, 1] <= ymax + m)
+        )
+    flag(
+        outside,
+        lambda i: (
+            f"row {rows[i]}, columns {first}/{second}: ({table[first].iloc[i]}, "
+            f"{table[second].iloc[i]}) is outside the network's extent"
+        ),
+    )
+    good &= ~outside
+    _flag_time_order(raw_user, seconds, good, rows, table["time"], flag)
+    good = keep & ~np.isin(np.arange(n_rows), list(problems))
+    lines = tuple(problems[i] for i in sorted(problems))
+    shown = "; ".join(lines[:SHOWN_LINES]) + ("; ..." if len(lines) > SHOWN_LINES else "")
+    if lines and strict:
+        raise InputError(f"traces file {str(path)!r} has {len(lines)} bad rows (strict): {shown}")
+    if not good.any():
+        raise InputError(
+            f"traces file {str(path)!r} has no good fix"
+            + (f" ({len(lines)} bad rows: {shown})" if lines else "")
+        )
+    report = TraceReport(str(path), n_rows, int(good.sum()), lines, n_filtered)
+    if lines:
+        warnings.warn(f"{report.summary()}: {shown}", TraceWarning, stacklevel=2)
+    return _fixes(raw_user[good], seconds[good], xy[good], origin, report)
+
+
+def _numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(values, not_a_finite_number, missing)`` of a column read as text or numbers."""
+    missing = column.isna().to_numpy()
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad = ~missing & ~np.isfinite(values)
+    return values, bad, missing
+
+
+def _times(column: pd.Series):
+    """``(seconds since the earliest, origin timestamp or None, bad, missing, kind)``.
+
+    The column's first value decides its kind: a number (seconds) or a time (ISO 8601 text
+    or a timestamp column); a value of the other kind is bad."""
+    missing = column.isna().to_numpy()
+    numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    present = np.nonzero(~missing)[0]
+    if pd.api.types.is_datetime64_any_dtype(column):
+        stamps = pd.to_datetime(column, utc=True)
+    elif not len(present) or np.isfinite(numbers[present[0]]):
+        return numbers, None, ~missing & ~np.isfinite(numbers), missing, "a number of seconds"
+    else:
+        stamps = pd.to_datetime(column, utc=True, errors="coerce", format="ISO8601")
+    ns = stamps.to_numpy(dtype="datetime64[ns]")
+    ok = ~np.isnat(ns)
+    seconds = np.full(len(column), np.nan)
+    origin = None
+    if ok.any():
+        first = ns[ok].min()
+        origin = pd.Timestamp(first).tz_localize("UTC")
+        seconds[ok] = (ns[ok] - first).astype(np.int64) / 1e9
+    return seconds, origin, ~missing & ~ok, missing, "an ISO 8601 time"
+
+
+def _project(a: np.ndarray, b: np.ndarray, crs: str, graph_crs: str) -> np.ndarray:
+    """``(F, 2)`` coordinates from ``crs`` (x/lon, y/lat) into ``graph_crs``."""
+    import pyproj
+
+    try:
+        transformer = pyproj.Transformer.from_crs(crs, graph_crs, always_xy=True)
+    except pyproj.exceptions.CRSError as exc:
+        raise InputError(f"field mobility.crs = {crs!r} is not a CRS pyproj knows: {exc}") from None
+    x, y = transformer.transform(a, b)
+    return np.column_stack([x, y])
+
+
+def _flag_time_order(raw_user, seconds, good, rows, raw_time, flag) -> None:
+    """Flag good rows whose time is before (or equal to) the latest earlier good time of the
+    same user. Rows that go back are dropped, so the reference is the running maximum."""
+    idx = np.nonzero(good)[0]
+    if not len(idx):
+        return
+    frame = pd.DataFrame({"user": raw_user.to_numpy()[idx].astype(str), "s": seconds[idx]})
+    latest = frame.groupby("user", sort=False)["s"].cummax()
+    before = latest.groupby(frame["user"], sort=False).shift(1).to_numpy(dtype=float)
+    back = np.zeros(len(good), dtype=bool)
+    same = np.zeros(len(good), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        back[idx] = seconds[idx] < before
+        same[idx] = seconds[idx] == before
+    # for the message: the row that set the running maximum a bad row is compared with
+    new_max = ~(frame["s"].to_numpy() <= before)  # NaN before (a user's first row): True
+    frame["setter"] = np.where(new_max, idx, -1)
+    frame["setter"] = frame.groupby("user", sort=False)["setter"].cummax()
+    prev_row = np.full(len(good), -1)
+    prev_row[idx] = frame.groupby("user", sort=False)["setter"].shift(1).fillna(-1).to_numpy()
+    users = raw_user.to_numpy()
+
+    def line(i: int, what: str) -> str:
+        j = int(prev_row[i])
+        return (
+            f"row {rows[i]}, column time: {raw_time.iloc[i]} {what} row {rows[j]}'s "
+            f"{raw_time.iloc[j]} for user {users[i]!r}"
+        )
+
+    flag(back, lambda i: line(i, "goes back from"))
+    flag(same, lambda i: line(i, "repeats"))
+
+
+def _fixes(raw_user: pd.Series, seconds, xy, origin, report: TraceReport) -> Fixes:
+    """Sort the good fixes by user then time; times from the earliest good fix."""
+    ids = raw_user.to_numpy()
+    try:
+        user_ids, user = np.unique(ids, return_inverse=True)
+    except TypeError:  # mixed types (numbers and text): ids compared as text
+        user_ids, user = np.unique(ids.astype(str), return_inverse=True)
+    start = float(seconds.min())
+    shifted = seconds - start
+    if origin is not None:
+        origin = origin + pd.Timedelta(seconds=start)
+    order = np.lexsort((shifted, user))
+    return Fixes(
+        user_ids=user_ids,
+        user=user[order].astype(np.int64),
+        seconds=shifted[order],
+        xy=xy[order],
+        origin=origin,
+        origin_s=start,
+        report=report,
+    )
+
+
+class TracePopulation:
+    """Users replaying ``walks`` (``(ticks, users)`` secrets), one row a tick; after the last
+    row they stay where they were last seen. The population interface of
+    :class:`~mdpsim.mobility.Population` (``position``, ``n_users``, ``step``)."""
+
+    def __init__(self, walks: np.ndarray) -> None:
+        self.walks = np.asarray(walks, dtype=np.int64)
+        self.row = 0
+        self.position = self.walks[0].copy()
+
+    @property
+    def n_users(self) -> int:
+        """Number of users."""
+        return self.walks.shape[1]
+
+    def step(self, rng: np.random.Generator | None = None) -> None:
+        """The next tick's row (``rng`` unused: the walks are data)."""
+        self.row = min(self.row + 1, len(self.walks) - 1)
+        self.position = self.walks[self.row].copy()
+
+
+def moves_beyond_reach(walks: np.ndarray, dist_xx: np.ndarray, reach_km: np.ndarray) -> float:
+    """The fraction of a walk's one-tick moves longer than the public reach of one tick (moves
+    the adversary's reach prior calls impossible)."""
+    a, b = walks[:-1].ravel(), walks[1:].ravel()
+    if not len(a):
+        return 0.0
+    return float(np.mean(dist_xx[a, b] > reach_km[a]))

@@ -1,0 +1,214 @@
+"""Traces in (docs/traces.md): every bad row is one line naming row and column; --strict
+refuses the file (exit 2), the default drops and counts; fixes snap to the secrets and resample
+to ticks; users and ticks come from the data, through build_world to every driver."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyproj
+import pytest
+
+from mdpsim import scenario as sc
+from mdpsim.cli import main
+from mdpsim.env import parallel_env
+from mdpsim.errors import InputError
+from mdpsim.run import simulate
+from mdpsim.traces import TracePopulation, TraceWarning, read_fixes, resample
+from mdpsim.world import build_world, network_extent
+
+BASE = {
+    "scenario": {"name": "replay", "seed": 4, "ticks": 3, "tick_seconds": 60.0},
+    "network": {"source": "helsinki-test"},
+    "domain": {"n_points": 60},
+    "users": {"count": 2, "budget_rho_per_km2": 1000.0},
+    "mechanism": {"name": "em", "epsilon_per_km": 4.0},
+    "queries": {"every_ticks": 0},
+    "attacks": {"run": ["bayes", "tracking"]},
+}
+
+
+@pytest.fixture(scope="module")
+def lonlat(helsinki_test_walk):
+    """A function: metres in the network's CRS -> (lon, lat)."""
+    to = pyproj.Transformer.from_crs(helsinki_test_walk.graph["crs"], "EPSG:4326", always_xy=True)
+    return lambda xy: to.transform(xy[:, 0], xy[:, 1])
+
+
+@pytest.fixture(scope="module")
+def centre(helsinki_test_walk, lonlat):
+    """(lon, lat) of the middle of the network's extent."""
+    xmin, ymin, xmax, ymax = network_extent(helsinki_test_walk)
+    lon, lat = lonlat(np.array([[(xmin + xmax) / 2, (ymin + ymax) / 2]]))
+    return float(lon[0]), float(lat[0])
+
+
+def _read(path, graph, **kw):
+    return read_fixes(path, graph_crs=graph.graph["crs"], extent_xy=network_extent(graph), **kw)
+
+
+def _csv(tmp_path, rows, header="user,time,lat,lon"):
+    path = tmp_path / "fixes.csv"
+    path.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _good_rows(centre, n=3):
+    lon, lat = centre
+    return [f"a,{60 * i},{lat:.6f},{lon:.6f}" for i in range(n)]
+
+
+BAD_ROWS = {
+    "outside the extent": ("a,200,61.5,25.9", "row 4, columns lon/lat: (25.9, 61.5) is outside"),
+    "time going back": ("a,30,{lat},{lon}", "row 4, column time: 30 goes back from row 3's 120"),
+    "duplicate time": ("a,120,{lat},{lon}", "row 4, column time: 120 repeats row 3's 120"),
+    "missing value": ("a,200,,{lon}", "row 4, column lat: missing value"),
+    "non-numeric": ("a,200,north,{lon}", "row 4, column lat: 'north' is not a finite number"),
+    "non-numeric time": ("a,noon,{lat},{lon}", "row 4, column time: 'noon' is not a number"),
+    "missing user": (",200,{lat},{lon}", "row 4, column user: missing value"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ROWS))
+def test_each_bad_row_gives_one_line_naming_row_and_column(case, tmp_path, helsinki_test_walk,
+                                                           centre):  # fmt: skip
+    bad, expected = BAD_ROWS[case]
+    path = _csv(tmp_path, [*_good_rows(centre), bad.format(lon=centre[0], lat=centre[1])])
+    with pytest.warns(TraceWarning, match="1 bad rows dropped"):
+        fixes = _read(path, helsinki_test_walk)
+    assert len(fixes.report.lines) == 1
+    assert fixes.report.lines[0].startswith(expected), fixes.report.lines
+    assert (fixes.report.n_rows, fixes.report.n_kept, fixes.report.n_dropped) == (4, 3, 1)
+    with pytest.raises(InputError, match=r"1 bad rows \(strict\): row 4, column"):
+        _read(path, helsinki_test_walk, strict=True)
+
+
+def test_a_missing_column_refuses_the_file_in_one_line(tmp_path, helsinki_test_walk, centre):
+    path = _csv(tmp_path, ["a,60.1,24.9"], header="user,lat,lon")
+    with pytest.raises(InputError, match="has no column 'time'"):
+        _read(path, helsinki_test_walk)
+    path = _csv(tmp_path, ["a,0,1,2"], header="user,time,x,y")
+    with pytest.raises(InputError, match="set mobility.crs"):
+        _read(path, helsinki_test_walk)
+
+
+def test_good_files_give_no_warning_and_times_may_be_iso(tmp_path, helsinki_test_walk, centre):
+    lon, lat = centre
+    rows = [f"u{i % 2},2026-05-01T08:0{i}:00Z,{lat},{lon}" for i in range(6)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fixes = _read(_csv(tmp_path, rows), helsinki_test_walk)
+    assert list(fixes.user_ids) == ["u0", "u1"]
+    assert fixes.origin == pd.Timestamp("2026-05-01T08:00:00Z")
+    assert fixes.n_ticks(60.0) == 6  # 08:00 .. 08:05
+    assert np.allclose(np.sort(fixes.seconds[fixes.user == 0]), [0, 120, 240])
+
+
+def test_x_y_in_a_named_crs_match_lat_lon(tmp_path, helsinki_test_walk, centre):
+    lon, lat = centre
+    x, y = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3067", always_xy=True).transform(lon, lat)
+    by_xy = _read(_csv(tmp_path, [f"a,0,{x},{y}"], header="user,time,x,y"), helsinki_test_walk,
+                  crs="EPSG:3067")  # fmt: skip
+    by_ll = _read(_csv(tmp_path, [f"a,0,{lat},{lon}"]), helsinki_test_walk)
+    assert np.allclose(by_xy.xy, by_ll.xy, atol=1e-3)
+
+
+def test_resampling_takes_the_fix_nearest_in_time():
+    user = np.array([0, 0, 0, 1])
+    seconds = np.array([0.0, 100.0, 130.0, 50.0])
+    value = np.array([10, 11, 12, 20])
+    walks = resample(user, seconds, value, 2, 60.0)  # ticks at 0, 60, 120 s
+    assert walks.tolist() == [[10, 20], [11, 20], [12, 20]]
+    population = TracePopulation(walks)
+    seen = [population.position.tolist()]
+    for _ in range(3):
+        population.step()
+        seen.append(population.position.tolist())
+    assert seen == [[10, 20], [11, 20], [12, 20], [12, 20]]  # after the data: last seen
+
+
+def _scenario(path, **mobility):
+    return sc.from_dict({**BASE, "mobility": {"source": "traces", "path": str(path), **mobility}})
+
+
+def _fixes_at_secrets(tmp_path, world, lonlat, *, users=3, ticks=5, noise_m=0.0, seed=0):
+    """A CSV of fixes at random secrets of ``world`` (plus Gaussian noise), and the secrets."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(world.domain.n_x, size=(ticks, users))
+    xy = world.domain.x_xy[truth.ravel()] + rng.normal(0, noise_m, size=(truth.size, 2))
+    lon, lat = lonlat(xy)
+    frame = pd.DataFrame(
+        {
+            "user": np.tile([f"p{u:03d}" for u in range(users)], ticks),  # ids sort as text
+            "time": np.repeat(np.arange(ticks) * 60.0, users),
+            "lat": lat,
+            "lon": lon,
+        }
+    )
+    path = tmp_path / "walks.parquet"
+    frame.to_parquet(path)
+    return path, truth
+
+
+def test_users_and_ticks_come_from_the_data(tmp_path, helsinki_test_walk, lonlat):
+    synthetic = build_world(sc.from_dict(BASE), graph=helsinki_test_walk)
+    path, truth = _fixes_at_secrets(tmp_path, synthetic, lonlat, users=3, ticks=5)
+    world = build_world(_scenario(path), graph=helsinki_test_walk)
+    assert (world.n_users, world.scenario.users.count, world.scenario.scenario.ticks) == (3, 3, 5)
+    assert np.array_equal(world.walks_ahead(5), truth)
+    ticks, users, _ = simulate(_scenario(path), graph=helsinki_test_walk)
+    assert len(ticks) == 5 and users["user"].nunique() == 3
+    assert np.array_equal(users["secret"].to_numpy().reshape(5, 3), truth)
+
+
+def test_noisy_fixes_mostly_land_on_their_secret(tmp_path, helsinki_test_walk, lonlat):
+    world = build_world(sc.from_dict(BASE), graph=helsinki_test_walk)
+    path, truth = _fixes_at_secrets(tmp_path, world, lonlat, users=20, ticks=20, noise_m=10.0)
+    replay = build_world(_scenario(path), graph=helsinki_test_walk)
+    assert np.mean(replay.walks_ahead(20) == truth) >= 0.9  # 60 secrets: far apart
+
+
+def test_the_env_plays_trace_driven_users(tmp_path, helsinki_test_walk, lonlat):
+    world = build_world(sc.from_dict(BASE), graph=helsinki_test_walk)
+    path, _ = _fixes_at_secrets(tmp_path, world, lonlat, users=4, ticks=3)
+    env = parallel_env(_scenario(path).to_dict())
+    env.reset(seed=1)
+    assert env.agents == ["server", "user_0", "user_1", "user_2", "user_3"]
+
+
+def _toml(tmp_path, data_path) -> str:
+    path = tmp_path / "replay.toml"
+    path.write_text(
+        '[network]\nsource = "helsinki-test"\n[domain]\nn_points = 60\n'
+        '[mechanism]\nname = "em"\nepsilon_per_km = 4.0\n[queries]\nevery_ticks = 0\n'
+        f'[attacks]\nrun = ["bayes"]\n[mobility]\nsource = "traces"\npath = "{data_path.name}"\n'
+    )
+    return str(path)
+
+
+def test_the_cli_reports_dropped_rows_and_strict_exits_2(tmp_path, centre, capsys):
+    lon, lat = centre
+    _csv(tmp_path, [*_good_rows(centre), "a,60,north,24.9", f"a,30,{lat},{lon}"])
+    scenario = _toml(tmp_path, tmp_path / "fixes.csv")  # a path relative to the scenario file
+    assert main(["run", scenario, "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    assert "bad row: row 4, column lat: 'north' is not a finite number" in err
+    assert "bad row: row 5, column time: 30 goes back from row 3's 120 for user 'a'" in err
+    assert "5 rows, 3 fixes kept, 2 bad rows dropped" in err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["traces"]["bad_rows_dropped"] == 2
+    assert summary["scenario"]["users"]["count"] == 1
+    for command in (["run", scenario, "--out", str(tmp_path / "strict")], ["attack", scenario]):
+        assert main([*command, "--strict"]) == 2
+        assert "2 bad rows (strict): row 4, column lat" in capsys.readouterr().err
+    assert not (tmp_path / "strict").exists()
+
+
+def test_scenario_needs_a_path_for_traces():
+    with pytest.raises(InputError, match="field mobility.path needs a file"):
+        sc.from_dict({**BASE, "mobility": {"source": "traces"}})
+    with pytest.raises(InputError, match="mobility.path is for source = 'traces'"):
+        sc.from_dict({**BASE, "mobility": {"path": "x.csv"}})
