@@ -45,6 +45,11 @@ def streamlit_command(*, port: int = 8501, address: str = "localhost") -> list[s
     ]
 
 
-def streamlit_env() -> dict[str, str]:
-    """The environment of the Streamlit process: ours, with usage statistics off."""
-    return {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+def streamlit_env(scenarios: list[str] | None = None) -> dict[str, str]:
+    """The environment of the Streamlit process: ours, with usage statistics off, and
+    ``scenarios`` (folders of TOML files the live page lists) in ``$MDPSIM_SCENARIOS``."""
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    if scenarios:
+        folders = [str(Path(f).expanduser().resolve()) for f in scenarios]
+        env["MDPSIM_SCENARIOS"] = os.pathsep.join(folders)
+    return env

@@ -6,6 +6,7 @@ from are shared between sessions and reruns here, keyed by the scenario fields t
 
 from __future__ import annotations
 
+import os
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from mdpsim.world import build_domain
 # The clone the package runs from, if any: its docs/results hold bundled batch results (an
 # installed package has none, and the batch page then lists the stores under ./runs only).
 REPO = Path(__file__).resolve().parent.parent
+#: Folders of scenario files the live page lists beside the packaged ones (os.pathsep-separated;
+#: ``mdpsim dashboard --scenarios DIR`` sets it): a user's own scenarios, plug-ins and traces.
+SCENARIOS_ENV = "MDPSIM_SCENARIOS"
 
 
 @st.cache_resource(show_spinner="Loading the road network ...")
@@ -63,9 +67,15 @@ def build_model(scenario: Scenario) -> PrivacyModel:
     )
 
 
-def scenario_files() -> dict[str, Traversable]:
-    """The scenarios shipped in the package (``mdpsim.scenarios``), by file stem."""
-    return scenario_mod.packaged()
+def scenario_files() -> dict[str, Traversable | Path]:
+    """The scenarios shipped in the package (``mdpsim.scenarios``), then the ``*.toml`` files of
+    the folders in ``$MDPSIM_SCENARIOS``, by file stem (a folder's file wins over a packaged
+    one of the same stem)."""
+    found: dict[str, Traversable | Path] = dict(scenario_mod.packaged())
+    for folder in filter(None, os.environ.get(SCENARIOS_ENV, "").split(os.pathsep)):
+        for path in sorted(Path(folder).expanduser().glob("*.toml")):
+            found[path.stem] = path
+    return found
 
 
 def load_scenario(name: str) -> Scenario:

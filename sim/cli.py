@@ -162,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--address", default="localhost", help="address to bind (default localhost; 0.0.0.0: all)"
     )
+    p.add_argument(
+        "--scenarios",
+        action="append",
+        metavar="DIR",
+        help="a folder of scenario files the live page lists beside the packaged ones "
+        "(repeatable): your own scenarios, plug-ins, traces",
+    )
     return parser
 
 
@@ -431,15 +438,19 @@ def _report(args: argparse.Namespace) -> int:
 @command("dashboard")
 def _dashboard(args: argparse.Namespace) -> int:
     import subprocess
+    from pathlib import Path
 
     from mdpsim.dashboard.launch import streamlit_command, streamlit_env
 
     if not 0 < args.port < 65536:
         raise InputError(f"--port={args.port} must be a TCP port, 1..65535")
+    for folder in args.scenarios or []:
+        if not Path(folder).expanduser().is_dir():
+            raise InputError(f"--scenarios {folder!r} is not a folder")
     cmd = streamlit_command(port=args.port, address=args.address)
     print(f"dashboard        http://{args.address}:{args.port}  (Ctrl-C stops it)", flush=True)
     try:
-        return subprocess.call(cmd, env=streamlit_env())
+        return subprocess.call(cmd, env=streamlit_env(args.scenarios))
     except KeyboardInterrupt:
         return 0
 

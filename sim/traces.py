@@ -38,6 +38,9 @@ from mdpsim.errors import InputError
 
 #: A fix this far outside the bounding box of the network's nodes is outside its extent.
 EXTENT_MARGIN_M = 50.0
+#: The most (tick, user) cells a replay may hold (8 bytes each): a file spanning a year at a
+#: tick a minute would otherwise ask for gigabytes.
+MAX_TICK_CELLS = 100_000_000
 #: How many bad-row lines a warning or an error message shows (the report keeps them all).
 SHOWN_LINES = 5
 #: The origin of tick times when a run has no traces (exports stamp tick t at origin + t-1 ticks).
@@ -129,6 +132,12 @@ def resample(
     """``(ticks, n_users)``: per tick and user, ``value`` of the user's fix nearest in time to
     the tick (the earlier on a tie). ``user`` / ``seconds`` sorted by user then time."""
     n_ticks = int(math.floor(float(seconds.max()) / tick_seconds + 1e-9)) + 1
+    if n_ticks * n_users > MAX_TICK_CELLS:
+        raise InputError(
+            f"the traces span {n_ticks:,} ticks of {tick_seconds:g} s for {n_users:,} users, more "
+            f"than {MAX_TICK_CELLS:,} (tick, user) cells; raise scenario.tick_seconds or cut "
+            "the file to a shorter time window"
+        )
     tick_s = np.arange(n_ticks) * tick_seconds
     out = np.empty((n_ticks, n_users), dtype=np.int64)
     bounds = np.searchsorted(user, np.arange(n_users + 1))

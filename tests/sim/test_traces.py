@@ -130,6 +130,11 @@ def test_resampling_takes_the_fix_nearest_in_time():
     assert seen == [[10, 20], [11, 20], [12, 20], [12, 20]]  # after the data: last seen
 
 
+def test_a_replay_too_long_for_memory_is_refused_in_one_line():
+    with pytest.raises(InputError, match="raise scenario.tick_seconds"):
+        resample(np.array([0, 0]), np.array([0.0, 3.2e7]), np.array([1, 2]), 5, 1.0)
+
+
 def _scenario(path, **mobility):
     return sc.from_dict({**BASE, "mobility": {"source": "traces", "path": str(path), **mobility}})
 
