@@ -1,2 +1,4 @@
 """Agents that play the mdpsim game from outside, through :mod:`mdpsim.env` (uses ``sim``, never
-the reverse): a random agent and greedy baselines that the docs' example runs."""
+the reverse): a random agent, greedy baselines that the docs' example runs, a tabular
+Q-learning user for the eps-level choice (``q_learning``) and the self-play of users and server
+(``self_play``, ``python -m mdpsim.agents.self_play``)."""

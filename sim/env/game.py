@@ -100,6 +100,9 @@ class Game:
         self.query_kinds = tuple(scenario.queries.kinds) if game.choose_query_kinds else ()
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
         self._domains: dict[int, Any] = {}
+        # fitted mechanisms that take no uploads, kept across episodes (keyed by name, eps,
+        # parameters and domain: the same fit gives the same matrix, so the bytes do not move)
+        self._mechanisms: dict = {}
         self._model: PrivacyModel | None = None
 
     @property
@@ -162,7 +165,12 @@ class Game:
         domain = self._domains[seed]
         strategies = from_scenario(self.scenario, **self.strategy_overrides)
         self._model = PrivacyModel(
-            self.scenario, rng=seed, graph=self.graph, domain=domain, strategies=strategies
+            self.scenario,
+            rng=seed,
+            graph=self.graph,
+            domain=domain,
+            strategies=strategies,
+            mechanism_cache=self._mechanisms,
         )
         prior = domain.prior
         self.silent_loss_km = (
