@@ -129,3 +129,45 @@ def success_heatmap(*, value: str = "hit") -> dict:
             ],
         },
     }
+
+
+def frontier(*, kind: str) -> dict:
+    """The privacy-quality plane (a frame from ``model_view.frontier_plane``): the frontier as
+    a line (``kind``: "lp" optimum or "bound"), each eps level's mechanism as a labelled point."""
+    x = {"field": "quality_km", "type": "quantitative", "title": "expected quality loss (km)"}
+    y = {"field": "adversary_error_km", "type": "quantitative",
+         "title": "Bayes-optimal adversary's expected error (km)"}  # fmt: skip
+    title = "frontier (LP optimum)" if kind == "lp" else "frontier bound min(Q, cap)"
+    color = {"field": "series", "type": "nominal", "title": None,
+             "scale": {"domain": [title, "running mechanism", "other levels"]}}  # fmt: skip
+    return {
+        "transform": [
+            {"calculate": f"datum.series == 'frontier' ? '{title}' : datum.series", "as": "series"}
+        ],  # fmt: skip
+        "layer": [
+            {
+                "transform": [{"filter": f"datum.series == '{title}'"}],
+                "mark": {"type": "line", "point": True},
+                "encoding": {"x": x, "y": y, "color": color},
+            },
+            {
+                "transform": [{"filter": f"datum.series != '{title}'"}],
+                "mark": {"type": "point", "filled": True, "size": 90},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": color,
+                    "tooltip": [
+                        {"field": "label"},
+                        {"field": "quality_km", "format": ".4f"},
+                        {"field": "adversary_error_km", "format": ".4f"},
+                    ],
+                },
+            },
+            {
+                "transform": [{"filter": f"datum.series != '{title}'"}],
+                "mark": {"type": "text", "dx": 8, "align": "left"},
+                "encoding": {"x": x, "y": y, "text": {"field": "label"}},
+            },
+        ],
+    }

@@ -24,7 +24,12 @@ LIVE_DEFAULT = {
     "network": {"source": "helsinki", "network_type": "walk"},
     "domain": {"n_points": 400},
     "users": {"count": 30, "budget_rho_per_km2": 400.0},
-    "mechanism": {"name": "dista_lp", "epsilon_per_km": 6.0, "params": {"upload": "none"}},
+    # per mechanism, so that picking another mechanism on the page does not carry "upload"
+    "mechanism": {
+        "name": "dista_lp",
+        "epsilon_per_km": 6.0,
+        "params_by_name": {"dista_lp": {"upload": "none"}},
+    },
     "queries": {"rho_per_km2": 10.0},
     "output": {"per_user": True},
 }
@@ -228,3 +233,121 @@ def _mechanism(model: PrivacyModel):
     if mech is None:
         raise InputError("no mechanism yet: it is generated at the first tick")
     return mech
+
+
+# ---------------------------------------------------------------------- the game's levels
+#: The live page solves the frontier LP (sim/frontier.py) up to this many secrets (N = 60-100:
+#: about a second per Q); above, it draws the closed-form bound when every output is a secret.
+FRONTIER_LP_MAX_N = 100
+#: How many Q the page's frontier has (from 0 to the prior cap's loss).
+FRONTIER_QUALITIES = 6
+
+
+def levels_from_text(text: str) -> list[float]:
+    """``"2, 4, 8"`` as the ``[game] epsilon_levels`` list (empty text: no levels).
+
+    Raises :class:`~mdpsim.errors.InputError` naming the field for anything but numbers.
+    """
+    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
+    try:
+        return [float(p) for p in parts]
+    except ValueError:
+        raise InputError(
+            f"game.epsilon_levels = {text!r} must be numbers separated by commas, e.g. 2, 4, 8"
+        ) from None
+
+
+def with_levels(base: Scenario, text: str) -> Scenario:
+    """``base`` with the page's ``[game] epsilon_levels`` (text as :func:`levels_from_text`
+    reads it), re-validated: the levels must hold ``mechanism.epsilon_per_km``."""
+    levels = levels_from_text(text)
+    if levels == list(base.game.epsilon_levels):
+        return base
+    return base.replace(**{"game.epsilon_levels": levels})
+
+
+def levels_text(scenario: Scenario) -> str:
+    """The scenario's eps levels as the page's text field shows them."""
+    return ", ".join(f"{e:g}" for e in scenario.game.epsilon_levels)
+
+
+def level_table(model: PrivacyModel) -> pd.DataFrame:
+    """One row per eps level of the running mechanism: its guarantee's charge, expected loss,
+    the Bayes-optimal adversary's exact expected error, the MAP hit chance, and the reports
+    made at it at the latest tick (``default``: the level the report strategy uses)."""
+    from mdpsim.mechanisms.stackelberg import adversary_error_km
+
+    server, dom = model.server, model.domain
+    last = model.log.users[-1] if model.log.users else {}
+    if not last:  # before the first tick
+        counts = [0] * len(server.levels)
+    elif "report_epsilon_per_km" in last:  # several levels: the eps of each report
+        counts = [int(np.sum(last["report_epsilon_per_km"] == e)) for e in server.levels]
+    else:  # one level: every report is at it
+        counts = [int(np.sum(last["reported_output"] >= 0))]
+    rows = []
+    for i, (eps, mech) in enumerate(zip(server.levels, server.level_mechanisms, strict=True)):
+        rows.append(
+            {
+                "epsilon_per_km": eps,
+                "default": i == server.default_level,
+                "report_cost": server.level_charges[i].cost,
+                "quality_loss_km": mech.expected_loss(),
+                "adversary_error_km": adversary_error_km(mech.matrix_, dom.prior, dom.dist_xx),
+                "hit_probability": server.level_hit_probability[i],
+                "reports_last_tick": counts[i],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def frontier_curve(domain) -> tuple[pd.DataFrame, str]:
+    """The frontier the page draws: ``quality_km`` -> ``adversary_error_km``, and its kind.
+
+    * ``"lp"``: the optimum of the Stackelberg LP with no mDP constraint at
+      :data:`FRONTIER_QUALITIES` Q (:func:`mdpsim.frontier.optimum_curve`), up to
+      :data:`FRONTIER_LP_MAX_N` secrets;
+    * ``"bound"``: above that, when every output is a secret: ``min(Q, cap)``, an upper bound
+      on the frontier (the adversary may guess the output itself, or use the prior alone;
+      docs/games.md: the LP reaches it in the probes);
+    * ``"none"``: neither (empty frame).
+    """
+    from mdpsim.frontier import default_qualities, optimum_curve
+    from mdpsim.mechanisms.stackelberg import prior_cap_km
+
+    qualities = default_qualities(domain, quality_metric="domain", n=FRONTIER_QUALITIES)
+    if domain.n_x <= FRONTIER_LP_MAX_N:
+        curve = optimum_curve(domain, qualities)
+        return curve[["quality_km", "adversary_error_km", "quality_dual"]], "lp"
+    if np.all(domain.y_in_x >= 0):
+        cap = prior_cap_km(domain.prior, domain.dist_xx)
+        q = np.array([0.0, *qualities])
+        bound = {"quality_km": q, "adversary_error_km": np.minimum(q, cap),
+                 "quality_dual": np.where(q < cap, 1.0, 0.0)}  # fmt: skip
+        return pd.DataFrame(bound), "bound"
+    return pd.DataFrame({"quality_km": [], "adversary_error_km": [], "quality_dual": []}), "none"
+
+
+def frontier_gap(curve: pd.DataFrame, levels: pd.DataFrame) -> pd.Series:
+    """Per level, the frontier at the level's loss (:func:`mdpsim.frontier.frontier_bound`)
+    minus its adversary error: how much error the optimal strategy would add at that loss."""
+    from mdpsim.frontier import frontier_bound
+
+    if curve.empty:
+        return pd.Series(np.nan, index=levels.index)
+    bound = frontier_bound(curve, levels["quality_loss_km"].to_numpy())
+    return pd.Series(bound - levels["adversary_error_km"].to_numpy(), index=levels.index)
+
+
+def frontier_plane(curve: pd.DataFrame, levels: pd.DataFrame) -> pd.DataFrame:
+    """The chart's long-form rows: the frontier's points and each level's mechanism point."""
+    front = curve[["quality_km", "adversary_error_km"]].assign(series="frontier", label="")
+    points = pd.DataFrame(
+        {
+            "quality_km": levels["quality_loss_km"],
+            "adversary_error_km": levels["adversary_error_km"],
+            "series": np.where(levels["default"], "running mechanism", "other levels"),
+            "label": [f"eps {e:g}" for e in levels["epsilon_per_km"]],
+        }
+    )
+    return pd.concat([front, points], ignore_index=True)

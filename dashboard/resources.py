@@ -10,9 +10,11 @@ import os
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from mdpsim import scenario as scenario_mod
+from mdpsim.dashboard import model_view
 from mdpsim.dashboard.geo import road_paths
 from mdpsim.domain import Domain
 from mdpsim.model import PrivacyModel
@@ -48,6 +50,16 @@ def domain(scenario: Scenario, seed: int) -> Domain:
     """The domain a model of ``scenario`` builds with ``seed`` (keyed by [network], [domain])."""
     net = scenario.network
     return build_domain(scenario, graph(net.source, net.network_type), seed=seed)
+
+
+@st.cache_resource(
+    show_spinner="Solving the privacy-quality frontier ...",
+    hash_funcs={Scenario: lambda s: (s.network.model_dump_json(), s.domain.model_dump_json())},
+)
+def frontier(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, str]:
+    """The frontier of the domain a model of ``scenario`` builds with ``seed``
+    (:func:`~mdpsim.dashboard.model_view.frontier_curve`; solved once per domain)."""
+    return model_view.frontier_curve(domain(scenario, seed))
 
 
 @st.cache_resource

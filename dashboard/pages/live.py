@@ -13,6 +13,7 @@ from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import available
 
 DEFAULT_CHOICE = "live (small default)"
+LEVELS_KEY = "live_game_levels"  # the text field of [game] epsilon_levels
 RUN_ERRORS = (InputError, SolverError)  # user mistakes and solver failures: shown, not raised
 
 
@@ -45,6 +46,7 @@ def _use(base) -> None:
         st.session_state[widget_key(field)] = base.get(field)
     for kind, name in mv.strategy_names(base).items():
         st.session_state[strategy_key(kind)] = name
+    st.session_state[LEVELS_KEY] = mv.levels_text(base)
     st.session_state["live_rebuild"] = base
     st.session_state.pop("live_error", None)
 
@@ -55,6 +57,7 @@ def _apply_edits() -> None:
     names = {kind: st.session_state[strategy_key(kind)] for kind in mv.STRATEGY_PICKERS}
     try:
         scenario = mv.with_strategies(mv.edited(st.session_state["live_base"], values), names)
+        scenario = mv.with_levels(scenario, st.session_state[LEVELS_KEY])
     except InputError as exc:
         st.session_state["live_error"] = str(exc)
         return
@@ -95,6 +98,10 @@ def sidebar() -> None:
                     st.number_input(label, key=key)
                 else:
                     st.number_input(label, key=key, step=1)
+            st.text_input(
+                "game eps levels (1/km, e.g. 2, 6, 12; must hold epsilon; empty: epsilon alone)",
+                key=LEVELS_KEY,
+            )
             st.markdown("**Strategies**")
             for kind, label in mv.STRATEGY_PICKERS.items():
                 st.selectbox(label, mv.strategy_choices(kind), key=strategy_key(kind))
@@ -195,6 +202,34 @@ def charts(model, ticks) -> None:
         st.vega_lite_chart(mv.budgets(model), spec, height=240)
 
 
+def game_levels(model) -> None:
+    """The game's eps levels of the running mechanism, and where each lies on the
+    privacy-quality plane beside the frontier (docs/games.md)."""
+    st.subheader("Game levels and the frontier")
+    levels = mv.level_table(model)
+    curve, kind = resources.frontier(model.config, model.seed)
+    levels["frontier_gap_km"] = mv.frontier_gap(curve, levels)
+    st.dataframe(levels, hide_index=True)
+    running = levels[levels["default"]].iloc[0]
+    what = {
+        "lp": "the Stackelberg LP's optimum (no mDP constraint) at each Q",
+        "bound": f"min(Q, cap), an upper bound (|X| > {mv.FRONTIER_LP_MAX_N}: no LP here)",
+    }
+    if kind == "none":
+        st.info(
+            f"No frontier on this page: |X| > {mv.FRONTIER_LP_MAX_N} and some outputs are not "
+            "secrets; `mdpsim frontier SCENARIO` solves it."
+        )
+        return
+    st.caption(
+        f"{model.server.mechanism_name} at eps {running['epsilon_per_km']:g}: quality loss "
+        f"{running['quality_loss_km']:.4f} km, adversary error {running['adversary_error_km']:.4f}"
+        f" km, {running['frontier_gap_km']:.4f} km below the frontier ({what[kind]})."
+    )
+    plane = mv.frontier_plane(curve, levels)
+    st.vega_lite_chart(plane, ch.frontier(kind=kind), height=320)
+
+
 def inspector(model) -> None:
     """One user's row of the mechanism, or a block of its matrix as a heatmap."""
     st.subheader("Mechanism inspector")
@@ -266,6 +301,7 @@ def main() -> None:
     headline(model, ticks)
     map_view(model)
     charts(model, ticks)
+    game_levels(model)
     inspector(model)
 
 

@@ -74,7 +74,8 @@ def test_run_n_ticks_updates_metrics_map_and_charts(live):
     # one chart per attack metric the run has (error, hit, entropy, leakage), the other
     # metric groups, the budget histogram and the inspector's row plot
     others = [t for t in columns.CHARTS if not t.startswith(("Attack", "Posterior"))]
-    assert len(_charts(live)) == 4 + len(others) + 2
+    # ... and the game levels' privacy-quality plane
+    assert len(_charts(live)) == 4 + len(others) + 3
     layers = {layer["id"] for layer in _deck(live)["layers"]}
     assert layers == {"roads", "reported", "estimate"}
     live.button(key="live_step").click().run()
@@ -174,6 +175,62 @@ def test_picking_a_shipped_scenario_loads_its_fields(helsinki_walk):
     shipped = sc.resolve("mechanism_compare")
     assert at.number_input(key="live_domain_n_points").value == shipped.get("domain.n_points")
     assert at.session_state["live_model"].population.n_users == shipped.get("users.count")
+
+
+def test_the_game_levels_can_be_picked_and_each_is_placed_beside_the_frontier(helsinki_walk):
+    at = _app()
+    at.run()
+    assert at.text_input(key="live_game_levels").value == ""  # the default: one level
+    at.selectbox(key="live_mechanism_name").set_value("em")
+    at.text_input(key="live_game_levels").set_value("2, 6, 12")
+    at.button(key="live_apply").click().run()
+    _no_failures(at)
+    model = at.session_state["live_model"]
+    assert model.server.levels == (2.0, 6.0, 12.0) and len(model.server.level_mechanisms) == 3
+    at.button(key="live_step").click().run()
+    _no_failures(at)
+    (table,) = at.dataframe  # the levels table
+    levels = table.value
+    assert levels["epsilon_per_km"].tolist() == [2.0, 6.0, 12.0]
+    assert levels["reports_last_tick"].sum() == int(model.log.ticks[-1]["n_reports"])
+    # N = 400 > FRONTIER_LP_MAX_N, Y = X: the closed-form bound, never below a mechanism
+    assert (levels["frontier_gap_km"] >= -1e-9).all()
+    (caption,) = [c.value for c in at.caption if "below the frontier" in c.value]
+    assert caption.startswith("em at eps 6") and "min(Q, cap)" in caption
+    spec = json.loads(_charts(at)[-2].proto.spec)  # the plane, before the inspector's chart
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point", "text"]
+
+
+def test_levels_without_the_mechanism_eps_are_refused_on_the_page(helsinki_walk):
+    at = _app()
+    at.run()
+    before = at.session_state["live_model"]
+    at.text_input(key="live_game_levels").set_value("2, 4")
+    at.button(key="live_apply").click().run()
+    assert not at.exception
+    assert any("must hold mechanism.epsilon_per_km" in e.value for e in at.error)
+    assert at.session_state["live_model"] is before
+    at.text_input(key="live_game_levels").set_value("2, four")
+    at.button(key="live_apply").click().run()
+    assert any("game.epsilon_levels" in e.value and "commas" in e.value for e in at.error)
+
+
+def test_the_page_frontier_is_the_lp_optimum_on_small_domains(helsinki_walk):
+    scenario = model_view.default_scenario().replace(
+        **{"domain.n_points": 60, "mechanism.name": "em", "game.epsilon_levels": [2.0, 6.0, 12.0]}
+    )
+    model = PrivacyModel(scenario, graph=helsinki_walk)
+    curve, kind = model_view.frontier_curve(model.domain)
+    assert kind == "lp" and len(curve) == model_view.FRONTIER_QUALITIES
+    assert np.all(np.diff(curve["adversary_error_km"]) >= -1e-9)  # monotone in Q
+    levels = model_view.level_table(model)
+    for row, mech in zip(levels.itertuples(), model.server.level_mechanisms, strict=True):
+        assert row.quality_loss_km == pytest.approx(mech.expected_loss())
+        assert row.report_cost == pytest.approx(row.epsilon_per_km**2 / 2)  # CGP: eps^2 / 2
+    gaps = model_view.frontier_gap(curve, levels)
+    assert (gaps >= -1e-6).all()  # no level above the frontier
+    plane = model_view.frontier_plane(curve, levels)
+    assert (plane["series"] == "running mechanism").sum() == 1
 
 
 # ---------------------------------------------------------------------- tables of the live page

@@ -140,3 +140,40 @@ def test_live_page_runs_five_ticks_offline_and_renders_map_and_charts(dashboard_
         shutil.copyfile(shot, os.environ["MDPSIM_DASHBOARD_SCREENSHOT"])
     hosts = {u.split("/")[2] for u in requested if u.startswith(("http://", "https://"))}
     assert hosts == {dashboard_url.removeprefix("http://")}, f"requests left the machine: {hosts}"
+
+
+def test_live_page_game_levels_show_each_level_beside_the_frontier(dashboard_url):
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 3200})
+            page.goto(dashboard_url)
+            page.get_by_role("button", name="Run 5 ticks").wait_for(timeout=PAGE_TIMEOUT_MS)
+            sidebar = page.locator("[data-testid='stSidebar']")
+            pick = sidebar.locator("[data-testid='stSelectbox']").filter(
+                has=page.get_by_text("mechanism", exact=True)
+            )
+            pick.locator("input").click()
+            page.get_by_role("option", name="em", exact=True).click()
+            sidebar.get_by_label("game eps levels", exact=False).fill("2, 6, 12")
+            sidebar.get_by_role("button", name="Apply and rebuild").click()
+            # rebuilt: the section speaks of the new mechanism before any tick
+            page.get_by_text("em at eps 6:", exact=False).wait_for(timeout=PAGE_TIMEOUT_MS)
+            page.get_by_role("button", name="Step one tick").click()
+            _wait_rendered(page, ticks="1", charts=8)
+            page.get_by_role("heading", name="Game levels and the frontier").wait_for()
+            caption = page.get_by_text("below the frontier", exact=False).first.inner_text()
+            assert caption.startswith("em at eps 6") and "min(Q, cap)" in caption
+            table = page.locator("[data-testid='stDataFrame']")
+            assert table.count() == 1  # the levels' table (one row per level)
+            # the plane: the Vega-Lite chart before the inspector's, drawn
+            plane = page.locator("[data-testid='stVegaLiteChart']").nth(-2)
+            plane.locator("svg, canvas").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+            assert _count(page, "[data-testid='stException']") == 0
+            assert _count(page, "[data-testid='stAlertContentError']") == 0
+        finally:
+            browser.close()
