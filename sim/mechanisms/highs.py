@@ -40,6 +40,10 @@ SOLVERS = ("choose", "simplex", "ipm", "pdlp")
 
 
 _banner_silenced = False
+# HiGHS starts one global task scheduler per process, with the thread count of the first
+# solve, and fails any later solve that asks for another count (model status 'Not Set').
+# The count the scheduler runs with now (0: HiGHS's default), or None before the first solve.
+_scheduler_threads: int | None = None
 
 
 def quiet_highs() -> highspy.Highs:
@@ -258,6 +262,7 @@ class HighsLP:
         """
         if basis is not None:
             _check(self._h.setBasis(basis), "setBasis")
+        self._use_scheduler()
         start = time.perf_counter()
         run_status = self._h.run()
         seconds = time.perf_counter() - start
@@ -288,6 +293,15 @@ class HighsLP:
             basis=basis_out if basis_out.valid else None,
             dual_ray=dual_ray,
         )
+
+    def _use_scheduler(self) -> None:
+        """Restart HiGHS's global scheduler when this LP asks for another thread count than
+        it runs with (not safe while another Python thread is inside a HiGHS solve)."""
+        global _scheduler_threads
+        wanted = int(self._h.getOptionValue("threads")[1])
+        if _scheduler_threads is not None and _scheduler_threads != wanted:
+            self._h.resetGlobalScheduler(True)
+        _scheduler_threads = wanted
 
     def _set_option(self, name: str, value) -> None:
         status = self._h.setOptionValue(name, value)
