@@ -17,15 +17,20 @@ Pr[y]). Estimates range over the secrets X. The quality metric ``d_q`` and the a
 metric ``d_adv`` are chosen apart (:data:`METRIC_CHOICES`); the mDP constraints use the domain's
 own metric (that is what the release is verified against).
 
-Solved by HiGHS (``mdpsim.mechanisms.highs``) by generation. Adversary rows: of the ``N K``
-rows (``N`` nonzeros each) only the few estimates the adversary is indifferent between bind
-per output, so the model starts with two per output and adds, each round, every output's best
-response to the current ``f`` where it beats the model's ``z_y``; the dual simplex continues
-from the last basis. With mDP constraints also outputs (:func:`solve_stackelberg_mdp`): the
-``2 P K`` mDP rows made the whole LP slow (N = 60: 5-54 s per Q), while the optimum uses few
-outputs. It stops when no output's best response beats ``z_y`` and no output outside the
-model can raise the objective (exact pricing): the objective is then the optimum, equal to
-:func:`adversary_error_km` of the matrix.
+Solved by HiGHS (``mdpsim.mechanisms.highs``) by generation, with or without mDP
+constraints (:func:`_by_outputs`, docs/games.md). Adversary rows: of the ``N K`` rows (``N``
+nonzeros each) only the few estimates the adversary is indifferent between bind per output,
+so an output enters with two and each round adds every output's best response to the current
+``f`` where it beats the model's ``z_y``; the dual simplex continues from the last basis.
+Outputs: the optimum uses few, so the model starts with one and adds those whose exact
+pricing says they can raise the objective. mDP rows: an output enters without its ``2 P``
+rows, and each round adds those its ``f`` violates. It stops when no row is violated, no best
+response beats ``z_y`` and no output outside the model can raise the objective: the
+objective is then the optimum, equal to :func:`adversary_error_km` of the matrix.
+
+No LP at all when ``Q`` is at least the loss of the best single output
+(:func:`constant_optimum`): reporting that output always leaves the adversary the prior's
+cap, which no obfuscation exceeds, and it is eps-mDP for every eps (all rows equal).
 
 Guarantees (docs/games.md): ``make("stackelberg", epsilon=..., quality_km=...)`` is eps-mDP
 (the LP is solved at ``eps (1 - margin)``, repaired and verified exactly like the optimal LP,
@@ -120,6 +125,31 @@ class StackelbergSolution:
     mdp_rows: int
 
 
+def constant_optimum(
+    prior: np.ndarray, quality_cost_km: np.ndarray, dist_est: np.ndarray, quality_km: float
+) -> tuple[np.ndarray, StackelbergSolution] | None:
+    """The optimum when ``quality_km`` allows one output for everyone, else ``None``.
+
+    The adversary's error never exceeds the prior's cap (it may ignore the report), and the
+    mechanism that always reports the output of least expected loss ``L*`` leaves it exactly
+    the cap; so for ``Q >= L*`` that mechanism is optimal, with quality dual 0 (the optimum
+    is flat from ``L*`` on: 0 is a supergradient there).
+    """
+    start = time.perf_counter()
+    pi = np.asarray(prior, dtype=np.float64)
+    losses = pi @ np.asarray(quality_cost_km, dtype=np.float64)  # (K,): one output for all
+    best = int(np.argmin(losses))
+    if quality_km < losses[best]:
+        return None
+    Z = np.zeros(np.shape(quality_cost_km))
+    Z[:, best] = 1.0
+    cap = prior_cap_km(pi, np.asarray(dist_est, dtype=np.float64))
+    sol = StackelbergSolution(adversary_error_km=cap, quality_dual=0.0, status="Optimal",
+                              rounds=0, iterations=0, seconds=time.perf_counter() - start,
+                              adversary_rows=0, mdp_rows=0)  # fmt: skip
+    return Z, sol
+
+
 def solve_stackelberg(
     prior: np.ndarray,
     quality_cost_km: np.ndarray,
@@ -131,111 +161,15 @@ def solve_stackelberg(
     """The optimal obfuscation without mDP constraints: the N x K matrix and its record.
 
     ``quality_cost_km`` (N x K) is ``d_q(x, y)``, ``dist_est`` (N x N) is ``d_adv(e, x)``.
-    Every output is in the model; adversary rows by generation (module docstring). Raises
+    Outputs and adversary rows by generation, as :func:`solve_stackelberg_mdp` with no mDP
+    row (the cone is every ``f >= 0``; the rays are the point masses). Raises
     :class:`InputError` if no mechanism meets ``quality_km``, :class:`SolverError` if HiGHS
     stops short of optimality or the time limit.
     """
-    start = time.perf_counter()
-    pi = np.asarray(prior, dtype=np.float64)
-    cost = np.asarray(quality_cost_km, dtype=np.float64)
-    D = np.asarray(dist_est, dtype=np.float64)
-    n, k = cost.shape
-    nf = n * k  # f(x, y) is column y * n + x; z_y is column nf + y
-    opts = options or HighsOptions()
-    opts = dataclasses.replace(
-        opts,
-        solver="simplex",
-        primal_feasibility_tolerance=opts.primal_feasibility_tolerance or FEASIBILITY_TOL,
-        dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
-        extra={"simplex_strategy": DUAL_SIMPLEX, **opts.extra},
-    )
-    rows_sum = sparse.csr_array(
-        (np.ones(nf), (np.tile(np.arange(n), k), np.arange(nf))), shape=(n, nf + k)
-    )
-    quality = sparse.csr_array(np.r_[(pi[:, None] * cost).T.ravel(), np.zeros(k)][None, :])
-    blocks = [rows_sum, quality]
-    lower = [np.ones(n), [-np.inf]]
-    upper = [np.ones(n), [float(quality_km)]]
-    A = sparse.vstack(blocks, format="csc")
-    c = np.r_[np.zeros(nf), np.ones(k)]
-    lp = HighsLP(
-        c,
-        A,
-        np.concatenate([np.asarray(v, dtype=float) for v in lower]),
-        np.concatenate([np.asarray(v, dtype=float) for v in upper]),
-        col_lower=np.r_[np.zeros(nf), np.full(k, -np.inf)],
-        sense="max",
-        options=opts,
-        name="stackelberg LP",
-    )
-    quality_row = n
-    # first estimates per output: the secret nearest it (by quality cost) and the prior's best
-    near = cost.argmin(axis=0)
-    prior_best = int(np.argmin(D @ pi))
-    have = np.zeros((k, n), dtype=bool)
-    outputs = np.r_[np.arange(k), np.arange(k)]
-    _add_adversary_rows(lp, pi, D, outputs, np.r_[near, np.full(k, prior_best)], have, n, k)
-    tol = _CUT_RTOL * max(prior_cap_km(pi, D), 1e-12)
-    rounds = iterations = 0
-    while True:
-        if opts.time_limit is not None:
-            left = opts.time_limit - (time.perf_counter() - start)
-            if left <= 0:
-                raise SolverError(
-                    f"stackelberg LP: time limit {opts.time_limit:g} s reached after {rounds} "
-                    "solves"
-                )
-            lp.set_option("time_limit", left)
-        sol = lp.solve(accept=("Infeasible",))
-        if sol.status == "Infeasible":
-            raise InputError(
-                f"quality_km={quality_km:g}: no mechanism has an expected quality loss this low"
-            )
-        rounds += 1
-        iterations += sol.iterations
-        Z = np.maximum(sol.x[:nf].reshape(k, n).T, 0.0)
-        z = sol.x[nf:]
-        risk = D @ (pi[:, None] * Z)  # (estimates, outputs)
-        best = risk.argmin(axis=0)
-        beaten = np.flatnonzero(z - risk[best, np.arange(k)] > tol)
-        beaten = beaten[~have[beaten, best[beaten]]]
-        if not len(beaten) or rounds >= _MAX_ROUNDS:
-            break
-        _add_adversary_rows(lp, pi, D, beaten, best[beaten], have, n, k)
-    if len(beaten):
-        raise SolverError(f"stackelberg LP: no convergence in {_MAX_ROUNDS} rounds")
-    Z /= Z.sum(axis=1, keepdims=True)
-    result = StackelbergSolution(
-        adversary_error_km=float(sol.objective),
-        quality_dual=float(abs(sol.row_dual[quality_row])),
-        status=sol.status,
-        rounds=rounds,
-        iterations=iterations,
-        seconds=time.perf_counter() - start,
-        adversary_rows=int(have.sum()),
-        mdp_rows=0,
-    )
-    return Z, result
-
-
-def _add_adversary_rows(lp: HighsLP, pi, D, outputs, estimates, have, n: int, k: int) -> None:
-    """Rows ``z_y - sum_x pi_x D[e, x] f(x, y) <= 0`` for each (output y, estimate e) not in."""
-    pairs = np.unique(np.c_[outputs, estimates], axis=0)
-    pairs = pairs[~have[pairs[:, 0], pairs[:, 1]]]
-    if not len(pairs):
-        return
-    y, e = pairs[:, 0], pairs[:, 1]
-    m = len(pairs)
-    weights = -(pi[None, :] * D[e])  # (m, n)
-    cols = y[:, None] * n + np.arange(n)[None, :]
-    data = np.c_[weights, np.ones(m)]
-    indices = np.c_[cols, n * k + y]
-    rows = sparse.csr_array(
-        (data.ravel(), indices.ravel(), np.arange(m + 1) * (n + 1)), shape=(m, n * k + k)
-    )
-    rows.sort_indices()
-    lp.add_rows(np.full(m, -np.inf), np.zeros(m), rows)
-    have[y, e] = True
+    n = np.shape(quality_cost_km)[0]
+    none = np.zeros(0, dtype=np.int64)
+    return _by_outputs(prior, quality_cost_km, dist_est, quality_km, (none, none, np.zeros(0)),
+                       np.eye(n), options, what="mechanism")  # fmt: skip
 
 
 class _StackelbergBase:
@@ -406,9 +340,9 @@ def solve_stackelberg_mdp(
     """:func:`solve_stackelberg` with eps-mDP constraints, by output generation (docs/games.md).
 
     A restricted model holds a subset S of the outputs (their ``f``, ``z``, adversary rows and
-    all ``2P`` mDP rows each). Outputs are coupled only through the row sums (duals ``u``)
-    and the quality row (dual ``lam``): output y improves the optimum iff ``max {min_e
-    a_e . f - (u + lam pi c_y) . f : f in C, sum f = 1} > 0`` (``a_e = pi D[e]``, C the mDP
+    the mDP rows their ``f`` has violated). Outputs are coupled only through the row sums
+    (duals ``u``) and the quality row (dual ``lam``): output y improves the optimum iff ``max
+    {min_e a_e . f - (u + lam pi c_y) . f : f in C, sum f = 1} > 0`` (``a_e = pi D[e]``, C the mDP
     cone). Laplace rays (members of C) price every output at once; only when none is
     positive is each output priced exactly (that LP in dual form: outputs differ in its row
     bounds only, so the dual simplex restarts warm). While S is small the quality row is
@@ -417,6 +351,20 @@ def solve_stackelberg_mdp(
     """
     from mdpsim.mechanisms.lp_outputs import laplace_rays
 
+    n = np.shape(quality_cost_km)[0]
+    constraints = directed_constraints(pairs, pair_dist_km, epsilon)
+    rays = laplace_rays(np.asarray(pairs, dtype=np.int64), pair_dist_km, n, epsilon)
+    return _by_outputs(prior, quality_cost_km, dist_est, quality_km, constraints, rays, options,
+                       what=f"{epsilon:g}/km-mDP mechanism")  # fmt: skip
+
+
+def _by_outputs(prior, quality_cost_km, dist_est, quality_km: float, constraints, rays,
+                options: HighsOptions | None, *, what: str):  # fmt: skip
+    """Output generation (docs/games.md) over the mDP rows ``constraints = (src, dst, gain)``
+    (none: no mDP constraint), priced first by ``rays`` (members of the cone, N x R)."""
+    constant = constant_optimum(prior, quality_cost_km, dist_est, quality_km)
+    if constant is not None:
+        return constant
     start = time.perf_counter()
     pi = np.asarray(prior, dtype=np.float64)
     cost = np.asarray(quality_cost_km, dtype=np.float64)
@@ -430,10 +378,9 @@ def solve_stackelberg_mdp(
         dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
         extra={"simplex_strategy": DUAL_SIMPLEX, **opts.extra},
     )
-    src, dst, gain = directed_constraints(pairs, pair_dist_km, epsilon)
+    src, dst, gain = constraints
     master = _OutputMaster(pi, cost, D, quality_km, src, dst, gain, opts)
     pricer = _ExactPricer(pi, D, src, dst, gain, opts)
-    rays = laplace_rays(np.asarray(pairs, dtype=np.int64), pair_dist_km, n, epsilon)
     ray_adversary = (D @ (pi[:, None] * rays)).min(axis=0)  # (rays,): min_e a_e . r
     tol = _CUT_RTOL * max(prior_cap_km(pi, D), 1e-12)
     first = int(np.argmin((pi[:, None] * cost).sum(axis=0)))
@@ -466,7 +413,7 @@ def solve_stackelberg_mdp(
     slack = master.slack(sol)
     if slack > FEASIBILITY_TOL:
         raise InputError(
-            f"quality_km={quality_km:g}: no {epsilon:g}/km-mDP mechanism has an expected "
+            f"quality_km={quality_km:g}: no {what} has an expected "
             f"quality loss this low (the least is about {quality_km + slack:.6g} km)"
         )
     Z = master.matrix(sol)
@@ -478,15 +425,16 @@ def solve_stackelberg_mdp(
         iterations=master.iterations + pricer.iterations,
         seconds=time.perf_counter() - start,
         adversary_rows=int(master.have.sum()),
-        mdp_rows=len(src) * len(master.outputs),
+        mdp_rows=master.n_mdp_rows,
     )
     return Z, result
 
 
 class _OutputMaster:
     """The restricted model over outputs S: per output a block of ``N + 1`` columns
-    (``f(., y)``, ``z_y``) with its adversary rows and mDP rows; rows ``0..N-1`` are the row
-    sums, row ``N`` the quality bound (with an elastic slack column, the model's first)."""
+    (``f(., y)``, ``z_y``) with its generated adversary rows and mDP rows; rows ``0..N-1``
+    are the row sums, row ``N`` the quality bound (with an elastic slack column, the model's
+    first)."""
 
     def __init__(self, pi, cost, D, quality_km, src, dst, gain, opts: HighsOptions) -> None:
         self.pi, self.cost, self.D = pi, cost, D
@@ -504,6 +452,7 @@ class _OutputMaster:
         )
         self.outputs = np.zeros(0, dtype=np.int64)
         self.have = np.zeros((k, n), dtype=bool)
+        self.mdp_in: list[np.ndarray] = []  # per slot: which of its 2P mDP rows are in
         self.rounds = self.iterations = 0
 
     def column(self, slot: int) -> int:
@@ -513,23 +462,13 @@ class _OutputMaster:
         n = self.cost.shape[0]
         for y in np.asarray(outputs, dtype=np.int64):
             slot = len(self.outputs)
-            base = self.column(slot)
             rows = np.r_[np.arange(n), np.full(n, n)]
             vals = np.r_[np.ones(n), self.pi * self.cost[:, y]]
             cols = np.r_[np.arange(n), np.arange(n)]
             block = sparse.csc_array((vals, (rows, cols)), shape=(self.lp.shape[0], n + 1))
             self.lp.add_cols(np.r_[np.zeros(n), 1.0], block, lower=np.r_[np.zeros(n), -np.inf])
             self.outputs = np.r_[self.outputs, y]
-            m = len(self.src)
-            r = np.arange(m)
-            mdp = sparse.csr_array(
-                (
-                    np.r_[np.ones(m), -self.gain],
-                    (np.r_[r, r], np.r_[base + self.src, base + self.dst]),
-                ),
-                shape=(m, self.lp.shape[1]),
-            )
-            self.lp.add_rows(np.full(m, -np.inf), np.zeros(m), mdp)
+            self.mdp_in.append(np.zeros(len(self.src), dtype=bool))
             near = int(np.argmin(self.cost[:, y]))
             prior_best = int(np.argmin(self.D @ self.pi))
             self._adversary_rows(np.array([slot, slot]), np.array([near, prior_best]))
@@ -553,18 +492,47 @@ class _OutputMaster:
         self.lp.add_rows(np.full(m, -np.inf), np.zeros(m), rows)
         self.have[self.outputs[slots], estimates] = True
 
+    def _mdp_rows(self, F: np.ndarray) -> int:
+        """Add every mDP row of the model's outputs that ``F`` violates; how many."""
+        added = 0
+        for slot in range(len(self.outputs)):
+            f = F[:, slot]
+            bad = (f[self.src] - self.gain * f[self.dst] > FEASIBILITY_TOL) & ~self.mdp_in[slot]
+            rows = np.flatnonzero(bad)
+            if not len(rows):
+                continue
+            base, m = self.column(slot), len(rows)
+            r = np.arange(m)
+            block = sparse.csr_array(
+                (
+                    np.r_[np.ones(m), -self.gain[rows]],
+                    (np.r_[r, r], np.r_[base + self.src[rows], base + self.dst[rows]]),
+                ),
+                shape=(m, self.lp.shape[1]),
+            )
+            self.lp.add_rows(np.full(m, -np.inf), np.zeros(m), block)
+            self.mdp_in[slot][rows] = True
+            added += m
+        return added
+
+    @property
+    def n_mdp_rows(self) -> int:
+        return int(sum(m.sum() for m in self.mdp_in))
+
     def converge(self, tol: float):
-        """Solve, adding each output's best response where it beats ``z_y``, until none does."""
+        """Solve, adding each output's best response where it beats ``z_y`` and the mDP rows
+        its ``f`` violates, until neither is left."""
         while True:
             sol = self.lp.solve()
             self.rounds += 1
             self.iterations += sol.iterations
             F, z = self._blocks(sol)
+            added = self._mdp_rows(F)
             risk = self.D @ (self.pi[:, None] * F)
             best = risk.argmin(axis=0)
             beaten = np.flatnonzero(z - risk[best, np.arange(len(z))] > tol)
             beaten = beaten[~self.have[self.outputs[beaten], best[beaten]]]
-            if not len(beaten):
+            if not len(beaten) and not added:
                 return sol
             self._adversary_rows(beaten, best[beaten])
 

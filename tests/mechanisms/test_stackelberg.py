@@ -16,8 +16,10 @@ from mdpsim.mechanisms.lp_solver import directed_constraints
 from mdpsim.mechanisms.stackelberg import (
     UnconstrainedStackelberg,
     adversary_error_km,
+    constant_optimum,
     metric_km,
     prior_cap_km,
+    solve_stackelberg,
     solve_stackelberg_mdp,
 )
 from mdpsim.privacy import verify
@@ -87,6 +89,44 @@ def test_output_generation_matches_the_whole_lp(walk_domain, quality_metric, adv
     assert adversary_error_km(Z, domain.prior, D) == pytest.approx(sol.adversary_error_km, abs=1e-7)
 
 
+@pytest.mark.parametrize(
+    ("quality_metric", "adversary_metric"), [("road", "road"), ("road", "zero_one")]
+)
+def test_a_q_that_allows_one_output_for_all_is_solved_without_an_lp(
+    walk_domain, quality_metric, adversary_metric
+):
+    domain = walk_domain(16, 5)
+    cost = metric_km(domain, quality_metric, outputs=True)
+    D = metric_km(domain, adversary_metric, outputs=False)
+    least = float((domain.prior @ cost).min())  # L*: the best single output's loss
+    assert constant_optimum(domain.prior, cost, D, least * (1 - 1e-6)) is None
+    Z, sol = constant_optimum(domain.prior, cost, D, least)
+    assert sol.adversary_error_km == pytest.approx(prior_cap_km(domain.prior, D), rel=1e-12)
+    assert adversary_error_km(Z, domain.prior, D) == pytest.approx(sol.adversary_error_km)
+    assert (Z.sum(axis=0) > 0).sum() == 1 and sol.quality_dual == 0.0
+    whole = _whole_lp(domain, cost, D, least, 2.0)  # every row in, with eps-mDP rows
+    assert sol.adversary_error_km == pytest.approx(whole, abs=1e-7)
+    mech = make("stackelberg", epsilon=2.0, quality_km=least + 0.1).fit(domain)
+    assert mech.info_["rounds"] == 0 and verify(mech.matrix_, domain.dist_xx, 2.0).passed
+
+
+@pytest.mark.parametrize(
+    ("quality_metric", "adversary_metric", "q"),
+    [("road", "road", 0.3), ("l2", "road", 0.4), ("road", "zero_one", 0.2)],
+)
+def test_unconstrained_output_generation_matches_the_whole_lp(
+    walk_domain, quality_metric, adversary_metric, q
+):
+    domain = walk_domain(16, 5)
+    cost = metric_km(domain, quality_metric, outputs=True)
+    D = metric_km(domain, adversary_metric, outputs=False)
+    Z, sol = solve_stackelberg(domain.prior, cost, D, q)
+    assert sol.mdp_rows == 0 and (Z.sum(axis=0) > 0).sum() < domain.n_y  # outputs generated
+    assert sol.adversary_error_km == pytest.approx(_whole_lp(domain, cost, D, q, None), abs=1e-7)
+    assert adversary_error_km(Z, domain.prior, D) == pytest.approx(sol.adversary_error_km, abs=1e-7)
+    assert float(domain.prior @ (Z * cost).sum(axis=1)) <= q + 1e-7
+
+
 def _whole_lp(domain, cost, D, q, eps) -> float:
     n, k = cost.shape
     pi = domain.prior
@@ -104,8 +144,9 @@ def _whole_lp(domain, cost, D, q, eps) -> float:
     rows.append(row)
     ub.append(q)
     pairs = domain.constraint_pairs
-    src, dst, gain = directed_constraints(pairs, domain.dist_xx[pairs[:, 0], pairs[:, 1]], eps)
-    for a, b, g in zip(src, dst, gain, strict=True):
+    pair_dist = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
+    constraints = directed_constraints(pairs, pair_dist, eps) if eps is not None else ([], [], [])
+    for a, b, g in zip(*constraints, strict=True):  # eps None: no mDP row
         for y in range(k):
             row = np.zeros(nf + k)
             row[y * n + a], row[y * n + b] = 1.0, -g
