@@ -529,6 +529,24 @@ class Scenario(BaseModel):
                     ) from None
         return self
 
+    @model_validator(mode="after")
+    def _mechanism_fits_the_domain(self) -> Scenario:
+        """Every mechanism the run fits suits the domain's sizes (``check_domain_size``;
+        panda's anchors, found by tests/sim/test_scenario_runs.py failing inside the run)."""
+        from mdpsim.mechanisms import make
+
+        mech, dom = self.mechanism, self.domain
+        for name in self.game.mechanisms or [mech.name]:
+            built = make(name, epsilon=mech.epsilon_per_km, **mech.params_for(name))
+            try:
+                built.check_domain_size(dom.n_points, dom.n_outputs or dom.n_points)
+            except InputError as exc:
+                where = "mechanism.params" if name == mech.name else "game.mechanisms"
+                raise _refuse(
+                    f"does not suit domain.n_points = {dom.n_points}: {exc}", field=where
+                ) from None
+        return self
+
     @property
     def path(self) -> str | None:
         """The file the scenario was read from, if any."""

@@ -92,6 +92,11 @@ class Mechanism(Component):
             raise TypeError(f"{cls.__name__} (needs_users={cls.needs_users}) must implement {hook}")
 
     # --------------------------------------------------------------- the contract
+    def check_domain_size(self, n_x: int, n_y: int) -> None:
+        """Raise :class:`InputError` if no domain of ``n_x`` secrets and ``n_y`` outputs can be
+        fitted with these parameters (by the sizes alone). ``fit`` calls it first, and a
+        scenario at load, so a bad combination is refused before anything runs."""
+
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         """Build the N x K matrix for ``domain``; return it with an info dict."""
         raise TypeError(f"{type(self).__name__} needs its users: implement _fit_users")
@@ -135,6 +140,7 @@ class Mechanism(Component):
         who = type(self).__name__
         start = time.perf_counter()
         uploads: Uploads | None = None
+        self.check_domain_size(domain.n_x, domain.n_y)
         if self.needs_users:
             if users is None:
                 raise InputError(f"{who} needs its users: fit(domain, users=<secret indices>)")

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
+from mdpsim.errors import SolverError
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 
 
@@ -91,7 +92,11 @@ class ConePricer:
         for pos in np.flatnonzero(~(seen & (bound >= -tol))):
             k = int(outputs[pos])
             self.model.set_row_bounds(-np.inf, self.cost[:, k] - u)
-            sol = self.model.solve(basis=self.bases.get(k))
+            try:
+                sol = self.model.solve(basis=self.bases.get(k))
+            except SolverError:  # 'Unknown' from a warm basis (3 secrets, 40 outputs, eps 4)
+                self.model.clear_basis()
+                sol = self.model.solve()  # once more from scratch; a second failure raises
             self.bases[k] = sol.basis
             self.solves += 1
             self.iterations += sol.iterations

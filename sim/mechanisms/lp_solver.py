@@ -345,7 +345,7 @@ class _RestrictedDual:
         except SolverError as err:
             # Numerical trouble in the warm basis (gains up to 1e9): "Solve error", or
             # "Unbounded", which this dual cannot be (its primal holds Z[:, k] = 1 for one k).
-            if "'Solve error'" not in str(err) and "'Unbounded'" not in str(err):
+            if not any(f"'{s}'" in str(err) for s in ("Solve error", "Unbounded", "Unknown")):
                 raise
             self.lp.clear_basis()
             sol = self.lp.solve()

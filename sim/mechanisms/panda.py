@@ -88,11 +88,15 @@ class Panda(Mechanism):
         super().__init__(epsilon)
         self.n_anchors = check_positive_int(n_anchors, "n_anchors")
 
-    def _fit(self, domain) -> tuple[np.ndarray, dict]:
-        if self.n_anchors > domain.n_x:
+    def check_domain_size(self, n_x: int, n_y: int) -> None:
+        """The anchors are secrets: ``n_anchors`` may not exceed ``n_x``."""
+        if self.n_anchors > n_x:
             raise InputError(
-                f"n_anchors={self.n_anchors} exceeds the {domain.n_x} secrets; use at most that"
+                f"n_anchors={self.n_anchors} exceeds the {n_x} secrets; use n_anchors <= {n_x} "
+                "or more secrets"
             )
+
+    def _fit(self, domain) -> tuple[np.ndarray, dict]:
         # k-centre anchors from the largest-prior secret
         anchors = farthest_points(domain.dist_xx, int(np.argmax(domain.prior)), self.n_anchors)
         P = exponential_matrix(domain.dist_xx[:, anchors], self.epsilon)

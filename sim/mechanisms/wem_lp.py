@@ -37,8 +37,9 @@ import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp_solver import MAX_LOG_GAIN
 from mdpsim.mechanisms.repair import release_verified
 
 # Relative slack (log space) when checking WEM-WEM pairs in the block's own distances.
@@ -184,6 +185,10 @@ def build_block(
 
     # 2. Exempt entry against every WEM entry of its column: L w <= z <= U w.
     log_u, log_l = _wem_bounds(dist_xx, log_a, exempt, rows, cols, epsilon)
+    # A bound U > e^MAX_LOG_GAIN would pass HiGHS's largest matrix value (passModel kError).
+    # Capped there, z <= U w is only tighter (still private), and a point with z <= 1 <= U w,
+    # such as the EM's (w = 1), stays feasible.
+    log_u = np.where(np.isfinite(log_u), np.minimum(log_u, MAX_LOG_GAIN), log_u)
     has_wem = np.nonzero(np.isfinite(log_u))[0]
     for sel, log_b, lo, up in (
         (has_wem, log_u, -np.inf, 0.0),
@@ -210,8 +215,12 @@ def build_block(
     w_lo = np.concatenate([np.full(n, -np.inf), np.ones(int((~free).sum()))])
     w_up = np.concatenate([np.ones(n), np.full(int((~free).sum()), np.inf)])
 
-    # 3. Exempt-exempt pairs: z_ik - exp(eps d_ij) z_jk <= 0, both directions.
+    # 3. Exempt-exempt pairs: z_ik - exp(eps d_ij) z_jk <= 0, both directions. Pairs with
+    # eps d_ij > MAX_LOG_GAIN are left out as in the optimal LP (their gain would pass HiGHS's
+    # largest matrix value: passModel kError); the release repairs and verifies every pair.
     zi, zj, dij = _exempt_pairs(exempt, rows, cols, dist_xx, pairs)
+    kept = epsilon * dij <= MAX_LOG_GAIN
+    zi, zj, dij = zi[kept], zj[kept], dij[kept]
     m = len(zi)
     if m:
         r_idx = np.arange(m)
@@ -340,7 +349,7 @@ def solve_direct(
     cost = np.concatenate([sum(b.alpha for b in blocks)] + [b.cost_z for b in blocks])
     w_upper = np.min([b.w_upper for b in blocks], axis=0)
     upper = np.concatenate([w_upper, np.full(sum(sizes), np.inf)])
-    res = HighsLP(
+    lp = HighsLP(
         cost,
         A,
         np.concatenate([b.h_lo for b in blocks]),
@@ -348,7 +357,17 @@ def solve_direct(
         col_upper=upper,
         options=wem_options(time_limit_s=time_limit_s),
         name="WEM+LP (direct)",
-    ).solve()
+    )
+    try:
+        res = lp.solve()
+    except SolverError:
+        # HiGHS's presolve misjudges some of these badly scaled LPs (gains up to 1e9, WEM
+        # factors down to 1e-13): 'Infeasible' on COPT's LP, whose EM point is feasible
+        # (tests/sim/test_scenario_runs.py found it). The same LP again without presolve; a
+        # truly infeasible one fails again, with that solve's status.
+        lp.set_option("presolve", "off")
+        lp.clear_basis()
+        res = lp.solve()
     x = res.x
     w = x[:K]
     offsets = np.cumsum([K] + sizes)

@@ -4,26 +4,35 @@ Scenarios are drawn field by field from the pydantic tables' own domains (names 
 registries, numbers inside and at the edges of their bounds), kept small: the test extract
 ``helsinki-test``, at most 80 points, 2-3 ticks. Each is either refused when it loads
 (:class:`InputError`) or runs through ``simulate``, the code path of ``mdpsim run``; any other
-exception, or an InputError at run time, fails. 50 examples in the default run, 300 slow.
+exception, or an InputError at run time, fails. 50 examples in the default run, 300 slow,
+both derandomised; ``MDPSIM_FUZZ_RANDOM=1`` draws fresh ones (see ``RANDOM`` below).
 """
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdpsim import scenario as sc
+from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.mechanisms import make
+from mdpsim.privacy import verify
 from mdpsim.run import simulate
 
-# mechanisms that fit an 80-point domain in well under a second. Left out: panda, whose default
-# n_anchors = 32 fails at fit on fewer points (an InputError inside the run, found by this test;
-# not yet a load rule), and lp_a, whose HiGHS solve ends in status 'Unknown' at eps 20/km on
-# 40 road points (seed 114: a SolverError; the LP room's, see docs/reliability.md), and copt,
-# whose WEM+LP solve on tiny road domains (12 outputs) ends in HiGHS 'Unbounded' or a
-# passModel kError (a SolverError; open, docs/reliability.md)
-MECHANISMS = ["em", "laplace", "rmp", "interp"]
+# mechanisms that fit an 80-point domain in well under a second. panda, lp_a and copt came back
+# once the failures this test found were fixed (docs/reliability.md): panda's n_anchors above
+# the domain's points is refused at load; lp_a's HiGHS 'Unknown' (eps 20/km, 40 road points,
+# seed 114) is re-solved from scratch; copt's passModel kError (gains past HiGHS's largest
+# matrix value) and presolve's wrong 'Infeasible' on tiny road domains are fixed in wem_lp.
+MECHANISMS = ["em", "laplace", "rmp", "interp", "panda", "lp_a", "copt"]
+MECHANISM_PARAMS = {
+    "panda": st.fixed_dictionaries({}, optional={"n_anchors": st.sampled_from([2, 8, 32, 80])})
+}
 ATTACK_PARAMS = {
     "tracking": st.fixed_dictionaries(
         {},
@@ -43,6 +52,13 @@ ATTACK_PARAMS = {
 }
 
 
+# Values the tables refuse are drawn now and then, not as often as the others: an lp metric (the
+# users walk on roads) was 3 draws in 4 and users.n_places = 1 one in 5, so only 47 of 300
+# examples got past validation and ran.
+METRICS = st.sampled_from(["road"] * 9 + ["l2"])
+N_PLACES = st.sampled_from([2, 3, 4, 5] * 2 + [1])
+
+
 @st.composite
 def scenarios(draw) -> dict:
     labels = draw(st.lists(st.sampled_from(sorted(ATTACK_PARAMS)), max_size=4, unique=True))
@@ -51,6 +67,7 @@ def scenarios(draw) -> dict:
         p = draw(ATTACK_PARAMS[label])
         if p:
             params[label] = p
+    name = draw(st.sampled_from(MECHANISMS))
     raw = {
         "scenario": {
             "name": "fuzz",
@@ -62,19 +79,20 @@ def scenarios(draw) -> dict:
         "domain": {
             "n_points": draw(st.integers(2, 80)),
             "n_outputs": draw(st.sampled_from([0, 0, 2, 10, 40])),
-            "metric": draw(st.sampled_from(["road", "l1", "l2", "linf"])),
+            "metric": draw(METRICS),
         },
         "users": {
             "count": draw(st.integers(1, 30)),
-            "n_places": draw(st.integers(1, 5)),
+            "n_places": draw(N_PLACES),
             "personal_places": draw(st.integers(0, 3)),
             "speed_mps": draw(st.sampled_from([0.5, 1.4, 10.0])),
             "budget_rho_per_km2": draw(st.sampled_from([1e-3, 1.0, 100.0, 1e6])),
         },
         "mechanism": {
-            "name": draw(st.sampled_from(MECHANISMS)),
+            "name": name,
             "epsilon_per_km": draw(st.sampled_from([0.1, 1.0, 4.0, 20.0])),
             "refresh_every_ticks": draw(st.integers(0, 2)),
+            "params": draw(MECHANISM_PARAMS.get(name, st.just({}))),
         },
         "queries": {
             "every_ticks": draw(st.integers(0, 2)),
@@ -102,10 +120,19 @@ def _runs_or_is_refused(raw: dict) -> None:
     assert len(ticks) == s.scenario.ticks
 
 
-_COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+# Derandomised (a seed fixed by the test's name, no example database): CI draws the same
+# examples on every run, and a failure it reports is the same one locally.
+# MDPSIM_FUZZ_RANDOM=1 draws fresh examples instead (hypothesis prints how to reproduce a
+# failure), to look for new failures locally: `MDPSIM_FUZZ_RANDOM=1 pytest -m slow -k runs_many`.
+RANDOM = os.environ.get("MDPSIM_FUZZ_RANDOM", "") not in ("", "0")
+_COMMON = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow],
+    "derandomize": not RANDOM,
+}
 
 
-@settings(max_examples=50, derandomize=True, **_COMMON)  # the same 50 on every run
+@settings(max_examples=50, **_COMMON)
 @given(scenarios())
 def test_every_accepted_scenario_runs(helsinki_test_walk, raw):
     _runs_or_is_refused(raw)
@@ -124,3 +151,43 @@ def test_an_lp_metric_is_refused_at_load_not_inside_the_run():
         sc.from_dict(
             {"mechanism": {"name": "em", "epsilon_per_km": 4.0}, "domain": {"metric": "l2"}}
         )
+
+
+def test_panda_with_more_anchors_than_points_is_refused_at_load():
+    # found by the generator: accepted, then "n_anchors=32 exceeds the 12 secrets" at the fit
+    raw = {"mechanism": {"name": "panda", "epsilon_per_km": 4.0}, "domain": {"n_points": 12}}
+    with pytest.raises(InputError, match=r"mechanism\.params.*n_anchors=32 exceeds the 12"):
+        sc.from_dict(raw)
+    with pytest.raises(InputError, match=r"n_anchors=32 exceeds the 12"):  # a sweep's task too
+        sc.from_dict({**raw, "domain": {"n_points": 40}, "sweep": {"domain.n_points": [40, 12]}})
+    raw["mechanism"]["params"] = {"n_anchors": 12}
+    assert sc.from_dict(raw).mechanism.params == {"n_anchors": 12}
+
+
+# domains (seed, |X|, |Y| or None, eps per km) on which the generator found the fit failing
+LP_FAILURES = {
+    "lp_a": [
+        (114, 40, None, 20.0),  # the restricted LP: HiGHS 'Unknown' from a warm basis
+        (70, 3, 40, 4.0),  # the pricing LP: 'Unknown' from a warm basis
+    ],
+    "copt": [
+        (629048404, 6, None, 20.0),  # passModel kError: exempt-exempt gains e^(eps d) past 1e15
+        (302595366, 12, None, 20.0),  # passModel kError: an exempt bound U past 1e15
+        (1220455187, 77, 10, 20.0),  # presolve's 'Infeasible' on an LP the EM point satisfies
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, case", [(name, case) for name, cases in LP_FAILURES.items() for case in cases]
+)
+def test_lp_mechanisms_fit_the_tiny_road_domains_the_generator_found(
+    helsinki_test_walk, name, case
+):
+    seed, n_points, n_outputs, eps = case
+    domain = Domain.from_network(
+        helsinki_test_walk, n_points=n_points, n_outputs=n_outputs, seed=seed
+    )
+    mech = make(name, epsilon=eps).fit(domain)  # a SolverError before
+    assert verify(mech.matrix_, domain.dist_xx, eps).passed
+    assert np.allclose(mech.matrix_.sum(axis=1), 1.0)
