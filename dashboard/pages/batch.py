@@ -11,7 +11,7 @@ from mdpsim.dashboard import batch_data as bd
 from mdpsim.dashboard import charts as ch
 from mdpsim.dashboard.resources import REPO
 from mdpsim.errors import InputError
-from mdpsim.store import MANIFEST, TASKS
+from mdpsim.store import MANIFEST, TASKS, finished_ids, load_manifest
 
 X_TICK = "tick"
 
@@ -64,6 +64,13 @@ def open_batch() -> bd.Batch | None:
         st.info("Run `mdpsim batch scenarios/mechanism_compare.toml` and pick its folder here.")
         return None
     try:
+        if (Path(folder) / MANIFEST).is_file() and not finished_ids(folder):
+            n_tasks = len(load_manifest(folder)["tasks"])
+            st.info(  # a store `mdpsim batch` has only begun to write: nothing wrong with it
+                f"{folder}: none of its {n_tasks} tasks has finished yet; refresh the page "
+                "once `mdpsim batch` has written some"
+            )
+            return None
         return _load(folder, _stamp(Path(folder)))
     except InputError as exc:
         st.error(str(exc))
@@ -142,6 +149,7 @@ def main() -> None:
         f"scenario {batch.name!r} · {len(batch.tasks)} of {batch.n_tasks} tasks finished · "
         f"swept: {', '.join(batch.swept) or '(nothing)'} · repetitions: {batch.repetitions}"
         + ("" if batch.has_ticks else " · a report's task table: no plots over ticks")
+        + (" · refresh to see tasks finished since" if len(batch.tasks) < batch.n_tasks else "")
     )
     chosen = filters(batch)
     plot(batch, chosen)

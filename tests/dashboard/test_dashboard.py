@@ -4,6 +4,7 @@ and the tables behind the map, the charts and the batch explorer."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -444,3 +445,20 @@ def test_dashboard_command_runs_the_app_headless_without_usage_statistics():
 def test_dashboard_command_rejects_a_bad_port(capsys):
     assert main(["dashboard", "--port", "70000"]) == 2
     assert "--port=70000" in capsys.readouterr().err
+
+
+def test_batch_explorer_on_a_store_being_written_shows_what_has_finished(explorer, store, tmp_path):
+    # a store as `mdpsim batch` leaves it mid-way: the manifest, some finished tasks' files
+    partial = tmp_path / "partial"
+    shutil.copytree(store, partial, ignore=shutil.ignore_patterns("*.parquet"))
+    explorer.text_input(key="batch_dir").set_value(str(partial)).run()
+    _no_failures(explorer)  # before: "has no finished task yet" as an error
+    assert any("none of its 8 tasks has finished yet" in i.value for i in explorer.info)
+    for task in ("0000", "0003", "0005"):
+        for suffix in (".timings.parquet", ".parquet"):  # in the writer's order
+            shutil.copy(store / "tasks" / f"{task}{suffix}", partial / "tasks")
+    explorer.run()  # a refresh
+    _no_failures(explorer)
+    assert "3 of 8 tasks finished" in explorer.caption[0].value
+    assert set(explorer.dataframe[0].value["n"]) <= {1, 2}
+    assert len(_charts(explorer)) == 1
