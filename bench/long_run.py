@@ -2,10 +2,13 @@
 
 One PrivacyModel (Helsinki walkways, em at eps 7/km, a budget that never runs out so every user
 reports every tick) with the attacks bayes, tracking (filter, reach), tracking (learned, EM every
-10 ticks), tracking (smooth, lag 3), places and linkage. Per window of ticks it prints the mean
-wall time of a tick (all phases but the mechanism's generation, which happens once, at tick 0)
-and of the attacks alone, the process's CPU time per tick (all threads; less sensitive to
-other processes on a loaded machine) and its resident memory at the window's end. Targets
+10 ticks), tracking (smooth, lag 3), places and linkage. Per window of ticks it prints the
+wall time of a tick (``model.step``; the mechanism is generated once, at tick 0) and the
+process's CPU time per tick (all threads; less sensitive to other processes on a loaded
+machine), each as the median of the window's ticks (a tick slowed by another process moves
+the median little) and the mean, and the resident memory at the window's end. Then, from
+tick 101 to the last, a Theil-Sen line through every tick's time: its change over the span
+says whether the cost grows, which window-to-window noise on a shared machine hides. Targets
 (issue 29): from tick 100 to the last, the per-tick time within 20 % and the memory growth at
 most 50 MB.
 Usage: ``nice -n 10 python bench/long_run.py [--users 1000] [--ticks 1000] [--n-points 200]
@@ -19,6 +22,7 @@ import os
 import time
 
 import numpy as np
+from scipy import stats
 
 from mdpsim import scenario as sc
 from mdpsim.model import PrivacyModel
@@ -65,36 +69,52 @@ def main() -> None:
     print(f"# long run: {args.users:,} users, {args.n_points} points, {args.ticks:,} ticks")
     build_s = time.perf_counter() - start
     print(f"load average at start {os.getloadavg()[0]:.1f}; build {build_s:.1f} s\n")
-    print("| ticks | tick (ms) | attacks (ms) | CPU per tick (ms) | RSS at end (MB) |")
-    print("|---|---:|---:|---:|---:|")
-    rows = []
+    print(
+        "| ticks | wall per tick, median (ms) | mean (ms) | CPU per tick, median (ms) "
+        "| mean (ms) | RSS at end (MB) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    wall_s, cpu_s, rows = [], [], []
     for w0 in range(0, args.ticks, args.window):
-        cpu = time.process_time()
         for _ in range(min(args.window, args.ticks - w0)):
+            wall, cpu = time.perf_counter(), time.process_time()
             model.step()
-        cpu = (time.process_time() - cpu) / min(args.window, args.ticks - w0)
-        timings = model.log.timings[-min(args.window, args.ticks - w0) :]
-        tick = np.mean([sum(v for k, v in t.items() if k.endswith("_s") and k != "mechanism_s")
-                        for t in timings])  # fmt: skip
-        attack = np.mean([t["attack_s"] for t in timings])
-        rows.append((w0, tick, attack, rss_mb(), cpu))
-        cells = f"{tick * 1e3:.1f} | {attack * 1e3:.1f} | {cpu * 1e3:.1f} | {rows[-1][3]:.1f}"
-        print(f"| {w0 + 1}-{model.tick} | {cells} |", flush=True)
-    steady = [r for r in rows if r[0] >= min(100, rows[-1][0])]
-    times = [r[1] for r in steady]
-    spread = (max(times) - min(times)) / min(times)
-    cpus = [r[4] for r in steady]
-    cpu_spread = (max(cpus) - min(cpus)) / min(cpus)
-    baseline = rows[max(0, rows.index(steady[0]) - 1)][3]  # RSS when the steady span starts
-    growth = rows[-1][3] - baseline
-    ratio = times[-1] / times[0]
-    print(f"\nper-tick time from tick {steady[0][0] + 1}: min {min(times) * 1e3:.1f} ms, "
-          f"max {max(times) * 1e3:.1f} ms, spread {spread:.0%} (target <= 20 %); CPU time "
-          f"per tick spread {cpu_spread:.0%}; last window / first {ratio:.2f}")  # fmt: skip
-    print(f"memory growth over the same span: {growth:+.1f} MB (target <= 50 MB)")
+            wall_s.append(time.perf_counter() - wall)
+            cpu_s.append(time.process_time() - cpu)
+        w, c = np.array(wall_s[w0:]), np.array(cpu_s[w0:])
+        rows.append((w0, float(np.median(w)), float(np.median(c)), rss_mb()))
+        cells = " | ".join(
+            f"{v * 1e3:.1f}" for v in (np.median(w), w.mean(), np.median(c), c.mean())
+        )
+        print(f"| {w0 + 1}-{model.tick} | {cells} | {rows[-1][3]:.1f} |", flush=True)
+    first = next((i for i, r in enumerate(rows) if r[0] >= 100), 0)  # the window from tick 101
+    baseline = rows[max(0, first - 1)][3]  # RSS when that span starts
+    print(f"\nfrom tick {rows[first][0] + 1} to {args.ticks}:")
+    for what, per_tick, col in (("wall", wall_s, 1), ("CPU", cpu_s, 2)):
+        medians = [r[col] for r in rows[first:]]
+        t0 = rows[first][0]
+        slope, low, high, level = trend(np.asarray(per_tick[t0:]), t0)
+        span = len(per_tick) - t0
+        print(
+            f"- {what} time per tick: window medians {min(medians) * 1e3:.1f}-"
+            f"{max(medians) * 1e3:.1f} ms, last window / first {medians[-1] / medians[0]:.2f} "
+            f"(target within 20 %); fitted line {level * 1e3:.1f} ms at tick {t0 + 1}, "
+            f"{slope * span / level:+.1%} over {span} ticks "
+            f"(95 %: {low * span / level:+.1%} to {high * span / level:+.1%})"
+        )
+    print(f"- memory growth: {rows[-1][3] - baseline:+.1f} MB (target <= 50 MB)")
     print(
         f"load average at end {os.getloadavg()[0]:.1f}; total {time.perf_counter() - start:.0f} s"
     )
+
+
+def trend(per_tick_s: np.ndarray, first_tick: int) -> tuple[float, float, float, float]:
+    """Theil-Sen line through the ticks' times (the median of pairwise slopes, which the
+    spikes of other processes move little): slope (s per tick), its 95 % interval, and the
+    line's value at the first tick (s)."""
+    ticks = np.arange(first_tick, first_tick + len(per_tick_s), dtype=float)
+    slope, intercept, low, high = stats.theilslopes(per_tick_s, ticks)
+    return float(slope), float(low), float(high), float(intercept + slope * first_tick)
 
 
 if __name__ == "__main__":
