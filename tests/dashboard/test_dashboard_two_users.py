@@ -12,10 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 import test_dashboard_browser as browser_test  # the server fixture and the browser's settings
 
 from mdpsim import scenario as sc
+from mdpsim.dashboard import charts as charts_mod
 from mdpsim.dashboard import model_view
 from mdpsim.model import PrivacyModel
 from mdpsim.network import load_network
@@ -67,22 +70,52 @@ def _browser(p):
 
 
 # ---------------------------------------------------------------------- two users, live page
-def _expected(scenario, ticks: int) -> dict[str, str]:
-    """The headline a session alone shows after ``ticks`` ticks of ``scenario``: the model the
-    page builds (per-user rows on), stepped here in the test's own process."""
+def _expected(scenario, ticks: int) -> tuple[dict[str, str], list[pd.DataFrame]]:
+    """The headline and the over-time charts' data a session alone shows after ``ticks``
+    ticks of ``scenario``: the model the page builds (per-user rows on), stepped here in the
+    test's own process."""
     scenario = scenario.replace(**{"output.per_user": True})
     net = scenario.network
     model = PrivacyModel(scenario, graph=load_network(net.source, network_type=net.network_type))
     for _ in range(ticks):
         model.step()
     last = model.log.ticks[-1]
-    return {
+    headline = {
         "tick": str(model.tick),
         "users": str(model.population.n_users),
         "reports (last tick)": str(int(last["n_reports"])),
         "halted users": str(int(model.filters.halted.sum())),
         "mechanism generations": str(model.server.n_generations),
     }
+    history = model_view.history(model)
+    charts = [
+        charts_mod.long_form(model_view.chart_frame(history, columns))
+        for columns in model_view.charts(history).values()
+    ]
+    return headline, charts
+
+
+def _charts_sent(frames: list[bytes]) -> list[pd.DataFrame]:
+    """The data of every Vega-Lite chart in the server's messages to one page (Streamlit's
+    ForwardMsg protobuf, the data an Arrow stream): the numbers the page draws."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    out = []
+    for frame in frames:
+        msg = ForwardMsg.FromString(frame)
+        element = msg.delta.new_element if msg.HasField("delta") else None
+        if element is not None and element.HasField("vega_lite_chart"):
+            data = element.vega_lite_chart.data.data
+            if data:
+                out.append(pa.ipc.open_stream(data).read_all().to_pandas())
+    return out
+
+
+def _same_data(sent: pd.DataFrame, expected: pd.DataFrame) -> bool:
+    columns = list(expected.columns)
+    if list(sent.columns) != columns or len(sent) != len(expected):
+        return False
+    return sent.reset_index(drop=True).equals(expected.reset_index(drop=True))
 
 
 def _set_ticks(page, n: int) -> None:
@@ -96,15 +129,21 @@ def test_two_sessions_step_different_scenarios_at_once_and_see_only_their_own(da
     from playwright.sync_api import sync_playwright
 
     other = "mechanism_compare"  # em, 500 points, 100 users, seed 11 (the default: dista_lp)
-    ticks = {"a": 20, "b": 8}  # a runs long enough for b to start meanwhile
+    ticks = {"a": 400, "b": 300}  # long runs (ticks are cheap: a few ms), started together
     with sync_playwright() as p:
         browser = _browser(p)
         try:
-            pages = {}
+            pages, frames = {}, {"a": [], "b": []}
             for who in ("a", "b"):  # two contexts: two sessions, nothing shared in the browser
                 pages[who] = browser.new_context(
                     viewport={"width": 1400, "height": 2400}
                 ).new_page()
+                pages[who].on(
+                    "websocket",
+                    lambda ws, got=frames[who]: ws.on(
+                        "framereceived", lambda f: got.append(f if isinstance(f, bytes) else b"")
+                    ),
+                )
                 pages[who].goto(dashboard_url)
             a, b = pages["a"], pages["b"]
             for page in (a, b):
@@ -114,14 +153,15 @@ def test_two_sessions_step_different_scenarios_at_once_and_see_only_their_own(da
             _wait(b, lambda s: f"scenario {other!r}" in " ".join(s["captions"]), "b's rebuild")
             for who, page in pages.items():
                 _set_ticks(page, ticks[who])
+                frames[who].clear()  # from here on: the run's messages only
 
             a.get_by_role("button", name=f"Run {ticks['a']} ticks").click()
-            a.wait_for_function(RUNNING, timeout=PAGE_TIMEOUT_MS)
             b.get_by_role("button", name=f"Run {ticks['b']} ticks").click()
+            a.wait_for_function(RUNNING, timeout=PAGE_TIMEOUT_MS)
             both_running = False
-            while not both_running and a.evaluate(RUNNING):  # b starts while a runs
+            while not both_running and a.evaluate(RUNNING):  # b runs while a runs
                 both_running = b.evaluate(RUNNING) and a.evaluate(RUNNING)
-                b.wait_for_timeout(50)
+                time.sleep(0.02)
             seen = {
                 who: _wait(page, lambda s, n=ticks[who]: s["metrics"].get("tick") == str(n), who)
                 for who, page in pages.items()
@@ -138,7 +178,11 @@ def test_two_sessions_step_different_scenarios_at_once_and_see_only_their_own(da
         assert f"seed {scenario.scenario.seed}" in captions, (who, captions)
         n_x = scenario.domain.n_points
         assert f"{scenario.mechanism.name}: {n_x} x {n_x} matrix" in captions, (who, captions)
-        assert state["metrics"] == _expected(scenario, ticks[who]), who
+        headline, charts = _expected(scenario, ticks[who])
+        assert state["metrics"] == headline, who
+        sent = _charts_sent(frames[who])
+        for expected in charts:  # every over-time chart: the same numbers, to the bit
+            assert any(_same_data(got, expected) for got in sent), (who, expected.head())
 
 
 # ---------------------------------------------------------------------- batch being written
