@@ -41,8 +41,29 @@ _PAGE_JS = """() => ({
 })"""
 
 
-RUNNING = """() => document.querySelector('[data-testid="stApp"]')
-    ?.getAttribute('data-test-script-state') === 'running'"""
+# Each page logs when its script starts and stops running (a MutationObserver on the app's
+# script state, browser clock): whether the two runs overlapped is read from the logs
+# afterwards, not sampled (a sample can miss a short run, and a background page's animation
+# frames, which wait_for_function polls on, are throttled).
+LOG_RUNS = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    window.runs = [[app.getAttribute('data-test-script-state'), Date.now()]];
+    new MutationObserver(() => window.runs.push(
+        [app.getAttribute('data-test-script-state'), Date.now()]
+    )).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+
+def _running_spans(log: list) -> list[tuple[float, float]]:
+    """(start, end) in ms of each run of the script in a page's log."""
+    spans, start = [], None
+    for state, at in log:
+        if state == "running" and start is None:
+            start = at
+        elif state != "running" and start is not None:
+            spans.append((start, at))
+            start = None
+    return spans
 
 
 def _state(page) -> dict:
@@ -123,6 +144,7 @@ def _set_ticks(page, n: int) -> None:
     box.fill(str(n))
     box.press("Enter")
     page.get_by_role("button", name=f"Run {n} ticks").wait_for(timeout=PAGE_TIMEOUT_MS)
+    _wait(page, lambda s: True, f"the rerun after 'ticks to run' = {n}")  # idle again
 
 
 def test_two_sessions_step_different_scenarios_at_once_and_see_only_their_own(dashboard_url):
@@ -155,20 +177,22 @@ def test_two_sessions_step_different_scenarios_at_once_and_see_only_their_own(da
                 _set_ticks(page, ticks[who])
                 frames[who].clear()  # from here on: the run's messages only
 
+            for page in (a, b):
+                page.evaluate(LOG_RUNS)
             a.get_by_role("button", name=f"Run {ticks['a']} ticks").click()
             b.get_by_role("button", name=f"Run {ticks['b']} ticks").click()
-            a.wait_for_function(RUNNING, timeout=PAGE_TIMEOUT_MS)
-            both_running = False
-            while not both_running and a.evaluate(RUNNING):  # b runs while a runs
-                both_running = b.evaluate(RUNNING) and a.evaluate(RUNNING)
-                time.sleep(0.02)
             seen = {
                 who: _wait(page, lambda s, n=ticks[who]: s["metrics"].get("tick") == str(n), who)
                 for who, page in pages.items()
             }
+            spans = {
+                who: _running_spans(page.evaluate("() => window.runs"))
+                for who, page in pages.items()
+            }
         finally:
             browser.close()
-    assert both_running, "the two sessions never ran at the same time: nothing was tested"
+    overlap = any(s0 < e1 and s1 < e0 for s0, e0 in spans["a"] for s1, e1 in spans["b"])
+    assert overlap, f"the two sessions never ran at the same time: nothing was tested {spans}"
 
     scenarios = {"a": model_view.default_scenario(), "b": sc.load(sc.packaged()[other])}
     for who, scenario in scenarios.items():
