@@ -63,18 +63,6 @@ class BudgetSplit:
         t = _check_part(total, "epsilon")
         return cls(t, *(t * DEFAULT_FRACTIONS[k] for k in ("dx", "dy", "cy", "pt")))
 
-    @classmethod
-    def from_fractions(cls, total: float, *, dx: float, dy: float, cy: float) -> BudgetSplit:
-        """Upload fractions of ``total``; the report gets the rest (must stay > 0)."""
-        t = _check_part(total, "epsilon")
-        fr = {k: _check_part(v, f"fraction_{k}") for k, v in (("dx", dx), ("dy", dy), ("cy", cy))}
-        rest = 1.0 - math.fsum(fr.values())
-        if not rest > 0:
-            raise PrivacyBudgetError(
-                f"upload fractions sum to {1 - rest:.6g}; they must leave a part > 0 for eps_pt"
-            )
-        return cls(t, t * fr["dx"], t * fr["dy"], t * fr["cy"], t * rest)
-
 
 def compose_pmdp(parts) -> tuple[float, float]:
     """Sequential composition of ``(eps, delta)`` PmDP parts (Prop. 1): sums, delta < 1.
