@@ -3,8 +3,10 @@
 Writes synthetic files of N fixes (users walking the central-Helsinki walk network, a fix a
 minute, GPS-like noise of 10 m, 1 % bad rows of every kind) as CSV and Parquet, then times the
 import: reading and checking every row (:func:`mdpsim.traces.read_fixes`), snapping to the
-secrets and resampling to ticks (:meth:`Fixes.walks`), and the whole ``build_world`` of a
-trace-driven scenario (network and domain cached: loaded once before). One thread
+secrets and resampling to 20 s ticks along the roads (:meth:`Fixes.walks`: two of every
+three ticks fall between fixes and are walked), and the whole ``build_world`` of a
+trace-driven scenario (network and domain cached: loaded once before). Then a second table:
+walks seen one fix every 5 ticks, resampled along the road or to the nearest fix. One thread
 (``OMP_NUM_THREADS=1``); CPU seconds of this process. Run under the bench lock:
 
     flock /work/rooms/bench.lock nice -n 10 .venv/bin/python bench/trace_import.py
@@ -27,11 +29,11 @@ import pandas as pd  # noqa: E402
 import pyproj  # noqa: E402
 
 from mdpsim import scenario as sc  # noqa: E402
-from mdpsim.traces import read_fixes  # noqa: E402
+from mdpsim.traces import RoadPaths, read_fixes  # noqa: E402
 from mdpsim.world import build_domain, build_world, load_graph, network_extent  # noqa: E402
 
 BASE = {
-    "scenario": {"seed": 1, "tick_seconds": 60.0},
+    "scenario": {"seed": 1, "tick_seconds": 20.0},  # 3 ticks a fix: 2 walked along the road
     "domain": {"n_points": 500},
     "mechanism": {"name": "em", "epsilon_per_km": 4.0},
     "queries": {"every_ticks": 0},
@@ -74,6 +76,41 @@ def synthetic_file(folder: Path, n_fixes: int, *, n_users: int, graph, domain, s
     return path
 
 
+def sparse_fixes_table(scenario, graph, domain, *, every: int = 5) -> None:
+    """Synthetic walks (the truth, one position a tick) seen one fix every ``every`` ticks, no
+    noise, replayed both ways: how far from the truth, and how many moves beyond the public
+    reach of one tick (the adversary's prior calls those impossible). Walkers that dwell
+    (the default users: 1-5 ticks at each place) and walkers that never stop."""
+    from mdpsim.traces import moves_beyond_reach, resample
+
+    ticks = 60
+    print(f"\nfixes every {every} ticks (60 s), no noise, 200 users x {ticks} ticks:")
+    print("| walkers | resample | on the true secret | mean error (km) | moves beyond reach |")
+    print("|---|---|---:|---:|---:|")
+    for label, dwell in (("dwell 1-5 ticks", [1, 5]), ("never stop", [0, 0])):
+        world = build_world(
+            scenario.replace(
+                **{"users.count": 200, "scenario.ticks": ticks, "users.dwell_ticks": dwell,
+                   "scenario.tick_seconds": 60.0}
+            ),
+            graph=graph,
+            domain=domain,
+        )  # fmt: skip
+        truth = world.walks_ahead(ticks)  # (ticks, users)
+        seen = np.arange(0, ticks, every)
+        users = np.repeat(np.arange(truth.shape[1]), len(seen))
+        seconds = np.tile(seen * 60.0, truth.shape[1])
+        value = truth[seen].T.ravel()
+        for how in ("road", "nearest"):
+            along = RoadPaths(domain) if how == "road" else None
+            walks = resample(users, seconds, value, truth.shape[1], 60.0, along=along)
+            t = len(walks)
+            hit = float(np.mean(walks == truth[:t]))
+            err = float(domain.dist_xx[walks, truth[:t]].mean())
+            beyond = moves_beyond_reach(walks, domain.dist_xx, world.mobility.reach_km)
+            print(f"| {label} | {how} | {hit:.1%} | {err:.3f} | {beyond:.1%} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="fixes per file, comma-separated")
@@ -98,7 +135,7 @@ def main() -> None:
                     t0 = time.process_time()
                     fixes = read_fixes(path, graph_crs=graph.graph["crs"], extent_xy=extent)
                     t1 = time.process_time()
-                    fixes.walks(domain.x_xy, 60.0)
+                    fixes.walks(domain, 20.0)
                     t2 = time.process_time()
                     traced = scenario.replace(
                         **{"mobility.source": "traces", "mobility.path": str(path)}
@@ -110,6 +147,7 @@ def main() -> None:
                     f"| {n:,} | {suffix[1:]} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} | "
                     f"{r.n_kept:,} | {r.n_dropped:,} |"
                 )
+    sparse_fixes_table(scenario, graph, domain)
 
 
 if __name__ == "__main__":

@@ -154,6 +154,11 @@ class MobilityTable(Table):
         default="",
         description="traces only: the CRS of x/y columns (e.g. EPSG:3067); lat/lon are WGS 84",
     )
+    resample: Literal["road", "nearest"] = Field(
+        default="road",
+        description="traces only: between two fixes a user walks the shortest road path "
+        "(road) or waits at the fix nearest in time (nearest)",
+    )
     keep_trace: str = Field(
         default="true",
         description="traces only: of a file with a trace column (an mdpsim export), the rows "

@@ -17,9 +17,9 @@ Strict mode refuses a file with any bad row; otherwise the bad rows are dropped 
 network's projected CRS: the secrets are points on the roads, so the snap is the map match;
 docs/traces.md has the measurements against two map-matchers) and resamples to ticks: tick
 ``t`` (1-based) is at ``t0 + (t - 1) tick_seconds``, ``t0`` the earliest good fix, and a user is
-at its fix nearest in time (the earlier on a tie), so before its first fix it is at its first,
-after its last at its last. Users (sorted ids) and ticks (up to the latest fix) come from the
-data.
+before its first fix at its first, after its last at its last, and in between walks the
+shortest road path between two fixes (``resample = "road"``) or waits at the fix nearest in
+time (``"nearest"``). Users (sorted ids) and ticks (up to the latest fix) come from the data.
 """
 
 from __future__ import annotations
@@ -113,10 +113,12 @@ class Fixes:
         dist_m, index = cKDTree(secrets_xy).query(self.xy)
         return np.asarray(index, dtype=np.int64), np.asarray(dist_m, dtype=float)
 
-    def walks(self, secrets_xy: np.ndarray, tick_seconds: float) -> np.ndarray:
-        """``(ticks, users)`` secrets: every fix snapped, resampled to ticks (module docstring)."""
-        secret, _ = self.snap(secrets_xy)
-        return resample(self.user, self.seconds, secret, self.n_users, tick_seconds)
+    def walks(self, domain, tick_seconds: float, *, how: str = "road") -> np.ndarray:
+        """``(ticks, users)`` secrets: every fix snapped to the nearest secret of ``domain``,
+        resampled to ticks (``how``: ``"road"`` or ``"nearest"``, :func:`resample`)."""
+        secret, _ = self.snap(domain.x_xy)
+        along = RoadPaths(domain) if how == "road" else None
+        return resample(self.user, self.seconds, secret, self.n_users, tick_seconds, along=along)
 
     def tick_time(self, tick_seconds: float) -> tuple[pd.Timestamp, float]:
         """``(origin, offset_s)``: tick ``t`` is at ``origin + offset_s + (t - 1) tick_seconds``
@@ -127,10 +129,20 @@ class Fixes:
 
 
 def resample(
-    user: np.ndarray, seconds: np.ndarray, value: np.ndarray, n_users: int, tick_seconds: float
+    user: np.ndarray,
+    seconds: np.ndarray,
+    value: np.ndarray,
+    n_users: int,
+    tick_seconds: float,
+    *,
+    along: RoadPaths | None = None,
 ) -> np.ndarray:
-    """``(ticks, n_users)``: per tick and user, ``value`` of the user's fix nearest in time to
-    the tick (the earlier on a tie). ``user`` / ``seconds`` sorted by user then time."""
+    """``(ticks, n_users)`` secrets from fixes (``user`` / ``seconds`` sorted by user then time,
+    ``value`` the secret of each fix). Before a user's first fix it is at its first, after its
+    last at its last. In between: with ``along`` (``resample = "road"``), at the fraction of the
+    shortest road path between the two fixes' secrets that the tick's time has covered (the
+    last secret passed, as a synthetic walk is); without, at the fix nearest in time (the
+    earlier on a tie)."""
     n_ticks = int(math.floor(float(seconds.max()) / tick_seconds + 1e-9)) + 1
     if n_ticks * n_users > MAX_TICK_CELLS:
         raise InputError(
@@ -141,14 +153,79 @@ def resample(
     tick_s = np.arange(n_ticks) * tick_seconds
     out = np.empty((n_ticks, n_users), dtype=np.int64)
     bounds = np.searchsorted(user, np.arange(n_users + 1))
+    between: list[tuple[np.ndarray, ...]] = []  # (ticks, user, from, to, fraction) to walk
     for u in range(n_users):
         lo, hi = bounds[u], bounds[u + 1]
         s, v = seconds[lo:hi], value[lo:hi]
-        right = np.clip(np.searchsorted(s, tick_s, side="left"), 0, len(s) - 1)
-        left = np.clip(right - 1, 0, len(s) - 1)
-        pick = np.where(np.abs(s[left] - tick_s) <= np.abs(s[right] - tick_s), left, right)
-        out[:, u] = v[pick]
+        if along is None:
+            right = np.clip(np.searchsorted(s, tick_s, side="left"), 0, len(s) - 1)
+            left = np.clip(right - 1, 0, len(s) - 1)
+            pick = np.where(np.abs(s[left] - tick_s) <= np.abs(s[right] - tick_s), left, right)
+            out[:, u] = v[pick]
+            continue
+        last = np.searchsorted(s, tick_s, side="right") - 1  # the latest fix at or before
+        out[:, u] = v[np.clip(last, 0, len(s) - 1)]
+        inside = np.nonzero((last >= 0) & (last < len(s) - 1))[0]
+        a, b = v[last[inside]], v[last[inside] + 1]
+        moving = a != b
+        t = inside[moving]
+        i = last[t]
+        fraction = (tick_s[t] - s[i]) / (s[i + 1] - s[i])
+        between.append((t, np.full(len(t), u), a[moving], b[moving], fraction))
+    if between and along is not None:
+        t, u_, a, b, fraction = (np.concatenate(parts) for parts in zip(*between, strict=True))
+        out[t, u_] = along.positions(a, b, fraction)
     return out
+
+
+class RoadPaths:
+    """Shortest road paths between the secrets of a road domain (the chaining pairs' graph,
+    whose shortest paths are the road distances, as :class:`~mdpsim.mobility.MobilityModel`)."""
+
+    SOURCES_PER_BATCH = 256  # Dijkstra's predecessor rows held at once
+
+    def __init__(self, domain) -> None:
+        from scipy import sparse
+
+        pairs = domain.constraint_pairs
+        w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
+        n = domain.n_x
+        self.graph = sparse.coo_matrix((w, (pairs[:, 0], pairs[:, 1])), shape=(n, n)).tocsr()
+        self.dist_xx = domain.dist_xx
+
+    def positions(self, a: np.ndarray, b: np.ndarray, fraction: np.ndarray) -> np.ndarray:
+        """Per query, the last secret passed after ``fraction`` (in [0, 1)) of the shortest
+        road path from secret ``a`` to secret ``b``."""
+        from scipy.sparse import csgraph
+
+        out = np.array(a, dtype=np.int64)
+        n = self.dist_xx.shape[0]
+        key = a.astype(np.int64) * n + b
+        order = np.argsort(key, kind="stable")
+        keys, starts = np.unique(key[order], return_index=True)
+        ends = np.append(starts[1:], len(order))
+        sources = np.unique(keys // n)
+        for lo in range(0, len(sources), self.SOURCES_PER_BATCH):
+            batch = sources[lo : lo + self.SOURCES_PER_BATCH]
+            _, pred = csgraph.dijkstra(
+                self.graph, directed=False, indices=batch, return_predecessors=True
+            )
+            row = {int(src): r for r, src in enumerate(batch)}
+            in_batch = np.nonzero(np.isin(keys // n, batch))[0]
+            for k in in_batch.tolist():
+                src, dst = divmod(int(keys[k]), n)
+                path = [dst]
+                back = pred[row[src]]
+                while path[-1] != src and back[path[-1]] >= 0:  # < 0: unreachable, stay
+                    path.append(int(back[path[-1]]))
+                if path[-1] != src:
+                    continue
+                path.reverse()
+                cum = np.concatenate([[0.0], np.cumsum(self.dist_xx[path[:-1], path[1:]])])
+                queries = order[starts[k] : ends[k]]
+                hop = np.searchsorted(cum, fraction[queries] * cum[-1], side="right") - 1
+                out[queries] = np.asarray(path)[hop]
+        return out
 
 
 # ------------------------------------------------------------------ reading and checking

@@ -139,7 +139,8 @@ def build_world(
             personal_places=users.personal_places,
         )
     else:
-        population = TracePopulation(fixes.walks(domain.x_xy, scenario.scenario.tick_seconds))
+        walks = fixes.walks(domain, scenario.scenario.tick_seconds, how=scenario.mobility.resample)
+        population = TracePopulation(walks)
     return World(
         scenario=scenario,
         seed=seed,

@@ -17,7 +17,7 @@ from mdpsim.cli import main
 from mdpsim.env import parallel_env
 from mdpsim.errors import InputError
 from mdpsim.run import simulate
-from mdpsim.traces import TracePopulation, TraceWarning, read_fixes, resample
+from mdpsim.traces import RoadPaths, TracePopulation, TraceWarning, read_fixes, resample
 from mdpsim.world import build_world, network_extent
 
 BASE = {
@@ -120,7 +120,7 @@ def test_resampling_takes_the_fix_nearest_in_time():
     user = np.array([0, 0, 0, 1])
     seconds = np.array([0.0, 100.0, 130.0, 50.0])
     value = np.array([10, 11, 12, 20])
-    walks = resample(user, seconds, value, 2, 60.0)  # ticks at 0, 60, 120 s
+    walks = resample(user, seconds, value, 2, 60.0)  # nearest in time; ticks at 0, 60, 120 s
     assert walks.tolist() == [[10, 20], [11, 20], [12, 20]]
     population = TracePopulation(walks)
     seen = [population.position.tolist()]
@@ -128,6 +128,22 @@ def test_resampling_takes_the_fix_nearest_in_time():
         population.step()
         seen.append(population.position.tolist())
     assert seen == [[10, 20], [11, 20], [12, 20], [12, 20]]  # after the data: last seen
+
+
+def test_between_sparse_fixes_users_walk_the_road(helsinki_test_walk):
+    world = build_world(sc.from_dict(BASE), graph=helsinki_test_walk)
+    dist = world.domain.dist_xx
+    a, b = np.unravel_index(np.argmax(dist), dist.shape)  # the two farthest secrets
+    user, seconds, value = np.zeros(2, int), np.array([0.0, 600.0]), np.array([a, b])
+    walks = resample(user, seconds, value, 1, 60.0, along=RoadPaths(world.domain))[:, 0]
+    assert walks[0] == a and walks[-1] == b and len(walks) == 11
+    from_a = dist[a, walks]
+    assert np.all(np.diff(from_a) >= 0)  # steadily away from a ...
+    assert np.allclose(from_a + dist[walks, b], dist[a, b])  # ... on a shortest path to b
+    steps = dist[walks[:-1], walks[1:]]
+    assert steps.max() < dist[a, b] / 2  # no jump: a tenth of the way a tick, plus a gap
+    nearest = resample(user, seconds, value, 1, 60.0)[:, 0]
+    assert set(nearest) == {a, b}  # waits, then jumps the whole way
 
 
 def test_a_replay_too_long_for_memory_is_refused_in_one_line():
@@ -206,7 +222,9 @@ def test_the_cli_reports_dropped_rows_and_strict_exits_2(tmp_path, centre, capsy
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["traces"]["bad_rows_dropped"] == 2
     assert summary["scenario"]["users"]["count"] == 1
-    for command in (["run", scenario, "--out", str(tmp_path / "strict")], ["attack", scenario]):
+    batch = ["batch", scenario, "--out", str(tmp_path / "strict"), "--workers", "1"]
+    for command in (["run", scenario, "--out", str(tmp_path / "strict")], ["attack", scenario],
+                    batch):  # fmt: skip
         assert main([*command, "--strict"]) == 2
         assert "2 bad rows (strict): row 4, column lat" in capsys.readouterr().err
     assert not (tmp_path / "strict").exists()
