@@ -200,6 +200,18 @@ def test_the_env_plays_trace_driven_users(tmp_path, helsinki_test_walk, lonlat):
     assert env.agents == ["server", "user_0", "user_1", "user_2", "user_3"]
 
 
+def test_the_dashboards_live_model_replays_traces(tmp_path, helsinki_test_walk, lonlat):
+    from mdpsim.dashboard import model_view, resources
+
+    world = build_world(sc.from_dict(BASE), graph=helsinki_test_walk)
+    path, truth = _fixes_at_secrets(tmp_path, world, lonlat, users=4, ticks=3)
+    model = resources.build_model(_scenario(path, resample="nearest"))
+    model.step()
+    assert model.population.n_users == 4 and model.config.scenario.ticks == 3
+    assert len(model_view.points(model)["true"]) == 4
+    assert np.array_equal(model.log.users[0]["secret"], truth[0])
+
+
 def _toml(tmp_path, data_path) -> str:
     path = tmp_path / "replay.toml"
     path.write_text(
