@@ -280,3 +280,31 @@ def test_a_parameter_of_another_mode_is_one_line_naming_it(upload, param):
     line = rf"dista_lp: .*{name}.* applies to upload=.*not '{upload}'"
     with pytest.raises(InputError, match=line):
         make("dista_lp", epsilon=4.0, upload=upload, **param)
+
+
+def test_a_new_upload_scheme_is_its_module_and_its_schemes_entry(road_domain_small, monkeypatch):
+    from dataclasses import dataclass
+
+    from mdpsim.mechanisms.dista_lp import uploads
+    from mdpsim.mechanisms.dista_lp.uploads.none import NoUpload
+
+    @dataclass(kw_only=True, repr=False, eq=False)
+    class NearFirst(NoUpload):
+        """No upload; the server plans for the prior tilted towards secret 0 (public)."""
+
+        mode = "near_first"
+
+        def upload(self, domain, users, rng, *, calibrations, margin):
+            sent = super().upload(domain, users, rng, calibrations=calibrations, margin=margin)
+            sent.weights = domain.prior * np.exp(-domain.dist_xx[0])
+            return sent
+
+    monkeypatch.setitem(uploads.SCHEMES, "near_first", NearFirst)
+    mech = make("dista_lp", epsilon=6.0, upload="near_first").fit(
+        road_domain_small, users=THREE_USERS
+    )
+    assert mech.info_["upload"] == "near_first" and mech.info_["planner"] == "lp_medoids"
+    assert mech.upload_guarantee is None and mech.guarantee.epsilon_per_km == 6.0
+    assert verify(mech.matrix_, road_domain_small.dist_xx, 6.0).passed
+    plain = make("dista_lp", epsilon=6.0).fit(road_domain_small, users=THREE_USERS)
+    assert not np.array_equal(mech.matrix_, plain.matrix_)  # planned for its own weights

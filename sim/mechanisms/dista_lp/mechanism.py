@@ -125,6 +125,7 @@ class DistALP(Mechanism):
         release_neighbours: int | None = None,
     ) -> None:
         super().__init__(epsilon)
+        # the schemes' parameters as given (every keyword after sweeps), kept by name
         scheme_params = {k: v for k, v in locals().items() if k in _SCHEME_PARAMS}
         for name, value in scheme_params.items():
             setattr(self, name, value)
