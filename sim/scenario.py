@@ -557,6 +557,14 @@ class Scenario(BaseModel):
         """The file the scenario was read from, if any."""
         return self._path
 
+    def trace_path(self) -> Path:
+        """``[mobility] path`` as a path: a relative one is read from the scenario file's folder
+        (from the current folder for a scenario not read from a file)."""
+        path = Path(os.path.expanduser(self.mobility.path))
+        if not path.is_absolute() and self.path is not None:
+            path = Path(self.path).parent / path
+        return path
+
     def get(self, dotted: str) -> Any:
         """A value by dotted name, e.g. ``get("users.count")``."""
         table, name = _split(dotted)
@@ -656,6 +664,9 @@ def from_dict(raw: dict[str, Any], *, path: str | None = None) -> Scenario:
     except ValidationError as exc:
         raise InputError(_one_line(exc.errors()[0])) from None
     scenario._path = path
+    if scenario.mobility.source == "traces" and not scenario.trace_path().is_file():
+        where = f" (read from {Path(path).parent}/)" if path is not None else ""
+        raise InputError(f"field mobility.path = {scenario.mobility.path!r}: no such file{where}")
     _check_sweep(scenario)
     return scenario
 

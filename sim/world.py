@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -160,7 +158,7 @@ def trace_fixes(scenario: Scenario, graph) -> Fixes | None:
     mob = scenario.mobility
     if mob.source != "traces":
         return None
-    path = trace_path(scenario)
+    path = scenario.trace_path()
     stat = path.stat() if path.is_file() else None
     key = (str(path), stat and (stat.st_size, stat.st_mtime_ns), mob.crs, mob.keep_trace)
     crs = str(graph.graph["crs"])
@@ -173,15 +171,6 @@ def _read_fixes(key: tuple, strict: bool, graph_crs: str, extent: tuple) -> Fixe
     return read_fixes(
         path, graph_crs=graph_crs, extent_xy=extent, crs=crs, keep_trace=keep_trace, strict=strict
     )
-
-
-def trace_path(scenario: Scenario) -> Path:
-    """``[mobility] path``; a relative path is relative to the scenario file's folder (to the
-    current folder for a scenario not read from a file)."""
-    path = Path(os.path.expanduser(scenario.mobility.path))
-    if not path.is_absolute() and scenario.path is not None:
-        path = Path(scenario.path).parent / path
-    return path
 
 
 def network_extent(graph) -> tuple[float, float, float, float]:

@@ -247,3 +247,13 @@ def test_scenario_needs_a_path_for_traces():
         sc.from_dict({**BASE, "mobility": {"source": "traces"}})
     with pytest.raises(InputError, match="mobility.path is for source = 'traces'"):
         sc.from_dict({**BASE, "mobility": {"path": "x.csv"}})
+
+
+def test_a_missing_traces_file_is_refused_at_load(tmp_path):
+    (tmp_path / "s.toml").write_text(
+        '[mechanism]\nname = "em"\nepsilon_per_km = 2.0\n'
+        '[mobility]\nsource = "traces"\npath = "gone.csv"\n'
+    )
+    with pytest.raises(InputError, match=r"mobility.path = 'gone.csv': no such file \(read from"):
+        sc.load(tmp_path / "s.toml")
+    assert main(["run", str(tmp_path / "s.toml")]) == 2
