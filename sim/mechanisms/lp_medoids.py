@@ -22,7 +22,10 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    ``bound_groups`` groups of outputs (around k-medoids of their own), only the entries
    within ``bound_reach / eps`` of each secret's nearest group (the others: one "rest"
    variable per secret at their cheapest cost), each medoid's shortest-path tree plus
-   ``bound_rounds`` rounds of the violated constraints.
+   ``bound_rounds`` rounds of the violated constraints. From 200 secrets on (``bound_subsets``)
+   the secrets are split into farthest-point-spread parts of about 100 and the parts'
+   bounds summed (``split_lower_bound``: the optimum is at least the sum of the parts'
+   optima), tighter and faster at city scale (docs/lp.md, "The split bound").
    ``info_["gap"]`` is the released loss over that bound.
 """
 
@@ -35,6 +38,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import sparse
 
+from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
@@ -44,6 +48,7 @@ from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
 from mdpsim.validation import check_margin, check_positive_int, check_scalar
 
 _LLOYD_STEPS = 30
+SUBSET_SIZE = 100  # secrets per part of the split bound (docs/lp.md, "The split bound")
 _MAX_KEPT_SHARE = 2 / 3  # the reach pays only when it drops a third of the entries (docs/lp.md)
 
 
@@ -211,6 +216,60 @@ def cluster_lower_bound(
     )
 
 
+def split_lower_bound(
+    domain,
+    epsilon: float,
+    *,
+    subsets: int,
+    rounds: int,
+    reach: float,
+    options: HighsOptions,
+) -> LowerBound:
+    """A certified lower bound from a partition of the secrets (docs/lp.md, "The split bound").
+
+    For ANY partition ``X = X_1 + ... + X_m``, ``OPT(X) >= sum_j OPT(X_j)`` where ``OPT(X_j)``
+    is the optimal loss on the secrets of ``X_j`` alone with the prior restricted to them
+    (not renormalised), all outputs kept: the optimal mechanism of X restricted to the rows
+    of ``X_j`` is feasible there (its constraints are a subset of X's) and pays
+    ``sum_{i in X_j} pi_i L_i``. Each part is a farthest-point-spread sample (rank ``r`` of
+    the farthest-point order of X goes to part ``r mod m``), so it keeps X's extent with
+    fewer, sparser secrets; its ``OPT`` is bounded by :func:`cluster_lower_bound` on
+    ``domain.restrict(part)`` with one group per secret of the part (around its nearest
+    output). The parts' certified bounds, each times its prior mass, are summed; the sum
+    subtracts an allowance for the renormalised priors and the sums' rounding,
+    ``(N + m + 8) 2^-53`` times the total.
+    """
+    start = time.perf_counter()
+    order = farthest_points(domain.dist_xx, int(np.argmax(domain.prior)), domain.n_x)
+    value = relaxation = size = 0.0
+    rounds_done = constraints = variables = 0
+    for part in range(subsets):
+        rows = np.sort(order[part::subsets])
+        sub = domain.restrict(rows)
+        mass = float(domain.prior[rows].sum())
+        if mass <= 0:
+            continue  # no prior mass: contributes 0 (every OPT(X_j) is >= 0)
+        medoids = np.unique(np.argmin(sub.dist_xy, axis=1))
+        bound = cluster_lower_bound(
+            sub, medoids, epsilon, rounds=rounds, reach=reach, options=options
+        )
+        value += mass * bound.value
+        size += mass * abs(bound.value)
+        relaxation += mass * bound.relaxation
+        rounds_done = max(rounds_done, bound.rounds)
+        constraints += bound.constraints
+        variables += bound.variables
+    allowance = (domain.n_x + subsets + 8) * 2.0**-53 * size
+    return LowerBound(
+        value=value - allowance,
+        relaxation=relaxation,
+        rounds=rounds_done,
+        constraints=constraints,
+        variables=variables,
+        seconds=time.perf_counter() - start,
+    )
+
+
 def _columns(group_cost: np.ndarray, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Cost and secret (row-sum row) of each LP column: the kept entries in row-major order,
     then one rest column per secret with left-out entries, at the cheapest one's cost."""
@@ -267,9 +326,15 @@ class MedoidOutputLP(Mechanism):
         Outputs added to the medoids by pricing ALL outputs against the restricted LP's
         row-sum duals (Laplace rays, ``lp_solver.solve_optimal`` with ``max_outputs``; outputs
         without mass may leave again). 0 (default): the medoids only.
+    bound_subsets
+        Parts of the split bound (``split_lower_bound``: the secrets in that many
+        farthest-point-spread parts, each part's optimum bounded on its own). ``None``
+        (default): ``N // SUBSET_SIZE`` (100 secrets per part); 1: no split, the grouped
+        relaxation over all of X (``bound_groups``).
     bound_groups
-        Output groups of the lower bound's relaxation (k-medoids of their own; more groups:
-        a tighter bound and a larger LP). ``None``: 3 per output of the mechanism.
+        Output groups of the unsplit bound's relaxation (k-medoids of their own; more
+        groups: a tighter bound and a larger LP). ``None``: 3 per output of the mechanism.
+        Not used when the bound is split (each part: one group per secret).
     bound_rounds
         Rounds of constraint generation in the lower bound's relaxation (0: trees only).
     bound_reach
@@ -295,6 +360,7 @@ class MedoidOutputLP(Mechanism):
         n_outputs: int | None = None,
         margin: float = FIRST_MARGIN,
         priced_outputs: int = 0,
+        bound_subsets: int | None = None,
         bound_groups: int | None = None,
         bound_rounds: int = 2,
         bound_reach: float = 6.0,
@@ -306,6 +372,9 @@ class MedoidOutputLP(Mechanism):
         self.n_outputs = None if n_outputs is None else check_positive_int(n_outputs, "n_outputs")
         self.margin = check_margin(margin, MAX_MARGIN)
         self.priced_outputs = check_positive_int(priced_outputs, "priced_outputs", minimum=0)
+        self.bound_subsets = (
+            None if bound_subsets is None else check_positive_int(bound_subsets, "bound_subsets")
+        )
         self.bound_groups = (
             None if bound_groups is None else check_positive_int(bound_groups, "bound_groups")
         )
@@ -327,7 +396,34 @@ class MedoidOutputLP(Mechanism):
         (``None`` when fitted with ``with_bound=False``)."""
         return self.lower_bound_
 
+    def _subsets(self, domain) -> int:
+        """Parts of the split bound for this domain (1: not split)."""
+        if self.bound_subsets is None:
+            return max(1, domain.n_x // SUBSET_SIZE)
+        if self.bound_subsets > domain.n_x:
+            raise InputError(
+                f"bound_subsets={self.bound_subsets} exceeds the {domain.n_x} secrets; "
+                "use at most that"
+            )
+        return self.bound_subsets
+
     def _bound(self, domain, n_outputs: int) -> LowerBound:
+        options = HighsOptions(
+            threads=self.threads,
+            solver="ipm",
+            primal_feasibility_tolerance=FEASIBILITY_TOL,
+            dual_feasibility_tolerance=FEASIBILITY_TOL,
+        )
+        subsets = self._subsets(domain)
+        if subsets > 1:
+            return split_lower_bound(
+                domain,
+                self.epsilon,
+                subsets=subsets,
+                rounds=self.bound_rounds,
+                reach=self.bound_reach,
+                options=options,
+            )
         groups = 3 * n_outputs if self.bound_groups is None else self.bound_groups
         return cluster_lower_bound(
             domain,
@@ -335,12 +431,7 @@ class MedoidOutputLP(Mechanism):
             self.epsilon,
             rounds=self.bound_rounds,
             reach=self.bound_reach,
-            options=HighsOptions(
-                threads=self.threads,
-                solver="ipm",
-                primal_feasibility_tolerance=FEASIBILITY_TOL,
-                dual_feasibility_tolerance=FEASIBILITY_TOL,
-            ),
+            options=options,
         )
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
@@ -393,6 +484,7 @@ class MedoidOutputLP(Mechanism):
                 lower_bound_constraints=bound.constraints,
                 lower_bound_variables=bound.variables,
                 lower_bound_seconds=bound.seconds,
+                lower_bound_subsets=self._subsets(domain),
                 gap=loss / bound.value if bound.value > 0 else float("inf"),
             )
         return Z, info

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from mdpsim.domain import Domain
+from mdpsim.domain import Domain, farthest_points
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import lp_medoids, make
+from mdpsim.mechanisms.highs import HighsOptions
 from mdpsim.mechanisms.lp_solver import directed_constraints, solve_optimal
 from mdpsim.privacy.verifier import verify
 
@@ -169,3 +170,49 @@ def test_priced_outputs_never_raise_the_loss_and_stay_exact(road_domain_small):
     assert verify(priced.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs).passed
     with pytest.raises(InputError, match="priced_outputs"):
         make("lp_medoids", epsilon=eps, priced_outputs=-1)
+
+
+@pytest.mark.parametrize("eps", [2.0, 6.0])
+@pytest.mark.parametrize("subsets", [2, 4])
+def test_the_split_bound_is_below_the_optimum_and_the_loss_above_it(
+    road_domain_small, eps, subsets
+):
+    """OPT(X) >= sum of the parts' optima: the split bound never passes the exact optimum."""
+    domain = road_domain_small
+    mech = make("lp_medoids", epsilon=eps, n_outputs=6, bound_subsets=subsets).fit(domain)
+    assert mech.info_["lower_bound_subsets"] == subsets
+    assert 0 < mech.lower_bound <= _optimum(domain, eps) * (1 + 1e-7)
+    assert mech.expected_loss() >= mech.lower_bound
+
+
+def test_the_split_bound_sums_the_parts_bounds(road_domain_small):
+    """Each part bounded on its own (prior restricted, renormalised), weighted by its mass."""
+    domain, eps = road_domain_small, 6.0
+    opts = HighsOptions(solver="ipm")
+    split = lp_medoids.split_lower_bound(domain, eps, subsets=3, rounds=2, reach=6.0, options=opts)
+    order = farthest_points(domain.dist_xx, int(np.argmax(domain.prior)), domain.n_x)
+    total = 0.0
+    for part in range(3):
+        rows = np.sort(order[part::3])
+        sub = domain.restrict(rows)
+        medoids = np.unique(np.argmin(sub.dist_xy, axis=1))
+        bound = lp_medoids.cluster_lower_bound(sub, medoids, eps, rounds=2, reach=6.0, options=opts)
+        total += domain.prior[rows].sum() * bound.value
+    assert split.value == pytest.approx(total, rel=1e-9)
+    assert split.value < total  # the rounding allowance is subtracted
+
+
+def test_too_many_bound_subsets_are_refused(road_domain_small):
+    with pytest.raises(InputError, match="bound_subsets"):
+        make("lp_medoids", epsilon=4.0, n_outputs=4, bound_subsets=41).fit(road_domain_small)
+    with pytest.raises(InputError, match="bound_subsets"):
+        make("lp_medoids", epsilon=4.0, bound_subsets=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps", [4.0, 10.0])
+def test_the_split_bound_is_below_the_exact_optimum_at_150(walk_domain, eps):
+    domain = walk_domain(150, 1)
+    mech = make("lp_medoids", epsilon=eps, bound_subsets=2).fit(domain)
+    optimum = _optimum(domain, eps)
+    assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
