@@ -147,7 +147,6 @@ class PrivacyModel(mesa.Model):
         """One tick, as docs/design.md §6 tells it, with the players' ``decisions`` for it."""
         self.tick += 1
         timing: dict[str, float] = {}
-        self.last_decisions = decisions
         with _timed(timing, "mechanism_s"):
             if decisions.refresh:
                 self.server.generate(decisions.mechanism)  # 1. a new mechanism (uploads)

@@ -25,12 +25,6 @@ class UserAgent(mesa.Agent):
         return int(self.model.population.position[self.index])
 
     @property
-    def location_m(self) -> tuple[float, float]:
-        """Coordinates (metres) of the user's current secret."""
-        x, y = self.model.domain.x_xy[self.secret]
-        return float(x), float(y)
-
-    @property
     def cell(self):
         """The Mesa network cell of the current secret."""
         return self.model.space[self.secret]

@@ -118,16 +118,12 @@ class PureGPBudget(BudgetPolicy):
 
 
 @BUDGET_POLICIES.register("renewing")
-class RenewingBudget(BudgetPolicy):
+class RenewingBudget(CGPBudget):
     """A CGP filter of ``rho_per_km2`` renewed every ``window_ticks`` ticks."""
 
     def __init__(self, *, rho_per_km2: float = 200.0, window_ticks: int = 10) -> None:
-        self.rho_per_km2 = _positive(rho_per_km2, "rho_per_km2")
+        super().__init__(rho_per_km2=rho_per_km2)
         self.window_ticks = check_positive_int(window_ticks, "window_ticks", owner="renewing")
-
-    @property
-    def notion(self) -> Notion:
-        return CGP(self.rho_per_km2)
 
     def end_of_tick(self, tick: int, filters: PopulationFilter) -> None:
         if tick % self.window_ticks == 0:
