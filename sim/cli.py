@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, one_line
 
 EXIT_USAGE = 2
 DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
@@ -357,9 +357,8 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 
 @command("attack")
 def _attack(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from mdpsim import harness
+    from mdpsim.outputs import new_folder
 
     scenario = _scenario(args)
     if args.ticks is not None and args.ticks < 1:
@@ -370,9 +369,7 @@ def _attack(args: argparse.Namespace) -> int:
         epsilons=_csv(args.epsilons, float, "--epsilons"),
         repetitions=args.repetitions,
     )
-    out = Path(args.out or f"runs/{scenario.scenario.name}-attacks")
-    if out.exists() and not args.force:
-        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    out = new_folder(args.out or f"runs/{scenario.scenario.name}-attacks", overwrite=args.force)
     summary, per_tick = harness.evaluate(
         scenario, plan, ticks=args.ticks, progress=not args.no_progress
     )
@@ -384,17 +381,14 @@ def _attack(args: argparse.Namespace) -> int:
 
 @command("frontier")
 def _frontier(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from mdpsim import frontier
     from mdpsim.mechanisms.stackelberg import check_metric
+    from mdpsim.outputs import new_folder
 
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")
     check_metric(args.adversary_metric, "--adversary-metric")
-    out = Path(args.out or f"runs/{scenario.scenario.name}-frontier")
-    if out.exists() and not args.force:
-        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    out = new_folder(args.out or f"runs/{scenario.scenario.name}-frontier", overwrite=args.force)
     domain, curve, points, cap = frontier.run(
         scenario,
         qualities=_csv(args.qualities, float, "--qualities"),
@@ -513,24 +507,20 @@ def _from_factory(spec: str):
         factory = getattr(importlib.import_module(module_name), attr)
     except Exception as exc:  # the user's module: any failure is a bad argument
         raise InputError(
-            f"mechanism={spec!r}: cannot import it ({_one_line(exc)}); use MODULE:FACTORY"
+            f"mechanism={spec!r}: cannot import it ({one_line(exc)}); use MODULE:FACTORY"
         ) from exc
     if not callable(factory):
         raise InputError(f"mechanism={spec!r}: {attr} is not callable; use MODULE:FACTORY")
     try:
         mech = factory()
     except Exception as exc:
-        raise InputError(f"mechanism={spec!r}: the factory raised {_one_line(exc)}") from exc
+        raise InputError(f"mechanism={spec!r}: the factory raised {one_line(exc)}") from exc
     if not hasattr(mech, "sample_many") or not (hasattr(mech, "fit") or hasattr(mech, "domain_")):
         raise InputError(
             f"mechanism={spec!r}: the factory returned {type(mech).__name__}, not a mechanism "
             "(needs sample_many and fit, or a fitted domain_)"
         )
     return mech
-
-
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 if __name__ == "__main__":

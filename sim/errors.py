@@ -16,3 +16,8 @@ class SolverError(RuntimeError):
 
 class PrivacyBudgetError(ValueError):
     """A privacy accountant or filter refused a request (overspend, NaN, inf, negative)."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as ``Type: message`` on one line (for an InputError that wraps it)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"

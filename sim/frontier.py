@@ -216,11 +216,9 @@ def plot(curve: pd.DataFrame, points: pd.DataFrame, path, *, title: str) -> None
 
 def write_outputs(curve, points, cap: float, out, *, title: str, overwrite: bool) -> list[Path]:
     """``frontier.csv`` (curve and points), ``frontier.md`` and ``frontier.png`` in ``out``."""
-    from mdpsim.outputs import atomic_folder
+    from mdpsim.outputs import atomic_folder, new_folder
 
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    out = new_folder(out, overwrite=overwrite)
     names = ["frontier.csv", "frontier.md", "frontier.png"]
     with atomic_folder(out) as tmp:
         table = pd.concat(

@@ -11,14 +11,13 @@ attacks' whole-run scores (Viterbi, places, linkage) are taken when the run ends
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mdpsim.errors import InputError
 from mdpsim.model import PrivacyModel
-from mdpsim.outputs import atomic_folder
+from mdpsim.outputs import atomic_folder, new_folder
 from mdpsim.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
 
@@ -170,9 +169,7 @@ def heatmap(summary: pd.DataFrame, path, *, metric: str = "hit") -> None:
 def write_outputs(summary: pd.DataFrame, per_tick: pd.DataFrame, out, *, overwrite: bool):
     """``attacks.parquet``, ``attacks_ticks.parquet``, ``attacks.md``, ``attack_success.png``,
     written into a hidden sibling folder and renamed at the end; returns the paths."""
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    out = new_folder(out, overwrite=overwrite)
     names = ["attacks.parquet", "attacks_ticks.parquet", "attacks.md", "attack_success.png"]
     with atomic_folder(out) as tmp:
         summary.to_parquet(tmp / names[0], index=False)

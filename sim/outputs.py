@@ -9,6 +9,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mdpsim.errors import InputError
+
+
+def new_folder(out: str | Path, *, overwrite: bool) -> Path:
+    """``out`` as a path, refused if it exists unless ``overwrite`` (the CLI's ``--force``)."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    return out
+
 
 @contextmanager
 def atomic_folder(out: Path) -> Iterator[Path]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mdpsim.component import Component
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, one_line
 
 #: ``"package.module:Name"`` marks a class given by its import path, not a registered name.
 IMPORT_SEP = ":"
@@ -112,7 +112,7 @@ class Registry[T: Component]:
             cls = load()
         except Exception as exc:  # the plug-in's own code: any failure is its problem
             raise InputError(
-                f"{self.kind} {name!r} ({what}) cannot be imported: {_one_line(exc)}"
+                f"{self.kind} {name!r} ({what}) cannot be imported: {one_line(exc)}"
             ) from exc
         assert self.base is not None
         if not (isinstance(cls, type) and issubclass(cls, self.base)):
@@ -165,7 +165,3 @@ def _import(path: str) -> Any:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"

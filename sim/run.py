@@ -26,7 +26,7 @@ from mdpsim.columns import tick_metrics
 from mdpsim.errors import InputError
 from mdpsim.export import TraceRecorder
 from mdpsim.model import PrivacyModel
-from mdpsim.outputs import atomic_folder
+from mdpsim.outputs import atomic_folder, new_folder
 from mdpsim.scenario import Scenario
 from mdpsim.traces import TracePopulation, moves_beyond_reach
 
@@ -129,9 +129,7 @@ def run_scenario(
 ) -> dict:
     """Run and write ``ticks.parquet``, ``users.parquet`` and ``summary.json`` atomically;
     ``export = (format, path)`` also writes the traces (:mod:`mdpsim.export`)."""
-    out = Path(out_dir)
-    if out.exists() and not overwrite:
-        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+    out = new_folder(out_dir, overwrite=overwrite)
     recorder = None
     if export is not None:
         exporting.check_target(*export)
