@@ -89,6 +89,20 @@ def directed_constraints(pairs: np.ndarray, pair_dist_km: np.ndarray, epsilon: f
     return src, dst, np.concatenate([gain, gain])
 
 
+def simplex_options(options: HighsOptions | None, **extra) -> HighsOptions:
+    """``options`` (default ``HighsOptions()``) for the simplex: feasibility tolerances
+    ``FEASIBILITY_TOL`` where unset, HiGHS settings ``extra`` unless ``options.extra`` sets them
+    (the optimal LP's and the Stackelberg LP's settings)."""
+    opts = options or HighsOptions()
+    return dataclasses.replace(
+        opts,
+        solver="simplex",
+        primal_feasibility_tolerance=opts.primal_feasibility_tolerance or FEASIBILITY_TOL,
+        dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
+        extra={**extra, **opts.extra},
+    )
+
+
 def solve_optimal(
     weighted_cost: np.ndarray,
     pairs: np.ndarray,
@@ -123,13 +137,7 @@ def solve_optimal(
     cost = np.ascontiguousarray(weighted_cost, dtype=np.float64)
     n, k = cost.shape
     src, dst, gain = directed_constraints(pairs, pair_dist_km, epsilon)
-    opts = options or HighsOptions()
-    opts = dataclasses.replace(
-        opts,
-        solver="simplex",
-        primal_feasibility_tolerance=opts.primal_feasibility_tolerance or FEASIBILITY_TOL,
-        dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
-    )
+    opts = simplex_options(options)
     tol = opts.dual_feasibility_tolerance or FEASIBILITY_TOL  # broken mDP constraint; rc < 0
     lookup = _ConstraintIndex(src, dst, n)
     model = _RestrictedDual(cost, src, dst, gain, opts)

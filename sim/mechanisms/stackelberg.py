@@ -54,7 +54,12 @@ from mdpsim.domain import lp_distances
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp_solver import directed_constraints
+from mdpsim.mechanisms.lp_solver import (
+    DUAL_SIMPLEX,
+    FEASIBILITY_TOL,
+    directed_constraints,
+    simplex_options,
+)
 from mdpsim.mechanisms.repair import MAX_MARGIN, SIDES, release_verified
 from mdpsim.privacy.guarantees import NoGuarantee
 from mdpsim.privacy.verifier import verify
@@ -62,8 +67,6 @@ from mdpsim.validation import check_choice, check_margin, check_scalar
 
 #: Quality / adversary metrics: the domain's own, road km, lp km from coordinates, or 0/1.
 METRIC_CHOICES = ("domain", "road", "l1", "l2", "linf", "zero_one")
-DUAL_SIMPLEX = 1
-FEASIBILITY_TOL = 1e-9
 _CUT_RTOL = 1e-9  # a best response beats z_y by more than this (relative to the prior's cap)
 _MAX_ROUNDS = 500
 
@@ -370,14 +373,7 @@ def _by_outputs(prior, quality_cost_km, dist_est, quality_km: float, constraints
     cost = np.asarray(quality_cost_km, dtype=np.float64)
     D = np.asarray(dist_est, dtype=np.float64)
     n, k = cost.shape
-    opts = options or HighsOptions()
-    opts = dataclasses.replace(
-        opts,
-        solver="simplex",
-        primal_feasibility_tolerance=opts.primal_feasibility_tolerance or FEASIBILITY_TOL,
-        dual_feasibility_tolerance=opts.dual_feasibility_tolerance or FEASIBILITY_TOL,
-        extra={"simplex_strategy": DUAL_SIMPLEX, **opts.extra},
-    )
+    opts = simplex_options(options, simplex_strategy=DUAL_SIMPLEX)
     src, dst, gain = constraints
     master = _OutputMaster(pi, cost, D, quality_km, src, dst, gain, opts)
     pricer = _ExactPricer(pi, D, src, dst, gain, opts)
