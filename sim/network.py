@@ -26,6 +26,7 @@ import networkx as nx
 import numpy as np
 
 from mdpsim.errors import InputError
+from mdpsim.outputs import atomic_file
 
 NetworkType = Literal["walk", "drive"]
 NETWORK_TYPES: tuple[str, ...] = get_args(NetworkType)
@@ -411,12 +412,5 @@ def _load_graphml(path: Path):
 def _save_graphml_atomic(G, path: Path) -> None:
     import osmnx as ox
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".graphml.part")
-    os.close(fd)
-    try:
+    with atomic_file(path) as tmp:
         ox.save_graphml(G, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
