@@ -49,9 +49,7 @@ USER_OBS = (
     "silent_loss_km",  # the loss of not reporting (the game's rule)
     "halted",  # own filter halted
     "reported_last",  # reported at the last tick
-    "x_fraction",  # own location, x scaled to the domain's bounding box
-    "y_fraction",  # own location, y scaled likewise
-)
+)  # never the user's location: its choice is seen by the server and charged as its level only
 SERVER_OBS = (
     "tick_fraction",
     "ticks_since_generation_fraction",  # ticks since the last generation / horizon
@@ -178,8 +176,6 @@ class Game:
             if self.weights.silent_loss_km is None
             else float(self.weights.silent_loss_km)
         )
-        lo, hi = domain.x_xy.min(axis=0), domain.x_xy.max(axis=0)
-        self._xy_fraction = (domain.x_xy - lo) / np.where(hi > lo, hi - lo, 1.0)
         self.reported = np.zeros(self.n_users, dtype=bool)
         self.level_reported = np.zeros(len(self.levels))
         self.attack_entropy_bits = 0.0
@@ -279,7 +275,6 @@ class Game:
         users[:, 5] = self.silent_loss_km
         users[:, 6] = f.halted
         users[:, 7] = self.reported
-        users[:, 8:10] = self._xy_fraction[model.population.position]
         server = np.array(
             [
                 tick_fraction,

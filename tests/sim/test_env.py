@@ -107,6 +107,18 @@ def test_user_observation_holds_its_budget_and_the_public_mechanism_facts(scenar
     assert field["reported_last"] == 1.0
 
 
+def test_users_who_made_the_same_choices_see_the_same_thing_wherever_they_are(scenario):
+    """No location in the user's observation: a choice cannot follow the secret unaccounted."""
+    env = parallel_env(scenario)
+    obs, _ = env.reset(seed=4)
+    users = [a for a in env.agents if a != "server"]
+    for _ in range(3):
+        assert len(set(env.model.population.position)) > 1  # the users stand apart
+        assert len({tuple(obs[a]) for a in users}) == 1
+        actions = {a: 1 for a in users} | {"server": np.array([0, 0])}
+        obs, *_ = env.step(actions)
+
+
 def _python_blocks(markdown: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", markdown, flags=re.S)
 
