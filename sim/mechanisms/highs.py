@@ -106,6 +106,21 @@ class HighsOptions:
         return out
 
 
+class HighsSettings:
+    """A mechanism's ``time_limit`` (s per solve) and ``threads`` for HiGHS (a mixin)."""
+
+    time_limit: float | None
+    threads: int | None
+
+    def _set_highs(self, time_limit: float | None, threads: int | None) -> None:
+        """Keep both, checked now (by :class:`HighsOptions`)."""
+        self.time_limit, self.threads = time_limit, threads
+        self._options()
+
+    def _options(self) -> HighsOptions:
+        return HighsOptions(time_limit=self.time_limit, threads=self.threads)
+
+
 @dataclass
 class LPSolution:
     """What one solve returned.

@@ -19,7 +19,7 @@ import numpy as np
 
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
-from mdpsim.mechanisms.highs import HighsOptions
+from mdpsim.mechanisms.highs import HighsSettings
 from mdpsim.mechanisms.lp_levels import level_warm_start
 from mdpsim.mechanisms.lp_solver import release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN, SIDES
@@ -27,7 +27,7 @@ from mdpsim.validation import check_epsilon, check_margin, check_scalar
 
 
 @register("lp")
-class OptimalLP(Mechanism):
+class OptimalLP(HighsSettings, Mechanism):
     """The optimal eps-mDP mechanism for the domain's prior and loss (an LP, HiGHS).
 
     Parameters
@@ -67,12 +67,7 @@ class OptimalLP(Mechanism):
         self.margin = check_margin(margin, MAX_MARGIN)
         self.side = side
         self.levels = check_scalar(levels, "levels", kind=bool)
-        self.time_limit = time_limit
-        self.threads = threads
-        self._options()  # validates time_limit, threads
-
-    def _options(self) -> HighsOptions:
-        return HighsOptions(time_limit=self.time_limit, threads=self.threads)
+        self._set_highs(time_limit, threads)
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         start = time.perf_counter()

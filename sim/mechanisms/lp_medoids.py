@@ -41,7 +41,7 @@ from scipy import sparse
 from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
 from mdpsim.mechanisms.lp_outputs import tight_constraints
 from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
@@ -306,7 +306,7 @@ def _mdp_rows(src, dst, gain, con, col, var: np.ndarray, n_cols: int) -> sparse.
 
 
 @register("lp_medoids")
-class MedoidOutputLP(Mechanism):
+class MedoidOutputLP(HighsSettings, Mechanism):
     """The optimal LP over all secrets, outputs restricted to the prior's k-medoids.
 
     Pure eps-mDP over all of X (exact verifier), with a certified lower bound on the full
@@ -386,12 +386,7 @@ class MedoidOutputLP(Mechanism):
             bound_reach, "bound_reach", min=0, include_boundaries="neither", finite=False
         )
         self.with_bound = check_scalar(with_bound, "with_bound", kind=bool)
-        self.time_limit = time_limit
-        self.threads = threads
-        self._options()  # validates time_limit, threads
-
-    def _options(self) -> HighsOptions:
-        return HighsOptions(time_limit=self.time_limit, threads=self.threads)
+        self._set_highs(time_limit, threads)
 
     @property
     def lower_bound(self) -> float | None:

@@ -53,7 +53,7 @@ from scipy import sparse
 from mdpsim.domain import lp_distances
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, register
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
 from mdpsim.mechanisms.lp_solver import (
     DUAL_SIMPLEX,
     FEASIBILITY_TOL,
@@ -175,7 +175,7 @@ def solve_stackelberg(
                        np.eye(n), options, what="mechanism")  # fmt: skip
 
 
-class _StackelbergBase:
+class _StackelbergBase(HighsSettings):
     """What both forms share: the metrics, the quality bound and the LP's settings."""
 
     def _init_common(self, quality_km, quality_metric, adversary_metric, time_limit, threads):
@@ -184,12 +184,7 @@ class _StackelbergBase:
         self.quality_km = check_scalar(quality_km, "quality_km", min=0, unit="km")
         self.quality_metric = check_metric(quality_metric, "quality_metric")
         self.adversary_metric = check_metric(adversary_metric, "adversary_metric")
-        self.time_limit = time_limit
-        self.threads = threads
-        self._options()  # validates time_limit, threads
-
-    def _options(self) -> HighsOptions:
-        return HighsOptions(time_limit=self.time_limit, threads=self.threads)
+        self._set_highs(time_limit, threads)
 
     def _metrics(self, domain) -> tuple[np.ndarray, np.ndarray]:
         return (
