@@ -439,27 +439,20 @@ class MedoidOutputLP(HighsSettings, Mechanism):
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         k = outputs_for(self.epsilon) if self.n_outputs is None else self.n_outputs
         medoids = prior_medoids(domain.prior, domain.dist_xy, min(k, domain.n_y))
-        if self.priced_outputs:  # all outputs as candidates, medoids first, then priced
-            released, sol = release_optimal(
-                domain.prior[:, None] * domain.dist_xy,
-                domain.dist_xx,
-                domain.constraint_pairs,
-                self.epsilon,
-                margin=self.margin,
-                options=self._options(),
-                start_outputs=medoids,
-                max_outputs=len(medoids) + self.priced_outputs,
-            )
-            Z = released.matrix
-        else:
-            released, sol = release_optimal(
-                domain.prior[:, None] * domain.dist_xy[:, medoids],
-                domain.dist_xx,
-                domain.constraint_pairs,
-                self.epsilon,
-                margin=self.margin,
-                options=self._options(),
-            )
+        # priced: all outputs as candidates, medoids first, then priced; else the medoids only
+        priced = bool(self.priced_outputs)
+        released, sol = release_optimal(
+            domain.prior[:, None] * (domain.dist_xy if priced else domain.dist_xy[:, medoids]),
+            domain.dist_xx,
+            domain.constraint_pairs,
+            self.epsilon,
+            margin=self.margin,
+            options=self._options(),
+            start_outputs=medoids if priced else None,
+            max_outputs=len(medoids) + self.priced_outputs if priced else None,
+        )
+        Z = released.matrix
+        if not priced:
             Z = np.zeros((domain.n_x, domain.n_y))
             Z[:, medoids] = released.matrix
         loss = float(domain.prior @ np.einsum("ik,ik->i", Z, domain.dist_xy))

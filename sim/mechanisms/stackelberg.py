@@ -492,15 +492,9 @@ class _OutputMaster:
             rows = np.flatnonzero(bad)
             if not len(rows):
                 continue
-            base, m = self.column(slot), len(rows)
-            r = np.arange(m)
-            block = sparse.csr_array(
-                (
-                    np.r_[np.ones(m), -self.gain[rows]],
-                    (np.r_[r, r], np.r_[base + self.src[rows], base + self.dst[rows]]),
-                ),
-                shape=(m, self.lp.shape[1]),
-            )
+            m = len(rows)
+            block = _mdp_rows(self.src[rows], self.dst[rows], self.gain[rows], self.column(slot),
+                              self.lp.shape[1])  # fmt: skip
             self.lp.add_rows(np.full(m, -np.inf), np.zeros(m), block)
             self.mdp_in[slot][rows] = True
             added += m
@@ -542,6 +536,15 @@ class _OutputMaster:
         return Z / Z.sum(axis=1, keepdims=True)
 
 
+def _mdp_rows(src, dst, gain, offset: int, width: int) -> sparse.csr_array:
+    """The mDP rows ``f[src] - gain f[dst] <= 0``: ``1`` at column ``offset + src``, ``-gain``
+    at ``offset + dst`` (``width`` columns)."""
+    r = np.arange(len(src))
+    vals = np.r_[np.ones(len(src)), -gain]
+    return sparse.csr_array((vals, (np.r_[r, r], np.r_[offset + src, offset + dst])),
+                            shape=(len(src), width))  # fmt: skip
+
+
 class _ExactPricer:
     """``max {min_e a_e . f - b . f : f in C, sum f = 1}`` for any ``b``, in dual form::
 
@@ -557,13 +560,7 @@ class _ExactPricer:
         cols = np.r_[np.arange(n), np.tile(np.arange(n), n)]
         vals = np.r_[np.ones(n), -a.ravel()]
         w_block = sparse.csc_array((vals, (rows, cols)), shape=(n + 1, n))
-        v_block = sparse.csc_array(
-            (
-                np.r_[np.ones(m), -gain],
-                (np.r_[1 + src, 1 + dst], np.r_[np.arange(m), np.arange(m)]),
-            ),
-            shape=(n + 1, m),
-        )
+        v_block = _mdp_rows(src, dst, gain, 1, n + 1).T  # M^T
         mu = sparse.csc_array(np.r_[0.0, np.ones(n)][:, None])
         A = sparse.hstack([w_block, v_block, mu], format="csc")
         c = np.r_[np.zeros(n + m), 1.0]
