@@ -178,6 +178,10 @@ class DistALP(Mechanism):
         return compose(up, self.report_guarantee, labels=("upload", "report over X"))
 
     # ------------------------------------------------------------------ fit
+    def check_domain_size(self, n_x: int, n_y: int) -> None:
+        """The upload scheme's own size rules (strict / paper: ``n_neighbours <= n_x``)."""
+        self._scheme.check_domain_size(n_x, n_y)
+
     def _fit_users(
         self, domain, users: np.ndarray, rng: np.random.Generator | None
     ) -> tuple[np.ndarray, dict, Uploads]:

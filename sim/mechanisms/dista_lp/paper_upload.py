@@ -156,5 +156,4 @@ def paper_upload(
         rel = _release(r, hi, cal.scales[t], cal.taus[t], t)
         s_tilde = rel.sample(s[:r], rng)
         params[t] = np.concatenate([s_tilde, u[:, :r].ravel(), vt[:r].T.ravel()])
-    sur_rank = min(rank, n, domain.n_y)
-    return perm, Upload("svd", params, n, domain.n_y, sur_rank)
+    return perm, Upload("svd", params, n, domain.n_y, rank)

@@ -184,7 +184,11 @@ def block_release(
 # ---------------------------------------------------------------------- upload
 @dataclass(frozen=True)
 class Upload:
-    """What the server receives: released parameters per block, rows in permuted order."""
+    """What the server receives: released parameters per block, rows in permuted order.
+
+    ``rank`` is the configured SVD rank; each block's own is ``min(rank, rows, columns)``
+    (``dx`` is ``n_local`` square, ``dy`` and ``cy`` have ``n_outputs`` columns).
+    """
 
     family: str
     params: dict[str, np.ndarray]
@@ -256,7 +260,7 @@ def prepare_upload(
         rel = block_release(sur[t], t, cal.scales[t], c.beta * c.weights, config)
         params[t] = rel.sample(fit.thetas[t], rng)
     state = UserState(int(x_index), lb, fit.perm, fit, config)
-    upload = Upload(config.family, params, len(lb.neighbourhood), domain.n_y, sur["dy"].rank)
+    upload = Upload(config.family, params, len(lb.neighbourhood), domain.n_y, config.rank)
     return state, upload
 
 

@@ -80,6 +80,10 @@ class UploadScheme(Component):
         """``(eps_upload, eps_pt)`` per km."""
         raise NotImplementedError
 
+    def check_domain_size(self, n_x: int, n_y: int) -> None:
+        """Raise :class:`InputError` if a domain of ``n_x`` secrets and ``n_y`` outputs cannot
+        take these parameters (``Mechanism.check_domain_size``: at fit and at load)."""
+
     def guarantee(self, audit: Audit | None) -> PureMDP | PMDP | None:
         """What each upload costs (``audit``: the fitted audit record, ``None`` before)."""
         raise NotImplementedError

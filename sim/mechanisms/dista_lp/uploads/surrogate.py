@@ -128,6 +128,15 @@ class SurrogateUpload(UploadScheme):
         split = self.config().split
         return math.fsum(split.upload.values()), split.pt
 
+    def check_domain_size(self, n_x: int, n_y: int) -> None:
+        """A neighbourhood is ``n_neighbours`` secrets: it may not exceed ``n_x`` (not clipped:
+        the noise is calibrated for blocks of exactly ``n_neighbours`` rows)."""
+        if self.n_neighbours > n_x:
+            raise InputError(
+                f"n_neighbours={self.n_neighbours} exceeds the {n_x} secrets; use "
+                f"n_neighbours <= {n_x} or more secrets"
+            )
+
     def send(
         self,
         domain,
@@ -143,8 +152,7 @@ class SurrogateUpload(UploadScheme):
     def upload(self, domain, users, rng, *, calibrations, margin) -> Uploaded:
         """Surrogate uploads, the paper's server (own blocks) and the server's location of
         every upload; the plan is weighted by the prior on the located neighbourhoods."""
-        if self.n_neighbours > domain.n_x:
-            raise InputError(f"n_neighbours={self.n_neighbours} exceeds the {domain.n_x} secrets")
+        self.check_domain_size(domain.n_x, domain.n_y)
         info: dict = {}
         audit, sent = self.send(domain, users, self.config(), rng, calibrations, info)
         eps_pt = self.budgets()[1]
