@@ -31,9 +31,12 @@ from mdpsim.run import simulate
 # value) and presolve's wrong 'Infeasible' on sparse road domains are fixed in wem_lp. Left
 # out (open, docs/reliability.md): stackelberg, whose quality_km can be below what any eps-mDP
 # mechanism reaches on the drawn domain (an InputError inside the run; which quality is
-# reachable depends on the placed points, so no load rule can say it); dista_lp, whose upload
-# modes failed inside the run on tiny domains ("n_neighbours=20 exceeds the 2 secrets";
-# "upload block 'dx' has (205,) parameters, not 82" at 20 points, 2 outputs).
+# reachable depends on the placed points, so no load rule can say it); dista_lp. Its strict /
+# paper failures on tiny domains are fixed (n_neighbours above the points refused at load; the
+# server rebuilt dx at dy's rank when |Y| < rank; tests/mechanisms/test_dista_lp_tiny_domains.py),
+# but drawn again (upload strict / paper, cheap calibration) the slow 300 found another: once
+# every user is halted (budget_rho_per_km2 = 1e-3) the refit has no user to upload and fails
+# inside the run ("upload='strict' needs at least one user to upload"; 11 of the 300).
 MECHANISMS = ["em", "laplace", "rmp", "interp", "panda", "lp_a", "copt", "lp", "lp_medoids"]
 MECHANISM_PARAMS = {
     "panda": st.fixed_dictionaries({}, optional={"n_anchors": st.sampled_from([2, 8, 32, 80])}),
