@@ -147,9 +147,8 @@ class PrivacyModel(mesa.Model):
         """One tick, as docs/design.md §6 tells it, with the players' ``decisions`` for it."""
         self.tick += 1
         timing: dict[str, float] = {}
-        with _timed(timing, "mechanism_s"):
-            if decisions.refresh:
-                self.server.generate(decisions.mechanism)  # 1. a new mechanism (uploads)
+        with _timed(timing, "mechanism_s"):  # 1. a new mechanism (uploads)
+            regenerated = decisions.refresh and self.server.generate(decisions.mechanism)
         with _timed(timing, "report_s"):
             self.pseudonyms = self.strategies.pseudonyms.names(
                 self.tick, self.pseudonyms, self.streams["pseudonyms"]
@@ -162,12 +161,12 @@ class PrivacyModel(mesa.Model):
         with _timed(timing, "attack_s"):
             attacks = self.server.attack(reports)  # 4. the server's attacks, scored
         self.last_reports, self.last_attacks, self.last_queries = reports, attacks, queries
-        self._collect(reports, queries, attacks, decisions.refresh)  # 5. data collector
+        self._collect(reports, queries, attacks, regenerated)  # 5. data collector
         self.budget.end_of_tick(self.tick, self.filters)  # a renewing budget renews here
         with _timed(timing, "move_s"):
             self.population.step(self.streams["mobility"])  # 6. users move to the next tick
         # wall-clock times differ between identical runs: kept apart from the data
-        self.log.timings.append({"tick": self.tick, "regenerated": decisions.refresh, **timing})
+        self.log.timings.append({"tick": self.tick, "regenerated": regenerated, **timing})
 
     def run(self, ticks: int, *, progress=None) -> TickLog:
         """Run ``ticks`` ticks; ``progress`` is called with the tick number after each."""

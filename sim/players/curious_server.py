@@ -122,15 +122,21 @@ class CuriousServer(mesa.Agent):
             )
         )
 
-    def generate(self, mechanism: int | None = None) -> None:
+    def generate(self, mechanism: int | None = None) -> bool:
         """Fit a new mechanism (``mechanism``: its index in the game's mechanisms; None: the
-        one published) at every eps level, charge the uploads it needed, tabulate the attacks."""
+        one published) at every eps level, charge the uploads it needed, tabulate the attacks.
+
+        Returns False, fitting nothing, when the mechanism needs its users' uploads and every
+        user's filter has halted (nobody can upload): the published mechanism stays."""
         model = self.model
-        if mechanism is not None:
-            self.published = mechanism
+        active = np.nonzero(~model.filters.halted)[0]
+        index = self.published if mechanism is None else mechanism
+        needs_users = mechanism_class(self.mechanism_names[index]).needs_users
+        if self.mechanism is not None and needs_users and not len(active):
+            return False
+        self.published = index
         name = self.mechanism_name
         params = self.settings.params_for(name)
-        active = np.nonzero(~model.filters.halted)[0]
         start = time.perf_counter()
         fitted = [self._fitted(name, eps, params, active) for eps in self.levels]
         self.generation_seconds = time.perf_counter() - start
@@ -160,6 +166,7 @@ class CuriousServer(mesa.Agent):
             self.attacks.release(
                 Release(tick=max(model.tick, 1), mechanism=released, uploads=uploads)
             )
+        return True
 
     def _fitted(self, name: str, eps: float, params: dict, active: np.ndarray) -> Mechanism:
         """Mechanism ``name`` at ``eps`` fitted on the domain (cached unless it takes uploads)."""
