@@ -31,20 +31,34 @@ from mdpsim.run import simulate
 # value) and presolve's wrong 'Infeasible' on sparse road domains are fixed in wem_lp. Left
 # out (open, docs/reliability.md): stackelberg, whose quality_km can be below what any eps-mDP
 # mechanism reaches on the drawn domain (an InputError inside the run; which quality is
-# reachable depends on the placed points, so no load rule can say it); dista_lp. Its strict /
+# reachable depends on the placed points, so no load rule can say it). dista_lp's strict /
 # paper failures on tiny domains are fixed (n_neighbours above the points refused at load; the
 # server rebuilt dx at dy's rank when |Y| < rank; tests/mechanisms/test_dista_lp_tiny_domains.py),
 # but drawn again (upload strict / paper, cheap calibration) the slow 300 found another: once
 # every user is halted (budget_rho_per_km2 = 1e-3) the refit has no user to upload and fails
 # inside the run ("upload='strict' needs at least one user to upload"; 11 of the 300). That is
-# fixed too (the server keeps the published mechanism: test_a_refresh_with_every_user_halted_...);
-# dista_lp stays out only until a slow 300 with it drawn has run clean.
-MECHANISMS = ["em", "laplace", "rmp", "interp", "panda", "lp_a", "copt", "lp", "lp_medoids"]
+# fixed too (the server keeps the published mechanism: test_a_refresh_with_every_user_halted_...).
+# dista_lp is drawn with a cheap calibration (its default PmDP calibration costs 15-50 s a fit).
+MECHANISMS = [
+    "em", "laplace", "rmp", "interp", "panda", "lp_a", "copt", "lp", "lp_medoids", "dista_lp"
+]  # fmt: skip
+_SURROGATE = {
+    "n_neighbours": st.sampled_from([2, 5, 20]),
+    "rank": st.sampled_from([1, 2]),
+    "audit_records": st.just(10),
+    "delta": st.just(0.05),
+    "confidence": st.just(0.9),
+    "release_neighbours": st.just(10),
+}
 MECHANISM_PARAMS = {
     "panda": st.fixed_dictionaries({}, optional={"n_anchors": st.sampled_from([2, 8, 32, 80])}),
     # interp's grid covers the points' bounding box (up to 3.7 km across here): at its default
     # 100 m spacing one fit took 8-50 s CPU at 27-68 points, 85 of the 92 s of 236 runs
     "interp": st.fixed_dictionaries({"spacing_m": st.sampled_from([300.0, 500.0, 1000.0])}),
+    "dista_lp": st.one_of(
+        st.fixed_dictionaries({"upload": st.sampled_from(["none", "location"])}),
+        st.fixed_dictionaries({"upload": st.sampled_from(["strict", "paper"]), **_SURROGATE}),
+    ),
 }
 ATTACK_PARAMS = {
     "tracking": st.fixed_dictionaries(
