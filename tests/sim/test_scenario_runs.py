@@ -3,8 +3,9 @@
 Scenarios are drawn field by field from the pydantic tables' own domains (names from the
 registries, numbers inside and at the edges of their bounds), kept small: the test extract
 ``helsinki-test``, at most 80 points, 2-3 ticks. Each is either refused when it loads
-(:class:`InputError`) or runs through ``simulate``, the code path of ``mdpsim run``; any other
-exception, or an InputError at run time, fails. 50 examples in the default run, 300 slow,
+(:class:`InputError` from the scenario, or from building its world and tick-0 mechanism, before
+any tick or output) or runs through ``run_model``, the code path of ``mdpsim run``; any other
+exception, or an InputError once the ticks run, fails. 50 examples in the default run, 300 slow,
 both derandomised; ``MDPSIM_FUZZ_RANDOM=1`` draws fresh ones (see ``RANDOM`` below).
 """
 
@@ -22,16 +23,15 @@ from mdpsim.domain import Domain
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import make
 from mdpsim.privacy import verify
-from mdpsim.run import simulate
+from mdpsim.run import run_model, simulate, tables
 
 # every registered mechanism that fits an 80-point domain in about a second. panda, lp_a and
 # copt came back once the failures this test found were fixed (docs/reliability.md): panda's
 # n_anchors above the domain's points is refused at load; lp_a's HiGHS 'Unknown' from a warm
 # basis is re-solved from scratch; copt's passModel kError (gains past HiGHS's largest matrix
-# value) and presolve's wrong 'Infeasible' on sparse road domains are fixed in wem_lp. Left
-# out (open, docs/reliability.md): stackelberg, whose quality_km can be below what any eps-mDP
-# mechanism reaches on the drawn domain (an InputError inside the run; which quality is
-# reachable depends on the placed points, so no load rule can say it). dista_lp's strict /
+# value) and presolve's wrong 'Infeasible' on sparse road domains are fixed in wem_lp.
+# stackelberg's quality_km can be below what any eps-mDP mechanism reaches on the drawn domain:
+# refused when its world and tick-0 mechanism are built (_runs_or_is_refused). dista_lp's strict /
 # paper failures on tiny domains are fixed (n_neighbours above the points refused at load; the
 # server rebuilt dx at dy's rank when |Y| < rank; tests/mechanisms/test_dista_lp_tiny_domains.py),
 # but drawn again (upload strict / paper, cheap calibration) the slow 300 found another: once
@@ -40,7 +40,8 @@ from mdpsim.run import simulate
 # fixed too (the server keeps the published mechanism: test_a_refresh_with_every_user_halted_...).
 # dista_lp is drawn with a cheap calibration (its default PmDP calibration costs 15-50 s a fit).
 MECHANISMS = [
-    "em", "laplace", "rmp", "interp", "panda", "lp_a", "copt", "lp", "lp_medoids", "dista_lp"
+    "em", "laplace", "rmp", "interp", "panda", "lp_a", "copt", "lp", "lp_medoids", "dista_lp",
+    "stackelberg",
 ]  # fmt: skip
 _SURROGATE = {
     "n_neighbours": st.sampled_from([2, 5, 20]),
@@ -55,6 +56,10 @@ MECHANISM_PARAMS = {
     # interp's grid covers the points' bounding box (up to 3.7 km across here): at its default
     # 100 m spacing one fit took 8-50 s CPU at 27-68 points, 85 of the 92 s of 236 runs
     "interp": st.fixed_dictionaries({"spacing_m": st.sampled_from([300.0, 500.0, 1000.0])}),
+    "stackelberg": st.fixed_dictionaries(
+        {"quality_km": st.sampled_from([0.01, 0.1, 0.3, 1.0, 3.0])},
+        optional={"adversary_metric": st.sampled_from(["domain", "zero_one"])},
+    ),
     "dista_lp": st.one_of(
         st.fixed_dictionaries({"upload": st.sampled_from(["none", "location"])}),
         st.fixed_dictionaries({"upload": st.sampled_from(["strict", "paper"]), **_SURROGATE}),
@@ -137,13 +142,29 @@ def scenarios(draw) -> dict:
     return raw
 
 
+class _Started:
+    """A trace recorder that only notes that the model was built (run_model starts it then)."""
+
+    built = False
+
+    def start(self, model) -> None:
+        self.built = True
+
+    def after_tick(self, model) -> None:
+        pass
+
+
 def _runs_or_is_refused(raw: dict) -> None:
+    """Refused at load (reading the scenario, or building its world and tick-0 mechanism,
+    before any tick and any output: a quality no mechanism reaches on the drawn points), or
+    runs through `mdpsim run`'s code path; nothing else may raise."""
+    probe = _Started()
     try:
         s = sc.from_dict(raw)
+        ticks, _, _ = tables(run_model(s, recorder=probe))
     except InputError as exc:
-        assert str(exc)
+        assert str(exc) and not probe.built
         return
-    ticks, _, _ = simulate(s)  # the code path of `mdpsim run`; nothing may raise here
     assert len(ticks) == s.scenario.ticks
 
 
