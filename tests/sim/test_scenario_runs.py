@@ -151,7 +151,7 @@ class _Started:
         self.built = True
 
     def after_tick(self, model) -> None:
-        pass
+        """Nothing to record after a tick."""
 
 
 def _runs_or_is_refused(raw: dict) -> None:

@@ -11,6 +11,7 @@ composes a scheme with a planner (planner.py).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
@@ -62,7 +63,7 @@ class Uploaded:
 
 
 @dataclass(kw_only=True, repr=False, eq=False)
-class UploadScheme(Component):
+class UploadScheme(Component, ABC):
     """One upload mode: keyword parameters (its fields), validated at construction."""
 
     mode: ClassVar[str] = "?"
@@ -76,18 +77,19 @@ class UploadScheme(Component):
     def __post_init__(self) -> None:
         self.epsilon = check_epsilon(self.epsilon, owner="dista_lp")
 
+    @abstractmethod
     def budgets(self) -> tuple[float, float]:
         """``(eps_upload, eps_pt)`` per km."""
-        raise NotImplementedError
 
     def check_domain_size(self, n_x: int, n_y: int) -> None:
         """Raise :class:`InputError` if a domain of ``n_x`` secrets and ``n_y`` outputs cannot
         take these parameters (``Mechanism.check_domain_size``: at fit and at load)."""
 
+    @abstractmethod
     def guarantee(self, audit: Audit | None) -> PureMDP | PMDP | None:
         """What each upload costs (``audit``: the fitted audit record, ``None`` before)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def upload(
         self,
         domain,
@@ -100,4 +102,3 @@ class UploadScheme(Component):
         """Every distinct user's upload (``users``: their secrets, sorted, distinct) and
         what the server reads from them; ``calibrations`` keeps the public noise
         calibrations, ``margin`` is the LPs' (they run at ``eps_pt (1 - margin)``)."""
-        raise NotImplementedError

@@ -10,6 +10,7 @@ The noise calibrations are public (a function of X) and costly, so they are kept
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -137,6 +138,7 @@ class SurrogateUpload(UploadScheme):
                 f"n_neighbours <= {n_x} or more secrets"
             )
 
+    @abstractmethod
     def send(
         self,
         domain,
@@ -147,7 +149,6 @@ class SurrogateUpload(UploadScheme):
         info: dict,
     ) -> tuple[Audit, list[Sent]]:
         """The users' uploads and the audit of their noise (recorded in ``info``)."""
-        raise NotImplementedError
 
     def upload(self, domain, users, rng, *, calibrations, margin) -> Uploaded:
         """Surrogate uploads, the paper's server (own blocks) and the server's location of
