@@ -2,7 +2,8 @@
 
 Usage: ``python bench/lp_scale.py [--sections exact medoids] [--exact-sizes 50 100 150 200]
 [--exact-eps 4 7 10] [--exact-cap 120] [--no-levels] [--medoid-sizes 2000 4000 6000]
-[--medoid-eps 4 7 10] [--medoid-cap 600] [--plot docs/img/lp_scale.png]``. Prints Markdown tables:
+[--medoid-eps 4 7 10] [--medoid-cap 600] [--medoid-params laplace_outputs=True]
+[--plot docs/img/lp_scale.png]``. Prints Markdown tables:
 
 * ``exact``: ``make("lp")`` fit (incl. level warm start, margin, repair, exact check) per N
   and eps, with the nonzeros of the full chaining LP (``N K`` row-sum entries plus 4 per mDP
@@ -10,8 +11,8 @@ Usage: ``python bench/lp_scale.py [--sections exact medoids] [--exact-sizes 50 1
   generation rounds of the full solve, the wall time per nonzero and the 1-min load after the
   fit; stops at the first N over the cap.
 * ``medoids``: ``make("lp_medoids")`` fit per N and eps: loss, EM's loss, the ratio, the
-  certified lower bound on the optimal LP and the gap (loss / bound), the bound's parts
-  (1: not split; docs/lp.md, "The split bound"), fit time split into
+  certified lower bound on the optimal LP and the gap (loss / bound), the bound's kind
+  (``prices``, ``grouped`` or ``split`` with its parts; docs/lp.md), fit time split into
   the mechanism (medoids, LP, repair, exact check) and the bound, CPU, peak RSS, the 1-min
   load average after the fit, exact check (smallest eps with the domain's chaining pairs).
   A fit over the cap is reported with its peak RSS up to the kill.
@@ -24,6 +25,7 @@ wall time for both.
 from __future__ import annotations
 
 import argparse
+import ast
 import multiprocessing as mp
 import os
 import resource
@@ -116,16 +118,16 @@ def exact(G, sizes, epsilons, cap: float, points: list, levels: bool) -> None:
             )
 
 
-def medoids(G, sizes, epsilons, cap: float, points: list) -> None:
+def medoids(G, sizes, epsilons, cap: float, points: list, params: dict) -> None:
     print("| N | eps /km | outputs | loss (km) | EM (km) | loss / EM | lower bound (km) | gap "
-          "| bound parts | fit (s) | mechanism (s) | bound (s) | CPU (s) | peak RSS (MB) | load "
+          "| bound | fit (s) | mechanism (s) | bound (s) | CPU (s) | peak RSS (MB) | load "
           "| smallest eps /km |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         domain = Domain.from_network(G, n_points=n)
         for eps in epsilons:
             em = make("em", epsilon=eps).fit(domain).expected_loss()
-            row = run_capped("lp_medoids", eps, domain, cap)
+            row = run_capped("lp_medoids", eps, domain, cap, **params)
             load = os.getloadavg()[0]
             if "error" in row:
                 print(f"| {n} | {eps:g} | | {row['error']} | {em:.4f} | | | | | | | | | "
@@ -137,12 +139,27 @@ def medoids(G, sizes, epsilons, cap: float, points: list) -> None:
             print(
                 f"| {n} | {eps:g} | {info['outputs_used']} | {row['loss']:.4f} | {em:.4f} "
                 f"| {row['loss'] / em:.3f} | {info['lower_bound_km']:.4f} | {info['gap']:.2f} "
-                f"| {info['lower_bound_subsets']} | {info['fit_seconds']:.1f} "
+                f"| {_bound_kind(info)} | {info['fit_seconds']:.1f} "
                 f"| {info['fit_seconds'] - bound_s:.1f} | {bound_s:.1f} | {row['cpu']:.1f} "
                 f"| {row['peak_rss_mb']:.0f} | {load:.1f} "
                 f"| {row['smallest_eps']:.4f} |",
                 flush=True,
             )
+
+
+def _bound_kind(info: dict) -> str:
+    """The certified bound's kind; the split bound with its parts."""
+    kind = info["lower_bound_kind"]
+    return f"split ({info['lower_bound_subsets']})" if kind == "split" else kind
+
+
+def _param(text: str) -> tuple[str, object]:
+    """``name=value``: a Python literal (``laplace_outputs=True``) or else a string."""
+    name, _, value = text.partition("=")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value
 
 
 def plot(points: list, path: str) -> None:
@@ -179,6 +196,8 @@ def main() -> None:
     parser.add_argument("--medoid-sizes", type=int, nargs="+", default=[2000, 4000, 6000])
     parser.add_argument("--medoid-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     parser.add_argument("--medoid-cap", type=float, default=600.0)
+    parser.add_argument("--medoid-params", type=_param, nargs="*", default=[],
+                        help="lp_medoids parameters, e.g. laplace_outputs=True")  # fmt: skip
     parser.add_argument("--plot", default=None)
     args = parser.parse_args()
     os.environ.setdefault("MDPSIM_CACHE", "/tmp/mdpcache")
@@ -186,7 +205,8 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min)\n")
     points: list = []
     if "medoids" in args.sections:
-        medoids(G, args.medoid_sizes, args.medoid_eps, args.medoid_cap, points)
+        medoids(G, args.medoid_sizes, args.medoid_eps, args.medoid_cap, points,
+                dict(args.medoid_params))  # fmt: skip
         print()
     if "exact" in args.sections:
         exact(G, args.exact_sizes, args.exact_eps, args.exact_cap, points, not args.no_levels)

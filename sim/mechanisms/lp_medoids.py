@@ -13,26 +13,27 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    exactly at ``eps`` by ``repair.release_verified`` (``lp_solver.release_optimal``). The other
    outputs get probability 0 (a zero column meets every constraint). So the released matrix
    is pure eps-mDP over all of X, and its loss uses the domain's true cost.
+   With ``laplace_outputs`` every other output may also carry a fixed-shape column, its
+   Laplace ray (docs/lp.md, "Laplace outputs").
 3. **Certified lower bound** on the optimal LP's loss over ALL outputs
    (``lower_bound_``; skipped with ``with_bound=False``): weak duality for the mDP
-   constraints. For ANY flows ``f >= 0`` on the constraints of each output group,
-   ``sum_i min_g (pi_i min_{y in g} d(x_i, y) + a_g[i])`` (``certified_bound``) is at most
-   the optimum (argument in docs/lp.md); it is evaluated in floating point with an explicit
-   rounding allowance. The flows come from a small relaxation, ``cluster_lower_bound``:
-   ``bound_groups`` groups of outputs (around k-medoids of their own), only the entries
-   within ``bound_reach / eps`` of each secret's nearest group (the others: one "rest"
-   variable per secret at their cheapest cost), each medoid's shortest-path tree plus
-   ``bound_rounds`` rounds of the violated constraints. From 200 secrets on (``bound_subsets``)
-   the secrets are split into farthest-point-spread parts of about 100 and the parts'
-   bounds summed (``split_lower_bound``: the optimum is at least the sum of the parts'
-   optima), tighter and faster at city scale (docs/lp.md, "The split bound").
+   constraints. For ANY flows ``f >= 0`` on the constraints of each output (or output
+   group), ``sum_i min_g (pi_i min_{y in g} d(x_i, y) + a_g[i])`` (``certified_bound``) is
+   at most the optimum (argument in docs/lp.md); it is evaluated in floating point with an
+   explicit rounding allowance. By default (``bound="prices"``) the flows are per output,
+   from ``lp_certificate.price_certificate``: each output's flows cover what prices derived
+   from this mechanism's own LP duals ask each secret to pay. ``bound="relaxation"`` takes
+   them from small relaxations instead: ``cluster_lower_bound`` (``bound_groups`` groups of
+   outputs, entries within ``bound_reach / eps`` of each secret's nearest group plus one
+   "rest" variable per secret, each medoid's shortest-path tree plus ``bound_rounds``
+   rounds of the violated constraints) and, from 200 secrets on, ``split_lower_bound`` (the
+   secrets in farthest-point-spread parts of about 100, the parts' bounds summed).
    ``info_["gap"]`` is the released loss over that bound.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -42,6 +43,7 @@ from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
+from mdpsim.mechanisms.lp_certificate import LowerBound, price_certificate
 from mdpsim.mechanisms.lp_outputs import tight_constraints
 from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
@@ -49,6 +51,11 @@ from mdpsim.validation import check_margin, check_positive_int, check_scalar
 
 _LLOYD_STEPS = 30
 SUBSET_SIZE = 100  # secrets per part of the split bound (docs/lp.md, "The split bound")
+BOUNDS = ("prices", "relaxation")
+PRICE_SCALE = 0.8  # the price bound's first prices: this times the LP's duals (docs/lp.md)
+PRICE_ROUNDS = 2
+BOUND_ROUNDS = 2  # the relaxation bound's rounds of constraint generation
+BOUND_REACH = 6.0
 _MAX_KEPT_SHARE = 2 / 3  # the reach pays only when it drops a third of the entries (docs/lp.md)
 
 
@@ -91,23 +98,6 @@ def prior_medoids(prior: np.ndarray, dist_xy: np.ndarray, k: int) -> np.ndarray:
             break
         out = new
     return np.sort(out)
-
-
-@dataclass(frozen=True)
-class LowerBound:
-    """A certified lower bound on the optimal LP's loss (km) and how it was obtained.
-
-    ``value`` is :func:`certified_bound` of the last relaxation solved; ``relaxation`` that
-    relaxation's objective as HiGHS reports it (equal to ``value`` up to the solver's
-    tolerance; reported, never used as the bound).
-    """
-
-    value: float
-    relaxation: float
-    rounds: int
-    constraints: int
-    variables: int
-    seconds: float
 
 
 def certified_bound(group_cost: np.ndarray, src, dst, gain, con, col, flow) -> float:
@@ -270,6 +260,15 @@ def split_lower_bound(
     )
 
 
+def _optional(value, check):
+    """``None``, or ``value`` checked."""
+    return None if value is None else check(value)
+
+
+def _default(value, default):
+    return default if value is None else value
+
+
 def _columns(group_cost: np.ndarray, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Cost and secret (row-sum row) of each LP column: the kept entries in row-major order,
     then one rest column per secret with left-out entries, at the cheapest one's cost."""
@@ -326,26 +325,39 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         Outputs added to the medoids by pricing ALL outputs against the restricted LP's
         row-sum duals (Laplace rays, ``lp_solver.solve_optimal`` with ``max_outputs``; outputs
         without mass may leave again). 0 (default): the medoids only.
+    bound
+        Which certified lower bound (docs/lp.md, "How far from optimal"): ``"prices"``
+        (default; ``lp_certificate.price_certificate``: per-output flows that cover what
+        the mechanism's own LP duals, scaled by ``price_scale``, ask each secret to pay,
+        ``price_rounds`` rounds) or ``"relaxation"`` (the split and / or grouped relaxations
+        below, the larger kept). A parameter of the other bound is an ``InputError``.
+    price_scale, price_rounds
+        The ``"prices"`` bound's first prices (this times the LP's row-sum duals, which are
+        too high: the restricted LP's loss is above the optimum; default 0.8) and its rounds
+        (default 2; each re-aims at the mean of the last prices and what was certified).
+    laplace_outputs
+        Also give every output that is not a medoid one column of fixed shape, its Laplace ray
+        ``w_y exp(-eps d(x, y))`` with ``w_y >= 0`` chosen by the LP (``lp_solver``'s
+        ``ray_dist_km``; docs/lp.md, "Laplace outputs"). Lower loss, a slower LP. Default off.
     bound_subsets
-        Parts of the split bound (``split_lower_bound``: the secrets in that many
-        farthest-point-spread parts, each part's optimum bounded on its own). ``None``
-        (default): ``N // SUBSET_SIZE`` parts (100 secrets each), and from 2 parts on
-        BOTH bounds are computed and the larger is the bound (each is certified; the split
-        one wins at eps 7 and 10 at |X| = 2,000, the grouped one at eps 4; docs/lp.md);
-        1: no split, the grouped relaxation over all of X (``bound_groups``); 2 or more:
-        the split bound alone.
+        ``"relaxation"`` bound only. Parts of the split bound (``split_lower_bound``: the
+        secrets in that many farthest-point-spread parts, each part's optimum bounded on its
+        own). ``None`` (default): ``N // SUBSET_SIZE`` parts (100 secrets each), and from 2
+        parts on BOTH relaxations are computed and the larger is the bound; 1: no split, the
+        grouped relaxation over all of X (``bound_groups``); 2 or more: the split bound alone.
     bound_groups
-        Output groups of the unsplit bound's relaxation (k-medoids of their own; more
-        groups: a tighter bound and a larger LP). ``None``: 3 per output of the mechanism.
-        Not used by the split bound (each part: one group per secret).
+        ``"relaxation"`` bound only. Output groups of the unsplit relaxation (k-medoids of
+        their own; more groups: a tighter bound and a larger LP). ``None``: 3 per output of
+        the mechanism. Not used by the split bound (each part: one group per secret).
     bound_rounds
-        Rounds of constraint generation in the lower bound's relaxation (0: trees only).
+        ``"relaxation"`` bound only. Rounds of constraint generation in its relaxation (0:
+        trees only).
     bound_reach
-        The relaxation keeps the entries ``(i, g)`` within ``bound_reach / eps`` km of
-        secret i's nearest group (default 6: entries ``e^-6`` down from the nearest; the
-        others share one "rest" variable per secret), when that drops at least 1/3 of them
-        (else all are kept).
-        Larger: a tighter bound and a larger LP.
+        ``"relaxation"`` bound only. The relaxation keeps the entries ``(i, g)`` within
+        ``bound_reach / eps`` km of secret i's nearest group (default 6: entries ``e^-6``
+        down from the nearest; the others share one "rest" variable per secret), when that
+        drops at least 1/3 of them (else all are kept). Larger: a tighter bound and a larger
+        LP.
     with_bound
         Compute the lower bound (default). ``False`` skips it (``lower_bound`` is ``None``,
         no ``gap``): for callers that need only the matrix, e.g. DistA-LP's planner.
@@ -363,10 +375,14 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         n_outputs: int | None = None,
         margin: float = FIRST_MARGIN,
         priced_outputs: int = 0,
+        laplace_outputs: bool = False,
+        bound: str = "prices",
+        price_scale: float | None = None,
+        price_rounds: int | None = None,
         bound_subsets: int | None = None,
         bound_groups: int | None = None,
-        bound_rounds: int = 2,
-        bound_reach: float = 6.0,
+        bound_rounds: int | None = None,
+        bound_reach: float | None = None,
         with_bound: bool = True,
         time_limit: float | None = None,
         threads: int | None = None,
@@ -375,16 +391,46 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         self.n_outputs = None if n_outputs is None else check_positive_int(n_outputs, "n_outputs")
         self.margin = check_margin(margin, MAX_MARGIN)
         self.priced_outputs = check_positive_int(priced_outputs, "priced_outputs", minimum=0)
-        self.bound_subsets = (
-            None if bound_subsets is None else check_positive_int(bound_subsets, "bound_subsets")
+        self.laplace_outputs = check_scalar(laplace_outputs, "laplace_outputs", kind=bool)
+        if self.laplace_outputs and self.priced_outputs:
+            raise InputError(
+                "laplace_outputs and priced_outputs exclude each other; set one of them"
+            )
+        if bound not in BOUNDS:
+            raise InputError(f"bound={bound!r} must be one of {', '.join(BOUNDS)}")
+        self.bound = bound
+        given = {
+            "prices": {"price_scale": price_scale, "price_rounds": price_rounds},
+            "relaxation": {
+                "bound_subsets": bound_subsets,
+                "bound_groups": bound_groups,
+                "bound_rounds": bound_rounds,
+                "bound_reach": bound_reach,
+            },
+        }
+        for other in BOUNDS:
+            for name, value in given[other].items():
+                if other != bound and value is not None:
+                    raise InputError(
+                        f"{name} applies to bound={other!r} only; drop it or set bound={other!r}"
+                    )
+        # stored as given (None: the default below), so get_params round-trips through make
+        self.price_scale = _optional(
+            price_scale, lambda v: check_scalar(v, "price_scale", min=0,
+                                                include_boundaries="neither", finite=True)
+        )  # fmt: skip
+        self.price_rounds = _optional(price_rounds, lambda v: check_positive_int(v, "price_rounds"))
+        self.bound_subsets = _optional(
+            bound_subsets, lambda v: check_positive_int(v, "bound_subsets")
         )
-        self.bound_groups = (
-            None if bound_groups is None else check_positive_int(bound_groups, "bound_groups")
+        self.bound_groups = _optional(bound_groups, lambda v: check_positive_int(v, "bound_groups"))
+        self.bound_rounds = _optional(
+            bound_rounds, lambda v: check_positive_int(v, "bound_rounds", minimum=0)
         )
-        self.bound_rounds = check_positive_int(bound_rounds, "bound_rounds", minimum=0)
-        self.bound_reach = check_scalar(
-            bound_reach, "bound_reach", min=0, include_boundaries="neither", finite=False
-        )
+        self.bound_reach = _optional(
+            bound_reach, lambda v: check_scalar(v, "bound_reach", min=0,
+                                                include_boundaries="neither", finite=False)
+        )  # fmt: skip
         self.with_bound = check_scalar(with_bound, "with_bound", kind=bool)
         self._set_highs(time_limit, threads)
 
@@ -405,8 +451,21 @@ class MedoidOutputLP(HighsSettings, Mechanism):
             )
         return self.bound_subsets
 
-    def _bounds(self, domain, n_outputs: int) -> dict[str, LowerBound]:
-        """The certified bounds asked for: ``"split"`` and / or ``"grouped"``."""
+    def _bounds(self, domain, n_outputs: int, duals: np.ndarray) -> dict[str, LowerBound]:
+        """The certified bounds asked for: ``"prices"``, or ``"split"`` and / or
+        ``"grouped"``; ``duals`` are the mechanism's LP row-sum duals."""
+        if self.bound == "prices":
+            certificate = price_certificate(
+                domain.prior,
+                domain.dist_xy,
+                domain.dist_xx,
+                domain.constraint_pairs,
+                self.epsilon,
+                _default(self.price_scale, PRICE_SCALE) * duals,
+                rounds=_default(self.price_rounds, PRICE_ROUNDS),
+                options=HighsOptions(threads=self.threads),
+            )
+            return {"prices": certificate}
         options = HighsOptions(
             threads=self.threads,
             solver="ipm",
@@ -420,8 +479,8 @@ class MedoidOutputLP(HighsSettings, Mechanism):
                 domain,
                 self.epsilon,
                 subsets=subsets,
-                rounds=self.bound_rounds,
-                reach=self.bound_reach,
+                rounds=_default(self.bound_rounds, BOUND_ROUNDS),
+                reach=_default(self.bound_reach, BOUND_REACH),
                 options=options,
             )
         if subsets == 1 or self.bound_subsets is None:
@@ -430,8 +489,8 @@ class MedoidOutputLP(HighsSettings, Mechanism):
                 domain,
                 prior_medoids(domain.prior, domain.dist_xy, min(groups, domain.n_y)),
                 self.epsilon,
-                rounds=self.bound_rounds,
-                reach=self.bound_reach,
+                rounds=_default(self.bound_rounds, BOUND_ROUNDS),
+                reach=_default(self.bound_reach, BOUND_REACH),
                 options=options,
             )
         return out
@@ -440,7 +499,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         k = outputs_for(self.epsilon) if self.n_outputs is None else self.n_outputs
         medoids = prior_medoids(domain.prior, domain.dist_xy, min(k, domain.n_y))
         # priced: all outputs as candidates, medoids first, then priced; else the medoids only
-        priced = bool(self.priced_outputs)
+        priced = bool(self.priced_outputs) or self.laplace_outputs
         released, sol = release_optimal(
             domain.prior[:, None] * (domain.dist_xy if priced else domain.dist_xy[:, medoids]),
             domain.dist_xx,
@@ -450,6 +509,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
             options=self._options(),
             start_outputs=medoids if priced else None,
             max_outputs=len(medoids) + self.priced_outputs if priced else None,
+            ray_dist_km=domain.dist_xy if self.laplace_outputs else None,
         )
         Z = released.matrix
         if not priced:
@@ -470,7 +530,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         }
         self.lower_bound_ = None
         if self.with_bound:
-            bounds = self._bounds(domain, len(medoids))
+            bounds = self._bounds(domain, len(medoids), sol.row_duals)
             kind = max(bounds, key=lambda name: bounds[name].value)
             bound = bounds[kind]
             self.lower_bound_ = bound.value
@@ -482,7 +542,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
                 lower_bound_constraints=bound.constraints,
                 lower_bound_variables=bound.variables,
                 lower_bound_seconds=sum(b.seconds for b in bounds.values()),
-                lower_bound_subsets=self._subsets(domain),
+                lower_bound_subsets=self._subsets(domain) if self.bound == "relaxation" else 1,
                 gap=loss / bound.value if bound.value > 0 else float("inf"),
             )
             info.update({f"lower_bound_{name}_km": b.value for name, b in bounds.items()})

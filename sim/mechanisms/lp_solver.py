@@ -42,6 +42,7 @@ DUAL_SIMPLEX = 1  # ... but after a seeded start or added outputs the dual simpl
 FEASIBILITY_TOL = 1e-9  # HiGHS's default 1e-7 left 4e-7 relative error at gains ~1e6 (docs)
 _COLUMN_CHUNK = 256  # outputs per block of the violation check (bounded memory)
 _OUTPUTS_PER_ROUND = 5  # at least this many outputs added per pricing round (docs/lp.md)
+RAY_BATCH = 50
 _GROWTH = 4  # ... or a quarter of the outputs already in the model
 
 
@@ -114,6 +115,7 @@ def solve_optimal(
     dual_restarts: bool = False,
     start_outputs: np.ndarray | None = None,
     max_outputs: int | None = None,
+    ray_dist_km: np.ndarray | None = None,
 ) -> tuple[np.ndarray, OptimalSolution]:
     """The raw LP optimum (NOT repaired, only eps-mDP up to the solver's tolerance).
 
@@ -129,7 +131,12 @@ def solve_optimal(
     ``max_outputs``: stop adding outputs once the model holds that many, and price by the
     Laplace rays only (no exact pricing): the result is then the optimum over the outputs in
     the model, a feasible mechanism but NOT the full LP's optimum (``lp_medoids``' priced
-    outputs, docs/lp.md). Returns the
+    outputs, docs/lp.md). ``ray_dist_km`` (N x K, km; with ``start_outputs`` and no
+    output generation): every output outside the model also gets one column of FIXED
+    shape, its Laplace ray ``w_k exp(-eps d(x_i, y_k))`` (eps-mDP over all pairs by the
+    triangle inequality), ``w_k >= 0`` chosen by the LP (``lp_medoids``' Laplace outputs,
+    docs/lp.md, "Laplace outputs"); the rays enter as rows of the dual when their reduced
+    cost is negative. Returns the
     N x K matrix and the :class:`OptimalSolution`; raises ``SolverError`` if a solve is not
     optimal or the time limit passes.
     """
@@ -171,8 +178,16 @@ def solve_optimal(
     dual_restarts = dual_restarts and bool(len(con))  # only a seeded solve (docs/lp.md)
     model.dual_next = dual_restarts
     dropped = np.zeros(k, dtype=bool)  # each output leaves the model at most once
+    rays_of = None if ray_dist_km is None else _LaplaceColumns(ray_dist_km, cost, epsilon)
     while True:
         Z_S, u = _converge(model, lookup, tol, time_left)
+        if rays_of is not None:
+            new = rays_of.attractive(u, model.outputs, model.ray_outputs, tol)
+            if len(new):
+                model.add_rays(new, rays_of.column(new), rays_of.cost(new))
+                model.dual_next = True
+                continue
+            break
         outside = np.setdiff1d(np.arange(k), model.outputs)
         left = time_left()
         if left is not None:
@@ -197,6 +212,10 @@ def solve_optimal(
 
     Z = np.zeros((n, k))
     Z[:, model.outputs] = Z_S
+    if rays_of is not None and len(model.ray_outputs):
+        Z[:, model.ray_outputs] += rays_of.column(model.ray_outputs) * np.maximum(
+            model.ray_weight, 0.0
+        )
     bound = model.flow > 0
     result = OptimalSolution(
         objective=model.objective,
@@ -292,12 +311,23 @@ class _RestrictedDual:
         self.rounds = self.iterations = 0
         self.objective, self.status = np.nan, ""
         self.dual_next = False  # the next solve by the dual simplex, then primal again
+        self.ray_outputs = np.zeros(0, dtype=np.int64)  # rows after the outputs' rows
+        self.ray_weight = np.zeros(0)
+
+    def add_rays(self, outputs, columns: np.ndarray, costs: np.ndarray) -> None:
+        """One dual row ``sum_i z[i] u_i <= cost`` per fixed-shape column ``z`` (N x m)."""
+        rows = sparse.csr_array(columns.T)
+        extra = sparse.csr_array((rows.shape[0], self.lp.shape[1] - rows.shape[1]))
+        self.lp.add_rows(-np.inf, costs, sparse.hstack([rows, extra]))
+        self.ray_outputs = np.concatenate([self.ray_outputs, outputs])
 
     def has(self, con, col) -> np.ndarray:
         return self.in_model[con, col]
 
     def add_outputs(self, outputs) -> None:
         outputs = np.asarray(outputs, dtype=np.int64)
+        if len(self.ray_outputs):
+            raise RuntimeError("outputs added after Laplace columns (their rows come first)")
         n = self.cost.shape[0]
         rows = sparse.csr_array(sparse.vstack([sparse.eye(n)] * len(outputs)))
         extra = sparse.csr_array((rows.shape[0], self.lp.shape[1] - n))
@@ -361,7 +391,34 @@ class _RestrictedDual:
         self.rounds += 1
         self.iterations += sol.iterations
         self.objective, self.status, self.flow = sol.objective, sol.status, sol.x[n:]
-        return sol.row_dual.reshape(len(self.outputs), n).T, sol.x[:n]
+        split = len(self.outputs) * n
+        self.ray_weight = sol.row_dual[split:]
+        return sol.row_dual[:split].reshape(len(self.outputs), n).T, sol.x[:n]
+
+
+class _LaplaceColumns:
+    """The Laplace ray of each output, ``exp(-eps d(x_i, y_k))``, and its cost and pricing."""
+
+    def __init__(self, dist_km: np.ndarray, cost: np.ndarray, epsilon: float) -> None:
+        self.dist, self.weighted, self.epsilon = dist_km, cost, epsilon
+
+    def column(self, outputs) -> np.ndarray:
+        return np.exp(-self.epsilon * self.dist[:, outputs])
+
+    def cost(self, outputs) -> np.ndarray:
+        return np.einsum("ik,ik->k", self.weighted[:, outputs], self.column(outputs))
+
+    def attractive(self, u, free, taken, tol: float) -> np.ndarray:
+        """Outputs (not free, not yet in) whose ray has a reduced cost below ``-tol``."""
+        out = np.setdiff1d(np.arange(self.dist.shape[1]), np.concatenate([free, taken]))
+        rc = np.empty(len(out))
+        for start in range(0, len(out), _COLUMN_CHUNK):
+            block = out[start : start + _COLUMN_CHUNK]
+            rc[start : start + len(block)] = np.einsum(
+                "ik,ik->k", self.weighted[:, block] - u[:, None], self.column(block)
+            )
+        order = np.argsort(rc)[:RAY_BATCH]
+        return np.sort(out[order[rc[order] < -tol]])
 
 
 class _ConstraintIndex:
@@ -422,6 +479,7 @@ def release_optimal(
     dual_restarts: bool = False,
     start_outputs: np.ndarray | None = None,
     max_outputs: int | None = None,
+    ray_dist_km: np.ndarray | None = None,
 ) -> tuple[VerifiedRelease, OptimalSolution]:
     """Solve at ``eps (1 - margin)``, then :func:`~mdpsim.mechanisms.repair.release_verified`
     (repair, verify at ``eps``; on failure re-solve at the next margin, seeded with the
@@ -446,6 +504,7 @@ def release_optimal(
             dual_restarts=dual_restarts,
             start_outputs=start_outputs,
             max_outputs=max_outputs,
+            ray_dist_km=ray_dist_km,
         )
         last.append(sol)
         return raw

@@ -47,8 +47,12 @@ def test_uses_only_the_medoid_outputs_and_beats_the_exponential_mechanism(road_d
 
 
 def test_more_bound_rounds_never_lower_the_bound(road_domain_small):
-    coarse = make("lp_medoids", epsilon=4.0, n_outputs=6, bound_rounds=0).fit(road_domain_small)
-    finer = make("lp_medoids", epsilon=4.0, n_outputs=6, bound_rounds=3).fit(road_domain_small)
+    coarse = make("lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=6, bound_rounds=0).fit(
+        road_domain_small
+    )
+    finer = make("lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=6, bound_rounds=3).fit(
+        road_domain_small
+    )
     assert finer.lower_bound >= coarse.lower_bound * (1 - 1e-9)
 
 
@@ -84,7 +88,7 @@ def test_a_failed_bound_lp_raises_with_its_status(road_domain_small, monkeypatch
 
     monkeypatch.setattr(lp_medoids, "HighsLP", infeasible)
     with pytest.raises(SolverError, match="lower bound: HiGHS stopped with model status 'Inf"):
-        make("lp_medoids", epsilon=4.0, n_outputs=6).fit(road_domain_small)
+        make("lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=6).fit(road_domain_small)
 
 
 def _bound_inputs(domain, eps: float, n_groups: int):
@@ -111,15 +115,19 @@ def test_any_non_negative_flows_give_a_bound_below_the_optimum(road_domain_small
 
 
 def test_the_certified_bound_matches_the_relaxation_optimum(road_domain_small):
-    mech = make("lp_medoids", epsilon=6.0, n_outputs=6).fit(road_domain_small)
+    mech = make("lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6).fit(road_domain_small)
     info = mech.info_
     assert info["lower_bound_km"] == pytest.approx(info["lower_bound_relaxation_km"], rel=1e-6)
     assert info["lower_bound_km"] <= info["lower_bound_relaxation_km"] + 1e-12
 
 
 def test_a_smaller_reach_keeps_fewer_entries_and_a_valid_bound(road_domain_small):
-    local = make("lp_medoids", epsilon=6.0, n_outputs=6, bound_reach=1.0).fit(road_domain_small)
-    every = make("lp_medoids", epsilon=6.0, n_outputs=6, bound_reach=np.inf).fit(road_domain_small)
+    local = make("lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_reach=1.0).fit(
+        road_domain_small
+    )
+    every = make(
+        "lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_reach=np.inf
+    ).fit(road_domain_small)
     assert local.info_["lower_bound_variables"] < every.info_["lower_bound_variables"]
     optimum = _optimum(road_domain_small, 6.0)
     assert 0 < local.lower_bound <= optimum and 0 < every.lower_bound <= optimum
@@ -138,9 +146,13 @@ def test_without_the_bound_the_matrix_is_the_same(road_domain_small):
 @pytest.mark.parametrize("reach", [1.0, 2.0])
 def test_the_localized_relaxation_optimum_is_its_certified_bound(road_domain_small, eps, reach):
     """The rest columns charge left-out entries as the bound does: the LP maximises B."""
-    mech = make("lp_medoids", epsilon=eps, n_outputs=6, bound_reach=reach).fit(road_domain_small)
+    mech = make("lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_reach=reach).fit(
+        road_domain_small
+    )
     info = mech.info_
-    every = make("lp_medoids", epsilon=eps, n_outputs=6, bound_reach=np.inf).fit(road_domain_small)
+    every = make(
+        "lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_reach=np.inf
+    ).fit(road_domain_small)
     assert info["lower_bound_variables"] <= 2 / 3 * every.info_["lower_bound_variables"]
     assert info["lower_bound_km"] == pytest.approx(info["lower_bound_relaxation_km"], rel=1e-6)
     assert 0 < mech.lower_bound <= _optimum(road_domain_small, eps) * (1 + 1e-7)
@@ -152,7 +164,7 @@ def test_the_localized_relaxation_optimum_is_its_certified_bound(road_domain_sma
 def test_bound_below_the_exact_optimum_at_larger_sizes(walk_domain, n, eps):
     """The bound never above the exact optimum where that is computable (N <= 150)."""
     domain = walk_domain(n, 1)
-    mech = make("lp_medoids", epsilon=eps, bound_groups=n // 2).fit(domain)
+    mech = make("lp_medoids", bound="relaxation", epsilon=eps, bound_groups=n // 2).fit(domain)
     optimum = _optimum(domain, eps)
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 
@@ -179,7 +191,9 @@ def test_the_split_bound_is_below_the_optimum_and_the_loss_above_it(
 ):
     """OPT(X) >= sum of the parts' optima: the split bound never passes the exact optimum."""
     domain = road_domain_small
-    mech = make("lp_medoids", epsilon=eps, n_outputs=6, bound_subsets=subsets).fit(domain)
+    mech = make(
+        "lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_subsets=subsets
+    ).fit(domain)
     assert mech.info_["lower_bound_subsets"] == subsets
     assert 0 < mech.lower_bound <= _optimum(domain, eps) * (1 + 1e-7)
     assert mech.expected_loss() >= mech.lower_bound
@@ -204,23 +218,25 @@ def test_the_split_bound_sums_the_parts_bounds(road_domain_small):
 
 def test_too_many_bound_subsets_are_refused(road_domain_small):
     with pytest.raises(InputError, match="bound_subsets"):
-        make("lp_medoids", epsilon=4.0, n_outputs=4, bound_subsets=41).fit(road_domain_small)
+        make("lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=4, bound_subsets=41).fit(
+            road_domain_small
+        )
     with pytest.raises(InputError, match="bound_subsets"):
-        make("lp_medoids", epsilon=4.0, bound_subsets=0)
+        make("lp_medoids", bound="relaxation", epsilon=4.0, bound_subsets=0)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("eps", [4.0, 10.0])
 def test_the_split_bound_is_below_the_exact_optimum_at_150(walk_domain, eps):
     domain = walk_domain(150, 1)
-    mech = make("lp_medoids", epsilon=eps, bound_subsets=2).fit(domain)
+    mech = make("lp_medoids", bound="relaxation", epsilon=eps, bound_subsets=2).fit(domain)
     optimum = _optimum(domain, eps)
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 
 
 def test_from_two_parts_on_the_bound_is_the_larger_of_split_and_grouped(walk_domain):
     domain = walk_domain(200, 1)
-    mech = make("lp_medoids", epsilon=7.0, n_outputs=6).fit(domain)
+    mech = make("lp_medoids", bound="relaxation", epsilon=7.0, n_outputs=6).fit(domain)
     info = mech.info_
     assert info["lower_bound_subsets"] == 2
     both = (info["lower_bound_split_km"], info["lower_bound_grouped_km"])

@@ -1,0 +1,130 @@
+"""The price certificate: a lower bound on the optimal LP from per-output flows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from mdpsim.errors import InputError, SolverError
+from mdpsim.mechanisms import lp_certificate, make
+from mdpsim.mechanisms.lp_solver import solve_optimal
+from mdpsim.privacy.verifier import verify
+
+
+def _optimum(domain, eps: float):
+    """The full optimal LP over every output: its value and its row-sum duals."""
+    pairs = domain.constraint_pairs
+    _, sol = solve_optimal(
+        domain.prior[:, None] * domain.dist_xy,
+        pairs,
+        domain.dist_xx[pairs[:, 0], pairs[:, 1]],
+        eps,
+    )
+    return sol.objective, sol.row_duals
+
+
+def _certify(domain, eps: float, prices, rounds: int = 1):
+    return lp_certificate.price_certificate(
+        domain.prior,
+        domain.dist_xy,
+        domain.dist_xx,
+        domain.constraint_pairs,
+        eps,
+        prices,
+        rounds=rounds,
+    )
+
+
+@pytest.mark.parametrize("eps", [2.0, 6.0])
+def test_the_exact_duals_certify_the_optimum(road_domain_small, eps):
+    """With the optimum's own prices every deficit is covered: the bound is the optimum."""
+    optimum, duals = _optimum(road_domain_small, eps)
+    bound = _certify(road_domain_small, eps, duals)
+    assert bound.value <= optimum
+    assert bound.value == pytest.approx(optimum, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_any_prices_give_a_bound_below_the_optimum(road_domain_small, seed):
+    eps = 4.0
+    optimum, duals = _optimum(road_domain_small, eps)
+    rng = np.random.default_rng(seed)
+    prices = duals * rng.uniform(0, 3, len(duals)) + rng.normal(0, 1e-3, len(duals))
+    assert _certify(road_domain_small, eps, prices, rounds=2).value <= optimum
+
+
+def test_more_rounds_keep_the_best_round(road_domain_small):
+    eps = 6.0
+    mech = make("lp_medoids", epsilon=eps, n_outputs=4, price_rounds=1).fit(road_domain_small)
+    more = make("lp_medoids", epsilon=eps, n_outputs=4, price_rounds=3).fit(road_domain_small)
+    assert more.lower_bound >= mech.lower_bound
+    assert more.info_["lower_bound_kind"] == "prices"
+    assert more.lower_bound <= _optimum(road_domain_small, eps)[0] <= more.expected_loss()
+
+
+def test_tighter_than_the_relaxation_bound(walk_domain):
+    """At 200 secrets the certificate beats the split / grouped relaxations (docs/lp.md)."""
+    domain = walk_domain(200, 1)
+    prices = make("lp_medoids", epsilon=7.0).fit(domain)
+    relaxation = make("lp_medoids", epsilon=7.0, bound="relaxation").fit(domain)
+    assert prices.lower_bound > 1.1 * relaxation.lower_bound
+    assert prices.expected_loss() >= prices.lower_bound
+
+
+def test_a_failed_certificate_lp_raises_with_its_status(road_domain_small, monkeypatch):
+    class Infeasible(lp_certificate.HighsLP):
+        """Two planted rows force a sum to 2 and to 0 at once, whatever the row bounds."""
+
+        def __init__(self, cost, A, lo, up, **kw):
+            super().__init__(cost, sparse.vstack([A, np.ones((2, A.shape[1]))]), lo, up, **kw)
+
+        def set_row_bounds(self, lower, upper):
+            super().set_row_bounds(
+                np.r_[lower, 2.0, 0.0], np.r_[np.broadcast_to(upper, len(lower)), 2.0, 0.0]
+            )
+
+    monkeypatch.setattr(lp_certificate, "HighsLP", Infeasible)
+    with pytest.raises(
+        SolverError, match="price certificate: HiGHS stopped with model status 'Inf"
+    ):
+        make("lp_medoids", epsilon=4.0, n_outputs=6).fit(road_domain_small)
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"bound_rounds": 3}, "bound_rounds"),
+        ({"bound_subsets": 2}, "bound_subsets"),
+        ({"bound": "relaxation", "price_rounds": 3}, "price_rounds"),
+        ({"bound": "exact"}, "bound="),
+        ({"price_scale": 0.0}, "price_scale"),
+        ({"price_rounds": 0}, "price_rounds"),
+        ({"laplace_outputs": True, "priced_outputs": 2}, "laplace_outputs"),
+    ],
+)
+def test_parameters_of_the_other_bound_are_refused(params, field):
+    with pytest.raises(InputError, match=field):
+        make("lp_medoids", epsilon=4.0, **params)
+
+
+def test_laplace_outputs_lower_the_loss_and_stay_exact(road_domain_small):
+    """Laplace rays of the other outputs: the medoid LP is a restriction of this one."""
+    domain, eps = road_domain_small, 6.0
+    plain = make("lp_medoids", epsilon=eps, n_outputs=4).fit(domain)
+    rays = make("lp_medoids", epsilon=eps, n_outputs=4, laplace_outputs=True).fit(domain)
+    assert rays.expected_loss() < plain.expected_loss()
+    assert rays.expected_loss() >= _optimum(domain, eps)[0] * (1 - 1e-7)
+    assert rays.info_["outputs_used"] > 4
+    assert rays.expected_loss() >= rays.lower_bound
+    assert verify(rays.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs).passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps", [4.0, 7.0, 10.0])
+def test_the_certificate_is_below_the_exact_optimum_at_150(walk_domain, eps):
+    domain = walk_domain(150, 1)
+    mech = make("lp_medoids", epsilon=eps).fit(domain)
+    optimum = _optimum(domain, eps)[0]
+    assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
+    assert mech.lower_bound > 0.75 * optimum  # tight (docs/lp.md: 0.80-0.88 of it)
