@@ -157,6 +157,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=1e-6, help="overall false-alarm rate")
     p.add_argument("--seed", type=int, default=0)
 
+    p = sub.add_parser(
+        "bound",
+        help="a certified lower bound on the optimal eps-mDP mechanism's loss on a domain "
+        "(docs/lp.md), and the gap of mechanisms to it",
+    )
+    _add_network_args(p)
+    _add_domain_args(p)
+    p.add_argument("--epsilon", type=float, required=True, help="eps per km")
+    p.add_argument("--rounds", type=int, default=2, help="rounds of flows (default 2)")
+    p.add_argument(
+        "--mechanism",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also fit this registered mechanism (default parameters) and print its loss and "
+        "gap (repeatable; lp_medoids, which gives the bound, and em are always shown)",
+    )
+
     p = sub.add_parser("dashboard", help="start the Streamlit dashboard (live runs, batches)")
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     p.add_argument(
@@ -240,29 +258,64 @@ def _network(args: argparse.Namespace) -> int:
     return 0
 
 
+def _built_domain(args: argparse.Namespace, G):
+    """The domain the domain arguments describe on the network ``G``."""
+    from mdpsim.domain import Domain
+
+    if args.grid_cell_m is not None:
+        return Domain.grid(G, cell_m=args.grid_cell_m, metric=args.metric)
+    return Domain.from_network(
+        G,
+        n_points=args.n_points,
+        spacing_m=args.spacing_m,
+        n_outputs=args.n_outputs,
+        metric=args.metric,
+        seed=args.seed,
+    )
+
+
 @command("domain")
 def _domain(args: argparse.Namespace) -> int:
-    from mdpsim.domain import Domain
     from mdpsim.network import load_network
 
     G = load_network(args.source, network_type=args.network_type)
     start = time.perf_counter()
-    if args.grid_cell_m is not None:
-        domain = Domain.grid(G, cell_m=args.grid_cell_m, metric=args.metric)
-    else:
-        domain = Domain.from_network(
-            G,
-            n_points=args.n_points,
-            spacing_m=args.spacing_m,
-            n_outputs=args.n_outputs,
-            metric=args.metric,
-            seed=args.seed,
-        )
+    domain = _built_domain(args, G)
     elapsed = time.perf_counter() - start
     print(f"network          {args.source} ({args.network_type})")
     for line in domain.summary_lines():
         print(line)
     print(f"build time       {elapsed:.2f} s")
+    return 0
+
+
+@command("bound")
+def _bound(args: argparse.Namespace) -> int:
+    from mdpsim.mechanisms import make, mechanism_class
+    from mdpsim.network import load_network
+
+    for name in args.mechanism:
+        mechanism_class(name)  # an unknown name: one line before any work
+    reference = make("lp_medoids", epsilon=args.epsilon, price_rounds=args.rounds)
+    domain = _built_domain(args, load_network(args.source, network_type=args.network_type))
+    reference.fit(domain)
+    bound = reference.lower_bound
+    print(f"secrets          {domain.n_x} (outputs {domain.n_y})")
+    print(f"epsilon          {args.epsilon:g} /km")
+    print(
+        f"lower bound      {bound:.4f} km (certified; lp_medoids' price certificate, "
+        f"{reference.info_['lower_bound_seconds']:.1f} s)"
+    )
+    print(
+        f"{'lp_medoids':<16} {reference.expected_loss():.4f} km, gap {reference.info_['gap']:.3f}"
+    )
+    for name in ["em", *[m for m in args.mechanism if m not in ("em", "lp_medoids")]]:
+        start = time.perf_counter()
+        loss = make(name, epsilon=args.epsilon).fit(domain).expected_loss()
+        print(
+            f"{name:<16} {loss:.4f} km, gap {loss / bound:.3f} "
+            f"({time.perf_counter() - start:.1f} s)"
+        )
     return 0
 
 

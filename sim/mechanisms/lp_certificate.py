@@ -10,8 +10,11 @@ The optimal eps-mDP LP ``min sum_iy c[i,y] Z[i,y]`` (``c = pi_i d(x_i, y)``, row
 ``Z*``, ``sum_i a_y[i] Z*[i,y] <= 0`` for each y, and each row of ``Z*`` is a probability
 vector). Nothing about the flows is assumed beyond ``f >= 0``, so no solver tolerance enters.
 
-Where the flows come from (:func:`price_certificate`): prices ``u`` (the row-sum duals of the
-mechanism's own LP to start with) say what each secret should be able to pay; for each output
+Where the flows come from (:func:`price_certificate`): prices ``u`` say what each secret should
+be able to pay. The first are :func:`ray_prices`: the largest prices below the mechanism's own
+LP duals (those of a restricted LP, too high: its loss is above the optimum) at which no
+output's Laplace ray ``exp(-eps d(., y))`` has a negative reduced cost (a condition every
+dual-feasible price meets, and one cheap LP over N prices and |Y| rays). For each output
 y, one small LP finds the flows that cover the "deficits" ``u_i - c[i,y] > 0`` as far as the
 constraints allow (``min sum_i s_i`` subject to ``c[i,y] - u_i + a_y[i] + s_i >= 0``,
 ``f, s >= 0``). With the exact LP's duals every deficit is covered and ``B`` is the optimum;
@@ -38,6 +41,7 @@ from mdpsim.mechanisms.lp_solver import DUAL_SIMPLEX, directed_constraints, simp
 # rounded); a larger gain only makes the certificate more conservative (docs/lp.md).
 _GAIN_SAFETY = 1 + 64 * 2.0**-53
 _RETRY = ("Solve error", "Unknown")  # a warm basis in numerical trouble: solved again cold
+_RAY_FLOOR = 1e-12  # ray entries left out of the ray-price LP (a heuristic; docs/lp.md)
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,8 @@ def price_certificate(
 ) -> LowerBound:
     """The certified bound ``B(f)`` of the module docstring from ``rounds`` rounds of flows.
 
-    ``prices`` (N) start the first round (e.g. ``OptimalSolution.row_duals`` of the
-    mechanism's LP; any values give a valid bound, good ones a tight one). Returns the
+    ``prices`` (N) start the first round (e.g. :func:`ray_prices`; any values give a valid
+    bound, good ones a tight one). Returns the
     largest certified bound of the rounds. A per-output LP that is not solved to optimality
     (after one cold retry) raises ``SolverError``.
     """
@@ -128,6 +132,37 @@ def price_certificate(
         variables=m + n,
         seconds=time.perf_counter() - start,
     )
+
+
+def ray_prices(
+    prior: np.ndarray,
+    dist_xy: np.ndarray,
+    epsilon: float,
+    cap: np.ndarray,
+    *,
+    options: HighsOptions | None = None,
+) -> np.ndarray:
+    """``argmax sum u`` subject to ``u <= cap`` and ``sum_i (pi_i d(x_i, y) - u_i)
+    exp(-eps d(x_i, y)) >= 0`` for every output y (its Laplace ray's reduced cost).
+
+    A heuristic for the certificate's first prices (it never enters the bound's validity):
+    ray entries below ``_RAY_FLOOR`` are left out of this LP. ``cap``: e.g. the row-sum duals
+    of the mechanism's own LP. Raises ``SolverError`` if HiGHS does not reach an optimum.
+    """
+    rays = np.exp(-epsilon * dist_xy)
+    reduced = np.einsum("ik,ik->k", prior[:, None] * dist_xy, rays)
+    rays[rays < _RAY_FLOOR] = 0.0
+    lp = HighsLP(
+        -np.ones(dist_xy.shape[0]),
+        sparse.csr_array(rays.T),
+        -np.inf,
+        reduced,
+        col_lower=-np.inf,
+        col_upper=np.asarray(cap, dtype=np.float64),
+        options=dataclasses.replace(options or HighsOptions(), solver="ipm"),
+        name="lp_medoids ray prices",
+    )
+    return lp.solve().x
 
 
 def _solve(lp: HighsLP):

@@ -43,7 +43,7 @@ from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
-from mdpsim.mechanisms.lp_certificate import LowerBound, price_certificate
+from mdpsim.mechanisms.lp_certificate import LowerBound, price_certificate, ray_prices
 from mdpsim.mechanisms.lp_outputs import tight_constraints
 from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
@@ -52,7 +52,7 @@ from mdpsim.validation import check_margin, check_positive_int, check_scalar
 _LLOYD_STEPS = 30
 SUBSET_SIZE = 100  # secrets per part of the split bound (docs/lp.md, "The split bound")
 BOUNDS = ("prices", "relaxation")
-PRICE_SCALE = 0.8  # the price bound's first prices: this times the LP's duals (docs/lp.md)
+PRICE_SCALE = 1.0  # the ray prices' cap: this times the LP's duals (docs/lp.md)
 PRICE_ROUNDS = 2
 BOUND_ROUNDS = 2  # the relaxation bound's rounds of constraint generation
 BOUND_REACH = 6.0
@@ -60,12 +60,13 @@ _MAX_KEPT_SHARE = 2 / 3  # the reach pays only when it drops a third of the entr
 
 
 def outputs_for(epsilon: float) -> int:
-    """Default number of outputs: ``max(4, round(2 eps))`` (eps per km; docs/lp.md).
+    """Default number of outputs: ``max(4, round(2.4 eps))`` (eps per km; docs/lp.md).
 
     More outputs lower the quantisation loss but the LP time grows with them and falls with
-    eps; this keeps |X| = 2,000 on Helsinki within the 120 s target at eps 4-10.
+    eps; this keeps |X| = 2,000 on Helsinki within the 120 s target at eps 4-10 with the
+    certified bound, and its gap within 1.5 (10 / 17 / 24 outputs at eps 4 / 7 / 10).
     """
-    return max(4, round(2 * epsilon))
+    return max(4, round(2.4 * epsilon))
 
 
 def prior_medoids(prior: np.ndarray, dist_xy: np.ndarray, k: int) -> np.ndarray:
@@ -317,7 +318,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         Budget per km.
     n_outputs
         Outputs the LP may use (k-medoids of the prior), at most the domain's. ``None``
-        (default): ``outputs_for(epsilon)``, i.e. ``max(4, round(2 eps km))`` (docs/lp.md).
+        (default): ``outputs_for(epsilon)``, i.e. ``max(4, round(2.4 eps km))`` (docs/lp.md).
     margin
         The LP is solved at ``epsilon (1 - margin)`` (default ``FIRST_MARGIN``, 1e-6); tenfold
         on a failed exact check.
@@ -328,13 +329,14 @@ class MedoidOutputLP(HighsSettings, Mechanism):
     bound
         Which certified lower bound (docs/lp.md, "How far from optimal"): ``"prices"``
         (default; ``lp_certificate.price_certificate``: per-output flows that cover what
-        the mechanism's own LP duals, scaled by ``price_scale``, ask each secret to pay,
-        ``price_rounds`` rounds) or ``"relaxation"`` (the split and / or grouped relaxations
-        below, the larger kept). A parameter of the other bound is an ``InputError``.
+        prices ask each secret to pay; the first prices are ``lp_certificate.ray_prices``
+        below the mechanism's own LP duals) or ``"relaxation"`` (the split and / or grouped
+        relaxations below, the larger kept). A parameter of the other bound is an
+        ``InputError``.
     price_scale, price_rounds
-        The ``"prices"`` bound's first prices (this times the LP's row-sum duals, which are
-        too high: the restricted LP's loss is above the optimum; default 0.8) and its rounds
-        (default 2; each re-aims at the mean of the last prices and what was certified).
+        The ``"prices"`` bound's cap on the first prices (this times the LP's row-sum duals;
+        default 1) and its rounds (default 2; each re-aims at the mean of the last prices
+        and what was certified).
     laplace_outputs
         Also give every output that is not a medoid one column of fixed shape, its Laplace ray
         ``w_y exp(-eps d(x, y))`` with ``w_y >= 0`` chosen by the LP (``lp_solver``'s
@@ -455,15 +457,17 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         """The certified bounds asked for: ``"prices"``, or ``"split"`` and / or
         ``"grouped"``; ``duals`` are the mechanism's LP row-sum duals."""
         if self.bound == "prices":
+            options = HighsOptions(threads=self.threads)
+            cap = _default(self.price_scale, PRICE_SCALE) * duals
             certificate = price_certificate(
                 domain.prior,
                 domain.dist_xy,
                 domain.dist_xx,
                 domain.constraint_pairs,
                 self.epsilon,
-                _default(self.price_scale, PRICE_SCALE) * duals,
+                ray_prices(domain.prior, domain.dist_xy, self.epsilon, cap, options=options),
                 rounds=_default(self.price_rounds, PRICE_ROUNDS),
-                options=HighsOptions(threads=self.threads),
+                options=options,
             )
             return {"prices": certificate}
         options = HighsOptions(

@@ -72,22 +72,31 @@ def test_tighter_than_the_relaxation_bound(walk_domain):
     assert prices.expected_loss() >= prices.lower_bound
 
 
-def test_a_failed_certificate_lp_raises_with_its_status(road_domain_small, monkeypatch):
+@pytest.mark.parametrize("which", ["lp_medoids price certificate", "lp_medoids ray prices"])
+def test_a_failed_certificate_lp_raises_with_its_status(road_domain_small, monkeypatch, which):
     class Infeasible(lp_certificate.HighsLP):
         """Two planted rows force a sum to 2 and to 0 at once, whatever the row bounds."""
 
         def __init__(self, cost, A, lo, up, **kw):
-            super().__init__(cost, sparse.vstack([A, np.ones((2, A.shape[1]))]), lo, up, **kw)
+            self.planted = kw.get("name") == which
+            if self.planted:
+                A = sparse.vstack([A, np.ones((2, A.shape[1]))])
+                lo, up = (
+                    np.r_[np.broadcast_to(lo, A.shape[0] - 2), 2.0, 0.0],
+                    np.r_[np.broadcast_to(up, A.shape[0] - 2), 2.0, 0.0],
+                )
+            super().__init__(cost, A, lo, up, **kw)
 
         def set_row_bounds(self, lower, upper):
-            super().set_row_bounds(
-                np.r_[lower, 2.0, 0.0], np.r_[np.broadcast_to(upper, len(lower)), 2.0, 0.0]
-            )
+            if self.planted:
+                lower, upper = (
+                    np.r_[lower, 2.0, 0.0],
+                    np.r_[np.broadcast_to(upper, len(lower)), 2.0, 0.0],
+                )
+            super().set_row_bounds(lower, upper)
 
     monkeypatch.setattr(lp_certificate, "HighsLP", Infeasible)
-    with pytest.raises(
-        SolverError, match="price certificate: HiGHS stopped with model status 'Inf"
-    ):
+    with pytest.raises(SolverError, match=f"{which}: HiGHS stopped with model status 'Inf"):
         make("lp_medoids", epsilon=4.0, n_outputs=6).fit(road_domain_small)
 
 

@@ -30,6 +30,26 @@ def test_domain_prints_size_metric_and_memory(capsys):
     assert "120" in out and "road" in out and "MiB" in out
 
 
+def test_bound_prints_a_certified_bound_below_each_mechanism(capsys):
+    args = ["bound", "--source", "helsinki-test", "--n-points", "40", "--epsilon", "4"]
+    assert main([*args, "--mechanism", "lp_medoids"]) == 0
+    lines = dict(line.split(maxsplit=1) for line in capsys.readouterr().out.splitlines())
+    bound = float(lines["lower"].split()[1])
+    for name in ("em", "lp_medoids"):
+        loss, gap = lines[name].split(" km, gap ")
+        assert float(loss) >= bound > 0 and float(gap.split()[0]) >= 1
+
+
+def test_bound_refuses_bad_arguments_with_one_line(capsys):
+    args = ["bound", "--source", "helsinki-test", "--n-points", "40"]
+    assert main([*args, "--epsilon", "4", "--mechanism", "nosuch"]) == 2
+    assert "unknown mechanism 'nosuch'" in capsys.readouterr().err
+    assert main([*args, "--epsilon", "0"]) == 2
+    assert "epsilon" in capsys.readouterr().err
+    assert main([*args, "--epsilon", "4", "--rounds", "0"]) == 2
+    assert "rounds" in capsys.readouterr().err
+
+
 def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "mdpsim.cli", "domain", "--source", "helsinki-test",
