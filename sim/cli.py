@@ -299,7 +299,7 @@ def _bound(args: argparse.Namespace) -> int:
     reference = make("lp_medoids", epsilon=args.epsilon, price_rounds=args.rounds)
     domain = _built_domain(args, load_network(args.source, network_type=args.network_type))
     reference.fit(domain)
-    bound = reference.lower_bound
+    bound = reference.info_["lower_bound_km"]
     print(f"secrets          {domain.n_x} (outputs {domain.n_y})")
     print(f"epsilon          {args.epsilon:g} /km")
     print(
