@@ -95,6 +95,31 @@ def walk_domain(helsinki_walk):
 
 
 @pytest.fixture(scope="session")
+def exact_optimum():
+    """``exact_optimum(domain, eps)``: the full optimal LP over every output
+    (``lp_solver.solve_optimal``'s solution: value, row-sum duals), solved once per session,
+    domain and eps (the slow tests at N = 150 share it)."""
+    from mdpsim.mechanisms.lp_solver import solve_optimal
+
+    solved: dict = {}
+
+    def solve(domain: Domain, eps: float):
+        key = (id(domain), eps)
+        if key not in solved:
+            pairs = domain.constraint_pairs
+            _, sol = solve_optimal(
+                domain.prior[:, None] * domain.dist_xy,
+                pairs,
+                domain.dist_xx[pairs[:, 0], pairs[:, 1]],
+                eps,
+            )
+            solved[key] = (domain, sol)  # the domain kept alive: its id stays its own
+        return solved[key][1]
+
+    return solve
+
+
+@pytest.fixture(scope="session")
 def road_domain_small(walk_domain):
     """40 secrets = outputs along Helsinki's walkways, road metric."""
     return walk_domain(40, 1)

@@ -161,11 +161,11 @@ def test_the_localized_relaxation_optimum_is_its_certified_bound(road_domain_sma
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("n", "eps"), [(100, 4.0), (100, 10.0), (150, 7.0)])
-def test_bound_below_the_exact_optimum_at_larger_sizes(walk_domain, n, eps):
+def test_bound_below_the_exact_optimum_at_larger_sizes(walk_domain, exact_optimum, n, eps):
     """The bound never above the exact optimum where that is computable (N <= 150)."""
     domain = walk_domain(n, 1)
     mech = make("lp_medoids", bound="relaxation", epsilon=eps, bound_groups=n // 2).fit(domain)
-    optimum = _optimum(domain, eps)
+    optimum = exact_optimum(domain, eps).objective
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 
 
@@ -227,10 +227,10 @@ def test_too_many_bound_subsets_are_refused(road_domain_small):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("eps", [4.0, 10.0])
-def test_the_split_bound_is_below_the_exact_optimum_at_150(walk_domain, eps):
+def test_the_split_bound_is_below_the_exact_optimum_at_150(walk_domain, exact_optimum, eps):
     domain = walk_domain(150, 1)
     mech = make("lp_medoids", bound="relaxation", epsilon=eps, bound_subsets=2).fit(domain)
-    optimum = _optimum(domain, eps)
+    optimum = exact_optimum(domain, eps).objective
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 
 
