@@ -76,9 +76,9 @@ def price_certificate(
     """The certified bound ``B(f)`` of the module docstring from ``rounds`` rounds of flows.
 
     ``prices`` (N) start the first round (e.g. :func:`ray_prices`; any values give a valid
-    bound, good ones a tight one). Returns the
-    largest certified bound of the rounds. A per-output LP that is not solved to optimality
-    (after one cold retry) raises ``SolverError``.
+    bound, good ones a tight one). Returns the largest certified bound of the rounds. A
+    per-output LP that is not solved to optimality (after one cold retry) raises
+    ``SolverError``.
     """
     start = time.perf_counter()
     n, k = dist_xy.shape
