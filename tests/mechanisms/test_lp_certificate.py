@@ -8,20 +8,7 @@ from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import lp_certificate, make
-from mdpsim.mechanisms.lp_solver import solve_optimal
 from mdpsim.privacy.verifier import verify
-
-
-def _optimum(domain, eps: float):
-    """The full optimal LP over every output: its value and its row-sum duals."""
-    pairs = domain.constraint_pairs
-    _, sol = solve_optimal(
-        domain.prior[:, None] * domain.dist_xy,
-        pairs,
-        domain.dist_xx[pairs[:, 0], pairs[:, 1]],
-        eps,
-    )
-    return sol.objective, sol.row_duals
 
 
 def _certify(domain, eps: float, prices, rounds: int = 1):
@@ -37,30 +24,34 @@ def _certify(domain, eps: float, prices, rounds: int = 1):
 
 
 @pytest.mark.parametrize("eps", [2.0, 6.0])
-def test_the_exact_duals_certify_the_optimum(road_domain_small, eps):
+def test_the_exact_duals_certify_the_optimum(exact_optimum, road_domain_small, eps):
     """With the optimum's own prices every deficit is covered: the bound is the optimum."""
-    optimum, duals = _optimum(road_domain_small, eps)
+    sol = exact_optimum(road_domain_small, eps)
+    optimum, duals = sol.objective, sol.row_duals
     bound = _certify(road_domain_small, eps, duals)
     assert bound.value <= optimum
     assert bound.value == pytest.approx(optimum, rel=1e-6)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_any_prices_give_a_bound_below_the_optimum(road_domain_small, seed):
+def test_any_prices_give_a_bound_below_the_optimum(exact_optimum, road_domain_small, seed):
     eps = 4.0
-    optimum, duals = _optimum(road_domain_small, eps)
+    sol = exact_optimum(road_domain_small, eps)
+    optimum, duals = sol.objective, sol.row_duals
     rng = np.random.default_rng(seed)
     prices = duals * rng.uniform(0, 3, len(duals)) + rng.normal(0, 1e-3, len(duals))
     assert _certify(road_domain_small, eps, prices, rounds=2).value <= optimum
 
 
-def test_more_rounds_keep_the_best_round(road_domain_small):
+def test_more_rounds_keep_the_best_round(exact_optimum, road_domain_small):
     eps = 6.0
     mech = make("lp_medoids", epsilon=eps, n_outputs=4, price_rounds=1).fit(road_domain_small)
     more = make("lp_medoids", epsilon=eps, n_outputs=4, price_rounds=3).fit(road_domain_small)
     assert more.lower_bound >= mech.lower_bound
     assert more.info_["lower_bound_kind"] == "prices"
-    assert more.lower_bound <= _optimum(road_domain_small, eps)[0] <= more.expected_loss()
+    assert (
+        more.lower_bound <= exact_optimum(road_domain_small, eps).objective <= more.expected_loss()
+    )
 
 
 def test_tighter_than_the_relaxation_bound(walk_domain):
@@ -117,13 +108,13 @@ def test_parameters_of_the_other_bound_are_refused(params, field):
         make("lp_medoids", epsilon=4.0, **params)
 
 
-def test_laplace_outputs_lower_the_loss_and_stay_exact(road_domain_small):
+def test_laplace_outputs_lower_the_loss_and_stay_exact(exact_optimum, road_domain_small):
     """Laplace rays of the other outputs: the medoid LP is a restriction of this one."""
     domain, eps = road_domain_small, 6.0
     plain = make("lp_medoids", epsilon=eps, n_outputs=4).fit(domain)
     rays = make("lp_medoids", epsilon=eps, n_outputs=4, laplace_outputs=True).fit(domain)
     assert rays.expected_loss() < plain.expected_loss()
-    assert rays.expected_loss() >= _optimum(domain, eps)[0] * (1 - 1e-7)
+    assert rays.expected_loss() >= exact_optimum(domain, eps).objective * (1 - 1e-7)
     assert rays.info_["outputs_used"] > 4
     assert rays.expected_loss() >= rays.lower_bound
     assert verify(rays.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs).passed

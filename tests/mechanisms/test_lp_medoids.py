@@ -10,28 +10,18 @@ from mdpsim.domain import Domain, farthest_points
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import lp_medoids, make
 from mdpsim.mechanisms.highs import HighsOptions
-from mdpsim.mechanisms.lp_solver import directed_constraints, solve_optimal
+from mdpsim.mechanisms.lp_solver import directed_constraints
 from mdpsim.privacy.verifier import verify
-
-
-def _optimum(domain: Domain, eps: float) -> float:
-    """The full optimal LP's value (every output), solved directly at eps."""
-    pairs = domain.constraint_pairs
-    _, sol = solve_optimal(
-        domain.prior[:, None] * domain.dist_xy,
-        pairs,
-        domain.dist_xx[pairs[:, 0], pairs[:, 1]],
-        eps,
-    )
-    return sol.objective
 
 
 @pytest.mark.parametrize("eps", [2.0, 6.0])
 @pytest.mark.parametrize("n_outputs", [4, 12])
-def test_bound_is_below_the_optimum_and_the_loss_above_it(road_domain_small, eps, n_outputs):
+def test_bound_is_below_the_optimum_and_the_loss_above_it(
+    exact_optimum, road_domain_small, eps, n_outputs
+):
     domain = road_domain_small
     mech = make("lp_medoids", epsilon=eps, n_outputs=n_outputs).fit(domain)
-    optimum = _optimum(domain, eps)
+    optimum = exact_optimum(domain, eps).objective
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7)
     assert mech.expected_loss() >= optimum * (1 - 1e-7)
     assert mech.info_["gap"] == pytest.approx(mech.expected_loss() / mech.lower_bound)
@@ -101,7 +91,9 @@ def _bound_inputs(domain, eps: float, n_groups: int):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_any_non_negative_flows_give_a_bound_below_the_optimum(road_domain_small, seed):
+def test_any_non_negative_flows_give_a_bound_below_the_optimum(
+    exact_optimum, road_domain_small, seed
+):
     eps = 4.0
     group_cost, src, dst, gain = _bound_inputs(road_domain_small, eps, 6)
     rng = np.random.default_rng(seed)
@@ -109,7 +101,7 @@ def test_any_non_negative_flows_give_a_bound_below_the_optimum(road_domain_small
     col = np.repeat(np.arange(group_cost.shape[1]), len(src))
     flow = rng.exponential(rng.choice([1e-4, 1e-2, 1.0]), len(con)) * (rng.random(len(con)) < 0.3)
     value = lp_medoids.certified_bound(group_cost, src, dst, gain, con, col, flow)
-    assert value <= _optimum(road_domain_small, eps)
+    assert value <= exact_optimum(road_domain_small, eps).objective
     no_flow = lp_medoids.certified_bound(group_cost, src, dst, gain, con, col, 0 * flow)
     assert no_flow == pytest.approx(group_cost.min(axis=1).sum())  # every secret at its group
 
@@ -121,7 +113,7 @@ def test_the_certified_bound_matches_the_relaxation_optimum(road_domain_small):
     assert info["lower_bound_km"] <= info["lower_bound_relaxation_km"] + 1e-12
 
 
-def test_a_smaller_reach_keeps_fewer_entries_and_a_valid_bound(road_domain_small):
+def test_a_smaller_reach_keeps_fewer_entries_and_a_valid_bound(exact_optimum, road_domain_small):
     local = make("lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_reach=1.0).fit(
         road_domain_small
     )
@@ -129,7 +121,7 @@ def test_a_smaller_reach_keeps_fewer_entries_and_a_valid_bound(road_domain_small
         "lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_reach=np.inf
     ).fit(road_domain_small)
     assert local.info_["lower_bound_variables"] < every.info_["lower_bound_variables"]
-    optimum = _optimum(road_domain_small, 6.0)
+    optimum = exact_optimum(road_domain_small, 6.0).objective
     assert 0 < local.lower_bound <= optimum and 0 < every.lower_bound <= optimum
 
 
@@ -144,7 +136,9 @@ def test_without_the_bound_the_matrix_is_the_same(road_domain_small):
 
 @pytest.mark.parametrize("eps", [2.0, 6.0])
 @pytest.mark.parametrize("reach", [1.0, 2.0])
-def test_the_localized_relaxation_optimum_is_its_certified_bound(road_domain_small, eps, reach):
+def test_the_localized_relaxation_optimum_is_its_certified_bound(
+    exact_optimum, road_domain_small, eps, reach
+):
     """The rest columns charge left-out entries as the bound does: the LP maximises B."""
     mech = make("lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_reach=reach).fit(
         road_domain_small
@@ -155,7 +149,7 @@ def test_the_localized_relaxation_optimum_is_its_certified_bound(road_domain_sma
     ).fit(road_domain_small)
     assert info["lower_bound_variables"] <= 2 / 3 * every.info_["lower_bound_variables"]
     assert info["lower_bound_km"] == pytest.approx(info["lower_bound_relaxation_km"], rel=1e-6)
-    assert 0 < mech.lower_bound <= _optimum(road_domain_small, eps) * (1 + 1e-7)
+    assert 0 < mech.lower_bound <= exact_optimum(road_domain_small, eps).objective * (1 + 1e-7)
     assert mech.expected_loss() >= mech.lower_bound
 
 
@@ -169,14 +163,14 @@ def test_bound_below_the_exact_optimum_at_larger_sizes(walk_domain, exact_optimu
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 
 
-def test_priced_outputs_never_raise_the_loss_and_stay_exact(road_domain_small):
+def test_priced_outputs_never_raise_the_loss_and_stay_exact(exact_optimum, road_domain_small):
     """Outputs priced against the restricted LP's duals: each round's optimum is feasible for
     the next model (idle outputs leave with zero mass), so the loss cannot rise."""
     domain, eps = road_domain_small, 6.0
     plain = make("lp_medoids", epsilon=eps, n_outputs=4).fit(domain)
     priced = make("lp_medoids", epsilon=eps, n_outputs=4, priced_outputs=6).fit(domain)
     assert priced.expected_loss() <= plain.expected_loss() * (1 + 1e-9)
-    assert priced.expected_loss() >= _optimum(domain, eps) * (1 - 1e-7)
+    assert priced.expected_loss() >= exact_optimum(domain, eps).objective * (1 - 1e-7)
     assert priced.info_["outputs_used"] <= 10
     assert priced.expected_loss() >= priced.lower_bound * (1 - 1e-9)
     assert verify(priced.matrix_, domain.dist_xx, eps, pairs=domain.constraint_pairs).passed
@@ -187,7 +181,7 @@ def test_priced_outputs_never_raise_the_loss_and_stay_exact(road_domain_small):
 @pytest.mark.parametrize("eps", [2.0, 6.0])
 @pytest.mark.parametrize("subsets", [2, 4])
 def test_the_split_bound_is_below_the_optimum_and_the_loss_above_it(
-    road_domain_small, eps, subsets
+    exact_optimum, road_domain_small, eps, subsets
 ):
     """OPT(X) >= sum of the parts' optima: the split bound never passes the exact optimum."""
     domain = road_domain_small
@@ -195,7 +189,7 @@ def test_the_split_bound_is_below_the_optimum_and_the_loss_above_it(
         "lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_subsets=subsets
     ).fit(domain)
     assert mech.info_["lower_bound_subsets"] == subsets
-    assert 0 < mech.lower_bound <= _optimum(domain, eps) * (1 + 1e-7)
+    assert 0 < mech.lower_bound <= exact_optimum(domain, eps).objective * (1 + 1e-7)
     assert mech.expected_loss() >= mech.lower_bound
 
 
