@@ -15,8 +15,10 @@ it received and charged (never a true location). Rewards state the game:
   the prior's mean distance between two secrets: the loss of an answer that knows nothing),
   and ``success_i`` is 1 when one of the server's attacks guesses the user's secret at this
   tick exactly (top-1);
-* server: the mean attack success over the users minus ``query_weight`` times the sum of this
-  tick's query errors.
+* server: the mean attack success over the users minus ``query_weight`` times the summed
+  error of the answers owed at the tick (every kind of ``queries.kinds`` at a tick the query
+  schedule names): an asked query's own error, else the prior's answer's
+  (:mod:`mdpsim.env.prior_answers`), so silence is not free for the server either.
 
 The ``[game]`` table widens the choices (docs/env.md, "Players with real choices"): with
 ``epsilon_levels`` a user's action is 0 (silent) or ``1 + l`` (report at level ``l``), and its
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
 from mdpsim.errors import InputError
 from mdpsim.model import Decisions, PrivacyModel
 from mdpsim.players import attack_success
@@ -98,6 +101,9 @@ class Game:
         self.query_kinds = tuple(scenario.queries.kinds) if game.choose_query_kinds else ()
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
         self._domains: dict[int, Any] = {}
+        self._planar: dict[int, np.ndarray] = {}  # per domain: planar distances (prior answers)
+        for kind in self.scenario.queries.kinds:
+            prior_answer(kind)  # every owed query has an answer without data
         # fitted mechanisms that take no uploads, kept across episodes (keyed by name, eps,
         # parameters and domain: the same fit gives the same matrix, so the bytes do not move)
         self._mechanisms: dict = {}
@@ -231,8 +237,9 @@ class Game:
             if choice:
                 level[i] = choice - 1
         levels = level if len(self.levels) > 1 else None
+        secrets, active = model.population.position.copy(), ~model.filters.halted
         model.advance(Decisions(report=report, level=levels, **server))
-        return self._rewards(), self._infos()
+        return self._rewards(secrets, active), self._infos()
 
     def _server_decision(self, action: Any) -> dict[str, Any]:
         """The server's action as the fields of :class:`~mdpsim.model.Decisions`."""
@@ -312,7 +319,9 @@ class Game:
         return np.nan_to_num(np.stack(cols, axis=1), nan=0.0, posinf=0.0).astype(np.float32)
 
     # ------------------------------------------------------------------ rewards
-    def _rewards(self) -> dict[str, float]:
+    def _rewards(self, secrets: np.ndarray, active: np.ndarray) -> dict[str, float]:
+        """The tick's rewards; ``secrets`` / ``active``: the users' places and unhalted
+        filters at the start of the tick (what a query owed then addresses)."""
         model, w = self.model, self.weights
         reports, attacks = model.last_reports, model.last_attacks
         n = self.n_users
@@ -330,12 +339,31 @@ class Game:
         entropy = attacks.row.get("bayes_entropy_bits", float("nan"))  # no truth in it
         self.attack_entropy_bits = 0.0 if np.isnan(entropy) else float(entropy)
         users = -loss - w.attack_weight * success
-        errors = [v for k, v in model.last_queries.items() if k.endswith("_error")]
-        query_error = float(np.nansum(errors)) if errors else 0.0
-        out = {"server": float(success.mean() - w.query_weight * query_error)}
+        out = {"server": float(success.mean() - w.query_weight * self.answer_error(secrets, active))}
         for i in range(n):
             out[f"user_{i}"] = float(users[i])
         return out
+
+    def answer_error(self, secrets: np.ndarray, active: np.ndarray) -> float:
+        """The summed error of the answers owed at the tick just run: every kind of
+        ``queries.kinds`` at a tick the schedule asks for; an asked query's own error, else
+        (not asked, or answered by nobody) the prior's answer's (sim/env/prior_answers.py)."""
+        model = self.model
+        if not model.server.wants_queries(model.tick):
+            return 0.0  # nobody asked for an answer at this tick
+        total = 0.0
+        for kind in self.scenario.queries.kinds:
+            asked = model.last_queries.get(f"{kind}_error", float("nan"))
+            total += asked if np.isfinite(asked) else self._prior_error(kind, secrets[active])
+        return total
+
+    def _prior_error(self, kind: str, positions: np.ndarray) -> float:
+        domain = self.model.domain
+        planar = self._planar.get(id(domain))
+        if planar is None:
+            planar = self._planar[id(domain)] = planar_distances_km(domain)
+        call = PriorCall(self.scenario.queries, domain, positions, planar)
+        return prior_answer(kind)(call)
 
     def _infos(self) -> dict[str, dict]:
         tick = self.model.tick  # the tick's full row: model.log.ticks[-1]

@@ -1,0 +1,107 @@
+"""The server's answer without data: what not asking a query costs it (docs/env.md, "Rewards").
+
+A query the schedule asks for at a tick is owed an answer. Asked, its error is the query's own
+(the planner's ``<kind>_error``); not asked (or answered by nobody), the server answers from the
+public prior alone, and this module gives that answer's error: its expectation over the query
+point, drawn from the prior as :func:`~mdpsim.strategies.query_planner.ask_one` draws it,
+against the true locations of the users the query would address (those whose filter has not
+halted). The expectation is exact (a sum over the domain's secrets), so it draws no random
+number and a run's streams are untouched.
+
+* ``range``: the prior's expected count, ``n`` times the prior's mass inside the disk;
+* ``kde``: the prior's mean kernel at the point;
+* ``knn``: ``k`` users named without data (the first ``k``; any choice is as good a priori).
+
+A query kind of a plug-in registers its prior answer with :func:`register_prior_answer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from mdpsim.domain import Domain
+from mdpsim.errors import InputError
+from mdpsim.queries.kinds import QuerySettings
+from mdpsim.queries.range_query import count_err
+
+
+@dataclass(frozen=True)
+class PriorCall:
+    """One owed answer: the ``[queries]`` settings, the domain and the addressed users'
+    secrets (indices into the domain), plus the domain's planar distances (km, cached)."""
+
+    settings: QuerySettings
+    domain: Domain
+    positions: np.ndarray
+    planar_km: np.ndarray  # (N, N) Euclidean distances between the secrets
+
+
+PriorAnswerFn = Callable[[PriorCall], float]
+_PRIOR_ANSWERS: dict[str, PriorAnswerFn] = {}
+
+
+def register_prior_answer(kind: str) -> Callable[[PriorAnswerFn], PriorAnswerFn]:
+    """Decorator: ``fn(call) -> expected error`` is the prior's answer to query ``kind``."""
+
+    def deco(fn: PriorAnswerFn) -> PriorAnswerFn:
+        _PRIOR_ANSWERS[kind] = fn
+        return fn
+
+    return deco
+
+
+def prior_answer(kind: str) -> PriorAnswerFn:
+    """The prior-answer function of ``kind``; one line naming the fix when there is none."""
+    if kind not in _PRIOR_ANSWERS:
+        raise InputError(
+            f"query kind {kind!r} has no prior answer, which the server's reward for not "
+            "asking needs: register one with mdpsim.env.prior_answers.register_prior_answer"
+        )
+    return _PRIOR_ANSWERS[kind]
+
+
+def planar_distances_km(domain: Domain) -> np.ndarray:
+    """Euclidean distances (km) between the secrets, the plane the queries work in."""
+    xy = domain.x_xy / 1000.0
+    return np.linalg.norm(xy[:, None, :] - xy[None, :, :], axis=2)
+
+
+@register_prior_answer("range")
+def range_prior(call: PriorCall) -> float:
+    """Expected CountErr of ``n * prior(disk)`` over the query point."""
+    prior = call.domain.prior
+    inside = call.planar_km < call.settings.range_radius_m / 1000.0  # [point, secret]
+    counts = np.bincount(call.positions, minlength=len(prior))
+    truth = inside @ counts
+    estimate = len(call.positions) * (inside @ prior)
+    errors = [count_err(float(e), int(t)) for e, t in zip(estimate, truth, strict=True)]
+    return float(prior @ np.asarray(errors))
+
+
+@register_prior_answer("kde")
+def kde_prior(call: PriorCall) -> float:
+    """Expected l1-Err of the prior's mean Gaussian kernel over the query point."""
+    prior = call.domain.prior
+    b_km = call.settings.kde_bandwidth_m / 1000.0
+    kernel = np.exp(-(call.planar_km**2) / (2.0 * b_km * b_km))  # [point, secret]
+    n = len(call.positions)
+    truth = kernel[:, call.positions].mean(axis=1) if n else np.zeros(len(prior))
+    return float(prior @ np.abs(kernel @ prior - truth))
+
+
+@register_prior_answer("knn")
+def knn_prior(call: PriorCall) -> float:
+    """Expected DistErr of the first ``k`` users over the query point."""
+    prior = call.domain.prior
+    n = len(call.positions)
+    k = min(call.settings.knn_k, n)
+    if k == 0 or k == n:
+        return 0.0  # nobody to name, or everyone: exact without data
+    dist = call.planar_km[:, call.positions]  # [point, user]
+    best = np.partition(dist, k - 1, axis=1)[:, :k].sum(axis=1)
+    got = dist[:, :k].sum(axis=1)
+    errors = np.where(best > 0, (got - best) / np.where(best > 0, best, 1.0), got - best)
+    return float(prior @ errors)

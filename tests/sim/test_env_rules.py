@@ -1,0 +1,109 @@
+"""The game's rules (docs/env.md, "Rewards"): silence costs the server the prior's answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdpsim.env import RewardWeights, parallel_env, single_agent_env
+from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
+from mdpsim.errors import InputError
+from mdpsim.players import attack_success
+from mdpsim.queries.range_query import Disk, count_err, true_count
+
+
+@pytest.fixture(scope="module")
+def asking(make_scenario):
+    return make_scenario(
+        scenario={"name": "rules", "seed": 3, "ticks": 4},
+        domain={"n_points": 60},
+        users={"count": 12, "budget_rho_per_km2": 500.0},
+        queries={"kinds": ["range", "kde", "knn"], "rho_per_km2": 5.0},
+        attacks={"run": ["bayes"]},
+    )
+
+
+def _brute_range_prior(domain, positions, radius_m: float) -> float:
+    """The expected CountErr of n * prior(disk), one query point at a time (Disk, true_count)."""
+    locations = domain.x_xy[positions]
+    total = 0.0
+    for q, weight in enumerate(domain.prior):
+        disk = Disk(*domain.x_xy[q], radius_m)
+        inside = disk.signed_distance_km(domain.x_xy / 1000.0) < 0
+        estimate = len(positions) * float(domain.prior[inside].sum())
+        total += weight * count_err(estimate, true_count(locations, disk))
+    return total
+
+
+def test_a_server_that_does_not_ask_pays_the_error_of_the_priors_answer(asking):
+    env = parallel_env(asking, weights=RewardWeights(query_weight=0.5))
+    env.reset(seed=2)
+    secrets = env.model.population.position.copy()
+    actions = env.strategy_actions()
+    actions["server"] = np.array([0, 0])  # a due tick, nothing asked
+    _, rewards, *_ = env.step(actions)
+    model = env.model
+    assert not any(k.endswith("_error") for k in model.log.ticks[-1])
+    domain = model.domain
+    call = PriorCall(asking.queries, domain, secrets, planar_distances_km(domain))
+    owed = {kind: prior_answer(kind)(call) for kind in ("range", "kde", "knn")}
+    assert owed["range"] == pytest.approx(_brute_range_prior(domain, secrets, 250.0))
+    assert all(np.isfinite(v) and v >= 0 for v in owed.values()) and owed["range"] > 0
+    success = attack_success(model.last_attacks, 12).mean()
+    assert rewards["server"] == pytest.approx(success - 0.5 * sum(owed.values()))
+
+
+def test_prior_answers_are_exact_when_the_data_tells_nothing(asking):
+    env = parallel_env(asking)
+    env.reset(seed=1)
+    domain = env.model.domain
+    planar = planar_distances_km(domain)
+    five = np.arange(5)  # knn_k = 5: naming every user is exact
+    assert prior_answer("knn")(PriorCall(asking.queries, domain, five, planar)) == 0.0
+    nobody = np.array([], dtype=np.int64)  # an empty population: a count of 0 is exact
+    assert prior_answer("range")(PriorCall(asking.queries, domain, nobody, planar)) == 0.0
+
+
+def test_asked_ticks_cost_the_asked_error_and_untimely_ticks_cost_nothing(asking):
+    env = parallel_env(asking.replace(queries__every_ticks=2), weights=RewardWeights())
+    env.reset(seed=2)
+    _, rewards, *_ = env.step(env.strategy_actions())  # tick 1: no query is due
+    success = attack_success(env.model.last_attacks, 12).mean()
+    assert rewards["server"] == pytest.approx(success)
+    _, rewards, *_ = env.step(env.strategy_actions())  # tick 2: asked
+    row = env.model.log.ticks[-1]
+    errors = sum(row[f"{k}_error"] for k in ("range", "kde", "knn"))
+    success = attack_success(env.model.last_attacks, 12).mean()
+    assert rewards["server"] == pytest.approx(success - 0.1 * errors)
+
+
+def test_a_query_kind_without_a_prior_answer_is_refused_in_one_line():
+    with pytest.raises(InputError, match="no prior answer.*register_prior_answer"):
+        prior_answer("not_a_kind")
+
+
+def test_with_free_queries_a_server_that_always_asks_out_earns_one_that_never_asks(
+    make_scenario,
+):
+    """Free: a budget no query drains and a generous rho, so an answer beats the prior's."""
+    game = make_scenario(
+        scenario={"name": "free", "seed": 3, "ticks": 6},
+        domain={"n_points": 80},
+        users={"count": 30, "budget_rho_per_km2": 1e6},
+        queries={"kinds": ["range"], "rho_per_km2": 50.0},
+        attacks={"run": ["bayes"]},
+    )
+    env = single_agent_env(game, agent="server")
+
+    def earned(query: int) -> float:
+        total = 0.0
+        for seed in range(3):
+            env.reset(seed=seed)
+            done = False
+            while not done:
+                _, reward, _, done, _ = env.step(np.array([0, query]))
+                total += reward
+        return total / 3
+
+    always, never = earned(1), earned(0)
+    assert always > never + 0.05, (always, never)
