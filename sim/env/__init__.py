@@ -3,7 +3,9 @@
 * :func:`parallel_env` - a PettingZoo ``ParallelEnv`` with agents ``server`` and
   ``user_0 .. user_{n-1}``;
 * :func:`single_agent_env` - a Gymnasium ``Env`` where one agent acts and the others follow
-  the scenario's strategies.
+  the scenario's strategies;
+* :func:`best_response` - a user's exact best response (``value``, ``act(obs)``);
+* :func:`exploitability` - each user's gain from it for a profile of policies, and NashConv.
 
 ``overrides`` are dotted scenario fields with ``__`` for the dot (``users__count=10``), plus
 ``strategies={"report": ...}`` (specs or instances) and ``weights=RewardWeights(...)``.
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mdpsim.env.best_response import UserBestResponse, best_response
+from mdpsim.env.exploitability import Exploitability, exploitability
 from mdpsim.env.game import (
     LEVEL_OBS,
     SERVER_ACTIONS,
@@ -47,10 +51,14 @@ __all__ = [
     "SERVER_OBS",
     "USER_ACTIONS",
     "USER_OBS",
+    "Exploitability",
     "Game",
     "PrivacyParallelEnv",
     "RewardWeights",
     "SingleAgentEnv",
+    "UserBestResponse",
+    "best_response",
+    "exploitability",
     "parallel_env",
     "single_agent_env",
 ]
