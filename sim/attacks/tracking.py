@@ -52,6 +52,9 @@ METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
 #: The most threads ``threads=None`` takes.
 MAX_THREADS = 8
+#: a thread gets at least this many users: below it, handing a part to the pool costs more
+#: than the part's filter step (5 users, N = 80: 2 parts took a third of an env step)
+MIN_USERS_PER_THREAD = 64
 
 
 @functools.cache
@@ -144,7 +147,10 @@ class Tracking(Attack):
         self.prior_ = np.asarray(domain.prior, dtype=float)
         self._prior_row32 = self.prior_.astype(np.float32)[None, :]
         u = context.n_users
-        threads = min(MAX_THREADS, task_threads()) if self.threads is None else self.threads
+        if self.threads is None:
+            threads = min(MAX_THREADS, task_threads(), max(1, u // MIN_USERS_PER_THREAD))
+        else:
+            threads = self.threads
         bounds = np.linspace(0, u, min(threads, max(u, 1)) + 1).astype(int)
         self._parts = [slice(a, b) for a, b in itertools.pairwise(bounds)]
         # per part, (N, U_part) float32 beliefs; every column sums to 1
