@@ -32,7 +32,7 @@ from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
 from mdpsim.strategies.query_planner import PerQuery
 from mdpsim.strategies.refresh import Every
 
-Policy = Callable[[np.ndarray], object]
+Policy = Callable[[np.ndarray], int]
 MEMORYLESS_ATTACKS = ("bayes",)
 
 
@@ -143,7 +143,7 @@ class UserGame:
         """Backward induction for reward rows ``rewards`` (K, A): per tick the values (S, K)
         and the greedy actions (S, K); ties go to the lowest action."""
         values = [np.zeros((len(self.states[-1]), rewards.shape[0]))]
-        actions = []
+        actions: list[np.ndarray] = []
         for tick in reversed(range(self.horizon)):
             q = self._q(tick, rewards, values[0])
             actions.insert(0, q.argmax(axis=1))

@@ -339,7 +339,8 @@ class Game:
         entropy = attacks.row.get("bayes_entropy_bits", float("nan"))  # no truth in it
         self.attack_entropy_bits = 0.0 if np.isnan(entropy) else float(entropy)
         users = -loss - w.attack_weight * success
-        out = {"server": float(success.mean() - w.query_weight * self.answer_error(secrets, active))}
+        owed_error = self.answer_error(secrets, active)
+        out = {"server": float(success.mean() - w.query_weight * owed_error)}
         for i in range(n):
             out[f"user_{i}"] = float(users[i])
         return out
