@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdpsim.env.best_response import UserBestResponse, best_response
-from mdpsim.env.exploitability import Exploitability, exploitability
 from mdpsim.env.game import (
     LEVEL_OBS,
     SERVER_ACTIONS,
@@ -26,7 +24,9 @@ from mdpsim.env.game import (
     Game,
     RewardWeights,
 )
+from mdpsim.env.nash_conv import Exploitability, exploitability
 from mdpsim.env.parallel import PrivacyParallelEnv
+from mdpsim.env.responses import UserBestResponse, best_response
 from mdpsim.env.single import SingleAgentEnv
 from mdpsim.scenario import ScenarioSource
 

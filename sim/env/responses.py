@@ -16,7 +16,7 @@ observation-based policy's exact value on the same states.
 ``value`` is an expectation over the user's locations drawn from the prior at every tick (what
 the public fields assume), the reports and the attacks' guesses. It is what playing the policy
 earns on average where the users' places follow the prior (users that start from the prior and
-do not move, tests/sim/test_best_response.py); mobility that drifts from the prior shifts the
+do not move, tests/sim/test_responses.py); mobility that drifts from the prior shifts the
 realised mean by the drift, which no legal policy can read.
 """
 

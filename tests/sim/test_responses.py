@@ -1,4 +1,4 @@
-"""Exact best responses of a user (sim/env/best_response.py) and exploitability."""
+"""Exact best responses of a user (sim/env/responses.py) and exploitability."""
 
 from __future__ import annotations
 

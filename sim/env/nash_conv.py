@@ -3,11 +3,11 @@
 For a profile (one observation -> action policy per user, or one shared by all; the server
 follows the scenario's strategies), user ``i``'s gain at a seed is
 ``best_response.value - value of its policy``, both exact on the same information-state MDP
-(:class:`~mdpsim.env.best_response.UserGame`); the gains are averaged over ``seeds`` and
+(:class:`~mdpsim.env.responses.UserGame`); the gains are averaged over ``seeds`` and
 NashConv is their sum (OpenSpiel's ``nash_conv``: 0 exactly at a Nash equilibrium). Under a
 memoryless attack a user's reward does not depend on the other users' choices, so each gain is
 computed in that user's own game. The server's term is left out: its exact best response is not
-implemented (sim/env/best_response.py); docs/env.md says so beside the table.
+implemented (sim/env/responses.py); docs/env.md says so beside the table.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdpsim.env.best_response import Policy, UserGame
+from mdpsim.env.responses import Policy, UserGame
 
 
 @dataclass(frozen=True)
