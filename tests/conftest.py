@@ -20,6 +20,16 @@ SCENARIO_DEFAULTS: dict[str, dict[str, Any]] = {
     "mechanism": {"name": "em", "epsilon_per_km": 6.0},
 }
 
+#: DistA-LP strict's cheap parameters for tests: neighbourhoods of 8 and a 20-record audit
+#: at delta 0.05 / confidence 0.9 (the default calibration takes 10-30 s; this one about 1 s).
+#: ``from conftest import CHEAP_STRICT``; a test adds what it needs (``{**CHEAP_STRICT, ...}``).
+CHEAP_STRICT: dict[str, Any] = {
+    "n_neighbours": 8,
+    "audit_records": 20,
+    "delta": 0.05,
+    "confidence": 0.9,
+}
+
 
 class ScenarioFactory:
     """``make_scenario(**tables)``: a validated scenario from tables merged over the defaults.
@@ -117,6 +127,18 @@ def exact_optimum():
         return solved[key][1]
 
     return solve
+
+
+@pytest.fixture(scope="session")
+def relaxation_fit_200(walk_domain):
+    """lp_medoids with the relaxation bound at eps 7 on 200 walkway secrets, 6 outputs (fitted
+    once: the relaxations' and the certificate's tests share it; the bound does not depend on
+    the outputs, 6 or 17 give the same one)."""
+    from mdpsim.mechanisms import make
+
+    return make("lp_medoids", bound="relaxation", epsilon=7.0, n_outputs=6).fit(
+        walk_domain(200, 1)
+    )
 
 
 @pytest.fixture(scope="session")

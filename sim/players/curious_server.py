@@ -94,14 +94,24 @@ class CuriousServer(mesa.Agent):
         self._refuse_uncharged()
 
     def _refuse_uncharged(self) -> None:
-        """Refuse at start queries the budget policy cannot charge (the mechanism's
-        guarantees: checked on the fitted mechanism, before anything is charged)."""
-        self.model.budget.check(
-            report=None,
-            upload=None,
-            queries=bool(self.model.config.queries.every_ticks)
-            and bool(self.model.config.queries.kinds),
+        """Refuse at start what the budget policy cannot charge: the queries, then every
+        (mechanism, level) the game may publish by the kind of its guarantees, before any
+        fit (the fitted guarantees are checked again before any charge)."""
+        budget = self.model.budget
+        queries = self.model.config.queries
+        budget.check(
+            report=None, upload=None, queries=bool(queries.every_ticks) and bool(queries.kinds)
         )
+        for name in self.mechanism_names:
+            params = self.settings.params_for(name)
+            for eps in self.levels:
+                unfitted = make(name, epsilon=eps, **params)
+                budget.check(
+                    report=unfitted.report_guarantee,
+                    upload=unfitted.upload_guarantee,
+                    queries=False,
+                    fitted=False,
+                )
 
     @property
     def mechanism_name(self) -> str:

@@ -160,13 +160,25 @@ def charge_of(budget: Notion, guarantee: Guarantee) -> Charge:
     :class:`NoGuarantee` (claims nothing) and a guarantee the budget cannot charge raise
     :class:`InputError`; anything that is not a guarantee type, :class:`TypeError`.
     """
+    return _charge(budget, guarantee, audited=True)
+
+
+def check_chargeable(budget: Notion, guarantee: Guarantee) -> None:
+    """Raise as :func:`charge_of` does for what no audit can change (a guarantee of kind
+    ``"none"``, PmDP under a pure GP budget): the refusal of an unfitted mechanism's claim,
+    made before any fit."""
+    _charge(budget, guarantee, audited=False)
+
+
+def _charge(budget: Notion, guarantee: Guarantee, *, audited: bool) -> Charge:
+    """:func:`charge_of`; ``audited=False``: an unaudited PmDP claim is not refused."""
     check_guarantee(guarantee, "a charged guarantee")
     if isinstance(guarantee, NoGuarantee):
         raise InputError(f"a guarantee of kind 'none' ({guarantee}) cannot be charged by a filter")
     if isinstance(guarantee, Composition):
         cost, delta = 0.0, 0.0
         for part in guarantee.parts:
-            charge = charge_of(budget, part)
+            charge = _charge(budget, part, audited=audited)
             cost, delta = add_up(cost, charge.cost), add_up(delta, charge.delta)
         return Charge(cost, delta)
     if isinstance(guarantee, PureMDP):
@@ -176,7 +188,7 @@ def charge_of(budget: Notion, guarantee: Guarantee) -> Charge:
             "a pure GP budget cannot charge an (eps, delta)-PmDP guarantee (its delta "
             "does not compose as pure GP); use the cgp or renewing budget policy"
         )
-    if guarantee.audit is None:
+    if audited and guarantee.audit is None:
         raise InputError(
             f"{guarantee} has not been audited: charge the fitted mechanism's guarantee"
         )
@@ -366,6 +378,7 @@ __all__ = [
     "add_up",
     "capacity_of",
     "charge_of",
+    "check_chargeable",
     "cost_in",
     "currency_of",
     "fits",

@@ -27,6 +27,7 @@ from mdpsim.privacy.filters import (
     Charge,
     PopulationFilter,
     charge_of,
+    check_chargeable,
     currency_of,
     query_costs_in,
 )
@@ -63,17 +64,22 @@ class BudgetPolicy(Component, ABC):
         """Per-user CGP query spends in this budget's currency (raises if it cannot)."""
         return query_costs_in(self.notion, rho_per_km2)
 
-    def check(self, *, report, upload, queries: bool) -> None:
+    def check(self, *, report, upload, queries: bool, fitted: bool = True) -> None:
         """Refuse, before the run, a mechanism or query this policy cannot charge.
 
-        ``report`` / ``upload`` are the fitted mechanism's guarantees (``upload`` may be None),
-        the very ones its reports and uploads are then charged.
+        ``report`` / ``upload`` are the mechanism's guarantees (``upload`` may be None): the
+        fitted one's, the very ones its reports and uploads are then charged, or with
+        ``fitted=False`` an unfitted one's claims, refused by kind before any fit
+        (:func:`~mdpsim.privacy.filters.check_chargeable`).
         """
         for what, guarantee in (("report", report), ("upload", upload)):
             if guarantee is None:
                 continue
             try:
-                self.charge(guarantee)
+                if fitted:
+                    self.charge(guarantee)
+                else:
+                    check_chargeable(self.notion, guarantee)
             except InputError as exc:
                 raise InputError(
                     f"budget policy {self.name!r} cannot charge the mechanism's {what} "

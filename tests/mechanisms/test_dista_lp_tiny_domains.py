@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import CHEAP_STRICT
 
 from mdpsim import scenario as sc
 from mdpsim.domain import Domain
@@ -20,7 +21,9 @@ def test_fewer_outputs_than_the_svd_rank_upload_and_reconstruct(helsinki_test_wa
     # 'dx' has (205,) parameters, not 82". Here 8 points (neighbourhoods of 8), to be quick:
     # dx 8 x 8 at rank 5 has 85 parameters, the server expected 34 (rank 2) before the fix
     domain = Domain.from_network(helsinki_test_walk, n_points=8, n_outputs=2, seed=1)
-    mech = make("dista_lp", epsilon=4.0, upload=upload, n_neighbours=8)
+    # strict at the cheap calibration (its default one took 13 s here; the shapes are the point)
+    params = CHEAP_STRICT if upload == "strict" else {"n_neighbours": 8}
+    mech = make("dista_lp", epsilon=4.0, upload=upload, **params)
     mech.fit(domain, users=np.arange(5), rng=np.random.default_rng(0))
     eps_pt = mech.report_guarantee.epsilon_per_km
     assert mech.matrix_.shape == (8, 2)

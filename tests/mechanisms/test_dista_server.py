@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import CHEAP_STRICT
 
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import make
@@ -64,8 +65,7 @@ def test_server_helpers_reject_bad_input(call):
 
 
 THREE_USERS = np.array([4, 19, 33])  # the users' secrets given to fit
-SMALL = {"n_neighbours": 8, "audit_records": 20, "delta": 0.05, "confidence": 0.9}
-SURROGATE = {**SMALL, "tile_size": 20, "sweeps": 1}
+SURROGATE = {**CHEAP_STRICT, "tile_size": 20, "sweeps": 1}
 
 
 @pytest.fixture(scope="module")

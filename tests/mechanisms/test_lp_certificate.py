@@ -54,11 +54,10 @@ def test_more_rounds_keep_the_best_round(exact_optimum, road_domain_small):
     )
 
 
-def test_tighter_than_the_relaxation_bound(walk_domain):
+def test_tighter_than_the_relaxation_bound(relaxation_fit_200):
     """At 200 secrets the certificate beats the split / grouped relaxations (docs/lp.md)."""
-    domain = walk_domain(200, 1)
-    prices = make("lp_medoids", epsilon=7.0).fit(domain)
-    relaxation = make("lp_medoids", epsilon=7.0, bound="relaxation").fit(domain)
+    relaxation = relaxation_fit_200
+    prices = make("lp_medoids", epsilon=7.0).fit(relaxation.domain_)
     assert prices.lower_bound > 1.1 * relaxation.lower_bound
     assert prices.expected_loss() >= prices.lower_bound
 

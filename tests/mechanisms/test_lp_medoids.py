@@ -228,9 +228,8 @@ def test_the_split_bound_is_below_the_exact_optimum_at_150(walk_domain, exact_op
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 
 
-def test_from_two_parts_on_the_bound_is_the_larger_of_split_and_grouped(walk_domain):
-    domain = walk_domain(200, 1)
-    mech = make("lp_medoids", bound="relaxation", epsilon=7.0, n_outputs=6).fit(domain)
+def test_from_two_parts_on_the_bound_is_the_larger_of_split_and_grouped(relaxation_fit_200):
+    mech = relaxation_fit_200
     info = mech.info_
     assert info["lower_bound_subsets"] == 2
     both = (info["lower_bound_split_km"], info["lower_bound_grouped_km"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import CHEAP_STRICT
 
 from mdpsim.mechanisms import available
 from mdpsim.mechanisms.base import mechanism_class
@@ -35,7 +36,7 @@ def _model(make_scenario, name: str, domain, graph, budget: dict, **extra) -> Pr
 
 
 # DistA-LP's upload modes state different upload guarantees (none, pure, PmDP)
-STRICT = {"upload": "strict", "audit_records": 20, "delta": 0.05, "confidence": 0.9}
+STRICT = {"upload": "strict", **CHEAP_STRICT}
 UPLOADS = {"location": {"upload": "location"}}
 CASES = [
     *(pytest.param(name, {}, id=name) for name in available()),

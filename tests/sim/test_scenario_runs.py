@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import CHEAP_STRICT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,9 +47,7 @@ MECHANISMS = [
 _SURROGATE = {
     "n_neighbours": st.sampled_from([2, 5, 20]),
     "rank": st.sampled_from([1, 2]),
-    "audit_records": st.just(10),
-    "delta": st.just(0.05),
-    "confidence": st.just(0.9),
+    **{k: st.just(CHEAP_STRICT[k]) for k in ("audit_records", "delta", "confidence")},
     "release_neighbours": st.just(10),
 }
 MECHANISM_PARAMS = {
@@ -247,8 +246,7 @@ def test_a_refresh_with_every_user_halted_keeps_the_mechanism_that_needs_uploads
     # uploads ("upload='strict' needs at least one user to upload") inside the run
     params = {"upload": upload}
     if upload == "strict":
-        params |= {"n_neighbours": 2, "rank": 1, "audit_records": 10, "delta": 0.05}
-        params |= {"confidence": 0.9, "release_neighbours": 2}
+        params |= {**CHEAP_STRICT, "n_neighbours": 2, "rank": 1, "release_neighbours": 2}
     raw = {
         "scenario": {"name": "halted", "seed": 1, "ticks": 3},
         "network": {"source": "helsinki-test"},

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CHEAP_STRICT
 
 from mdpsim.errors import InputError
 from mdpsim.model import PrivacyModel
@@ -199,7 +200,7 @@ def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload(world
         mechanism={
             "name": "dista_lp",
             "epsilon_per_km": 7.0,
-            "params": {"upload": "strict", "audit_records": 20, "delta": 0.01, "confidence": 0.9},
+            "params": {"upload": "strict", **CHEAP_STRICT, "delta": 0.01},
         },
         queries={"every_ticks": 0},
         scenario={"ticks": 3},
