@@ -3,7 +3,8 @@
 A component's ``__init__`` takes its parameters by keyword (a mechanism takes ``epsilon``
 first), validates them and stores each under its own name; ``get_params`` reads them back
 from the signature, so ``make(name, **c.get_params())`` rebuilds it and ``repr`` shows them.
-``*args`` / ``**kwargs`` are refused: they would hide parameters from ``get_params``.
+``*args`` / ``**kwargs`` are refused: they would hide parameters from ``get_params``. A
+parameter renamed or folded into another stays in ``retired_params`` (refused, naming the new).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ class Component:
     """Parameters by name: :meth:`param_names`, :meth:`get_params`, ``repr``."""
 
     name: ClassVar[str] = "?"
+    #: Parameters that were renamed or folded into another: old name -> what to write instead
+    #: (``make`` refuses the old name with that one line).
+    retired_params: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def param_names(cls) -> list[str]:

@@ -125,6 +125,9 @@ class Registry[T: Component]:
     def make(self, name: str, **params: Any) -> T:
         """Build ``name`` with ``params`` (keyword arguments of its constructor)."""
         cls = self.get(name)
+        for old in params:
+            if (new := cls.retired_params.get(old)) is not None:
+                raise InputError(f"{self.kind} {name!r}: parameter {old!r} is gone; use {new}")
         accepted = cls.param_names()
         unknown = [p for p in params if p not in accepted]
         if unknown:

@@ -136,9 +136,7 @@ def relaxation_fit_200(walk_domain):
     the outputs, 6 or 17 give the same one)."""
     from mdpsim.mechanisms import make
 
-    return make("lp_medoids", bound="relaxation", epsilon=7.0, n_outputs=6).fit(
-        walk_domain(200, 1)
-    )
+    return make("lp_medoids", bound="relaxation", epsilon=7.0, n_outputs=6).fit(walk_domain(200, 1))
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import highspy
 import numpy as np
@@ -71,11 +72,11 @@ def quiet_highs() -> highspy.Highs:
 class HighsOptions:
     """HiGHS settings; ``None`` keeps HiGHS's default.
 
-    ``time_limit`` in seconds; ``threads`` the number of HiGHS worker threads;
+    ``time_limit_s`` in seconds; ``threads`` the number of HiGHS worker threads;
     ``solver`` one of ``SOLVERS``; ``extra`` maps further HiGHS option names to values.
     """
 
-    time_limit: float | None = None
+    time_limit_s: float | None = None
     threads: int | None = None
     solver: str = "choose"
     primal_feasibility_tolerance: float | None = None
@@ -87,7 +88,7 @@ class HighsOptions:
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
             raise InputError(f"solver={self.solver!r} must be one of {', '.join(SOLVERS)}")
-        check_optional(self.time_limit, "time_limit", min=0, finite=False, unit="seconds")
+        check_optional(self.time_limit_s, "time_limit_s", min=0, finite=False, unit="seconds")
         check_optional(self.threads, "threads", kind=int, min=1)
         if self.presolve not in ("choose", "on", "off"):
             raise InputError(f"presolve={self.presolve!r} must be 'choose', 'on' or 'off'")
@@ -96,7 +97,7 @@ class HighsOptions:
         """The HiGHS option names and values this object sets."""
         out = {"solver": self.solver, "presolve": self.presolve, "output_flag": self.log}
         named = {
-            "time_limit": self.time_limit,
+            "time_limit": self.time_limit_s,
             "threads": self.threads,
             "primal_feasibility_tolerance": self.primal_feasibility_tolerance,
             "dual_feasibility_tolerance": self.dual_feasibility_tolerance,
@@ -107,18 +108,20 @@ class HighsOptions:
 
 
 class HighsSettings:
-    """A mechanism's ``time_limit`` (s per solve) and ``threads`` for HiGHS (a mixin)."""
+    """A mechanism's ``time_limit_s`` (s per solve) and ``threads`` for HiGHS (a mixin)."""
 
-    time_limit: float | None
+    time_limit_s: float | None
     threads: int | None
+    #: the name the LP mechanisms used before (copt, wem_lp and benders had time_limit_s)
+    retired_params: ClassVar[dict[str, str]] = {"time_limit": "time_limit_s (seconds)"}
 
-    def _set_highs(self, time_limit: float | None, threads: int | None) -> None:
+    def _set_highs(self, time_limit_s: float | None, threads: int | None) -> None:
         """Keep both, checked now (by :class:`HighsOptions`)."""
-        self.time_limit, self.threads = time_limit, threads
+        self.time_limit_s, self.threads = time_limit_s, threads
         self._options()
 
     def _options(self) -> HighsOptions:
-        return HighsOptions(time_limit=self.time_limit, threads=self.threads)
+        return HighsOptions(time_limit_s=self.time_limit_s, threads=self.threads)
 
 
 @dataclass

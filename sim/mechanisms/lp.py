@@ -44,7 +44,7 @@ class OptimalLP(HighsSettings, Mechanism):
         Warm-start the LP from the same LP on nested subsets of the secrets
         (``lp_levels.level_warm_start``; only for N >= 141 and without an ``lp_path`` warm
         start). Same optimum, fewer generation rounds. Default True.
-    time_limit, threads
+    time_limit_s, threads
         Wall-clock limit for the whole LP solve in seconds, levels included (hitting it
         raises ``SolverError``), HiGHS worker threads.
     """
@@ -58,7 +58,7 @@ class OptimalLP(HighsSettings, Mechanism):
         margin: float = FIRST_MARGIN,
         side: str = "upper",
         levels: bool = True,
-        time_limit: float | None = None,
+        time_limit_s: float | None = None,
         threads: int | None = None,
     ) -> None:
         super().__init__(epsilon)
@@ -67,7 +67,7 @@ class OptimalLP(HighsSettings, Mechanism):
         self.margin = check_margin(margin, MAX_MARGIN)
         self.side = side
         self.levels = check_scalar(levels, "levels", kind=bool)
-        self._set_highs(time_limit, threads)
+        self._set_highs(time_limit_s, threads)
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         start = time.perf_counter()
@@ -78,9 +78,9 @@ class OptimalLP(HighsSettings, Mechanism):
             lp_eps = self.epsilon * (1 - self.margin)
             warm, sizes = level_warm_start(domain, lp_eps, options=options)
         level_seconds = time.perf_counter() - start
-        if options.time_limit is not None:
+        if options.time_limit_s is not None:
             options = dataclasses.replace(
-                options, time_limit=max(options.time_limit - level_seconds, 0.0)
+                options, time_limit_s=max(options.time_limit_s - level_seconds, 0.0)
             )
         weighted = domain.prior[:, None] * domain.dist_xy
         released, sol = release_optimal(

@@ -64,10 +64,12 @@ class CoarseLP(OptimalLP):
         grid: int = 8,
         margin: float = FIRST_MARGIN,
         side: str = "upper",
-        time_limit: float | None = None,
+        time_limit_s: float | None = None,
         threads: int | None = None,
     ) -> None:
-        super().__init__(epsilon, margin=margin, side=side, time_limit=time_limit, threads=threads)
+        super().__init__(
+            epsilon, margin=margin, side=side, time_limit_s=time_limit_s, threads=threads
+        )
         self.grid = check_positive_int(grid, "grid")
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:

@@ -59,7 +59,7 @@ def level_warm_start(
     (``smallest`` defaults to ``SMALLEST_LEVEL``).
 
     Each level is ``solve_optimal`` at ``epsilon`` on a sub-domain, seeded from the level
-    below; ``options.time_limit`` bounds all levels together (``SolverError`` past it).
+    below; ``options.time_limit_s`` bounds all levels together (``SolverError`` past it).
     """
     sizes = level_sizes(domain.n_x, smallest)
     if not sizes:
@@ -73,12 +73,12 @@ def level_warm_start(
         if pos:
             warm = _lifted_seeds(Z, np.arange(sizes[pos - 1]), level, epsilon)
         left = None
-        if opts.time_limit is not None:
-            left = opts.time_limit - (time.perf_counter() - start)
+        if opts.time_limit_s is not None:
+            left = opts.time_limit_s - (time.perf_counter() - start)
             if left <= 0:
                 raise SolverError(
                     "HiGHS stopped with model status 'Time limit reached' in the level warm "
-                    f"start ({opts.time_limit:g} s limit)"
+                    f"start ({opts.time_limit_s:g} s limit)"
                 )
         pairs = level.constraint_pairs
         Z, _ = solve_optimal(
@@ -86,7 +86,7 @@ def level_warm_start(
             pairs,
             level.dist_xx[pairs[:, 0], pairs[:, 1]],
             epsilon,
-            options=dataclasses.replace(opts, time_limit=left),
+            options=dataclasses.replace(opts, time_limit_s=left),
             warm=warm,
             dual_restarts=True,
         )

@@ -16,7 +16,7 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    With ``laplace_outputs`` every other output may also carry a fixed-shape column, its
    Laplace ray (docs/lp.md, "Laplace outputs").
 3. **Certified lower bound** on the optimal LP's loss over ALL outputs
-   (``lower_bound_``; skipped with ``with_bound=False``): weak duality for the mDP
+   (``lower_bound_``; skipped with ``bound=None``): weak duality for the mDP
    constraints. For ANY flows ``f >= 0`` on the constraints of each output (or output
    group), ``sum_i min_g (pi_i min_{y in g} d(x_i, y) + a_g[i])`` (``certified_bound``) is
    at most the optimum (argument in docs/lp.md); it is evaluated in floating point with an
@@ -331,8 +331,10 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         (default; ``lp_certificate.price_certificate``: per-output flows that cover what
         prices ask each secret to pay; the first prices are ``lp_certificate.ray_prices``
         below the mechanism's own LP duals) or ``"relaxation"`` (the split and / or grouped
-        relaxations below, the larger kept). A parameter of the other bound is an
-        ``InputError``.
+        relaxations below, the larger kept), or ``None``: no bound (``lower_bound`` is
+        ``None``, no ``gap``; ``"none"`` in a scenario file, TOML having no null): for callers
+        that need only the matrix, e.g. DistA-LP's planner. A parameter of another bound is
+        an ``InputError``; so is ``with_bound``, which this replaced.
     price_scale, price_rounds
         The ``"prices"`` bound's cap on the first prices (this times the LP's row-sum duals;
         default 1) and its rounds (default 2; each re-aims at the mean of the last prices
@@ -360,14 +362,15 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         down from the nearest; the others share one "rest" variable per secret), when that
         drops at least 1/3 of them (else all are kept). Larger: a tighter bound and a larger
         LP.
-    with_bound
-        Compute the lower bound (default). ``False`` skips it (``lower_bound`` is ``None``,
-        no ``gap``): for callers that need only the matrix, e.g. DistA-LP's planner.
-    time_limit, threads
+    time_limit_s, threads
         Wall-clock limit of the LP solve (s; hitting it raises ``SolverError``), HiGHS threads.
     """
 
     conformance_params: ClassVar[dict] = {"n_outputs": 6}
+    retired_params: ClassVar[dict[str, str]] = {
+        **HighsSettings.retired_params,
+        "with_bound": 'bound=None for no bound (bound = "none" in a scenario file)',
+    }
     lower_bound_: float | None
 
     def __init__(
@@ -378,15 +381,14 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         margin: float = FIRST_MARGIN,
         priced_outputs: int = 0,
         laplace_outputs: bool = False,
-        bound: str = "prices",
+        bound: str | None = "prices",
         price_scale: float | None = None,
         price_rounds: int | None = None,
         bound_subsets: int | None = None,
         bound_groups: int | None = None,
         bound_rounds: int | None = None,
         bound_reach: float | None = None,
-        with_bound: bool = True,
-        time_limit: float | None = None,
+        time_limit_s: float | None = None,
         threads: int | None = None,
     ) -> None:
         super().__init__(epsilon)
@@ -398,8 +400,9 @@ class MedoidOutputLP(HighsSettings, Mechanism):
             raise InputError(
                 "laplace_outputs and priced_outputs exclude each other; set one of them"
             )
-        if bound not in BOUNDS:
-            raise InputError(f"bound={bound!r} must be one of {', '.join(BOUNDS)}")
+        bound = None if bound == "none" else bound
+        if bound is not None and bound not in BOUNDS:
+            raise InputError(f"bound={bound!r} must be one of {', '.join(BOUNDS)} or None")
         self.bound = bound
         given = {
             "prices": {"price_scale": price_scale, "price_rounds": price_rounds},
@@ -433,13 +436,12 @@ class MedoidOutputLP(HighsSettings, Mechanism):
             bound_reach, lambda v: check_scalar(v, "bound_reach", min=0,
                                                 include_boundaries="neither", finite=False)
         )  # fmt: skip
-        self.with_bound = check_scalar(with_bound, "with_bound", kind=bool)
-        self._set_highs(time_limit, threads)
+        self._set_highs(time_limit_s, threads)
 
     @property
     def lower_bound(self) -> float | None:
         """Certified lower bound (km) on the optimal eps-mDP LP's loss over all outputs
-        (``None`` when fitted with ``with_bound=False``)."""
+        (``None`` when fitted with ``bound=None``)."""
         return self.lower_bound_
 
     def _subsets(self, domain) -> int:
@@ -533,7 +535,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
             "outputs_used": int(np.count_nonzero(released.matrix.sum(axis=0) > 0)),
         }
         self.lower_bound_ = None
-        if self.with_bound:
+        if self.bound is not None:
             bounds = self._bounds(domain, len(medoids), sol.row_duals)
             kind = max(bounds, key=lambda name: bounds[name].value)
             bound = bounds[kind]

@@ -123,7 +123,7 @@ def solve_optimal(
     ``pair_dist_km``. Solved to feasibility tolerances ``FEASIBILITY_TOL`` unless
     ``options`` sets them. ``warm`` (``OptimalSolution.binding`` of an earlier solve on the same
     domain, e.g. at another epsilon) seeds the model with those constraints and their outputs.
-    ``options``: ``time_limit`` bounds the whole solve, ``threads`` is passed on.
+    ``options``: ``time_limit_s`` bounds the whole solve, ``threads`` is passed on.
     ``dual_restarts``: when the model is seeded (``warm``), its first solve and the solves after
     added outputs by the dual simplex (faster for the exact LP's level-seeded solves, slower
     for cold solves and for ``lp_medoids``' few outputs at N = 2,000; docs/lp.md).
@@ -148,17 +148,17 @@ def solve_optimal(
     tol = opts.dual_feasibility_tolerance or FEASIBILITY_TOL  # broken mDP constraint; rc < 0
     lookup = _ConstraintIndex(src, dst, n)
     model = _RestrictedDual(cost, src, dst, gain, opts)
-    pricer = ConePricer(cost, src, dst, gain, dataclasses.replace(opts, time_limit=None))
+    pricer = ConePricer(cost, src, dst, gain, dataclasses.replace(opts, time_limit_s=None))
     rays = laplace_rays(np.asarray(pairs, dtype=np.int64), pair_dist_km, n, epsilon)
 
     def time_left() -> float | None:
-        if opts.time_limit is None:
+        if opts.time_limit_s is None:
             return None
-        left = opts.time_limit - (time.perf_counter() - start)
+        left = opts.time_limit_s - (time.perf_counter() - start)
         if left <= 0:
             raise SolverError(
                 f"HiGHS stopped with model status 'Time limit reached' after {model.rounds} "
-                f"solves ({opts.time_limit:g} s limit)"
+                f"solves ({opts.time_limit_s:g} s limit)"
             )
         return left
 
@@ -372,10 +372,10 @@ class _RestrictedDual:
         self.con = np.concatenate([self.con, con])
         self.col = np.concatenate([self.col, col])
 
-    def solve(self, time_limit: float | None):
+    def solve(self, time_limit_s: float | None):
         """Solve warm; returns ``Z`` (N x outputs, row duals) and ``u`` (row-sum duals)."""
-        if time_limit is not None:
-            self.lp.set_option("time_limit", time_limit)
+        if time_limit_s is not None:
+            self.lp.set_option("time_limit", time_limit_s)
         self.lp.set_option("simplex_strategy", DUAL_SIMPLEX if self.dual_next else PRIMAL_SIMPLEX)
         self.dual_next = False
         try:

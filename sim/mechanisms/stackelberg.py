@@ -178,13 +178,13 @@ def solve_stackelberg(
 class _StackelbergBase(HighsSettings):
     """What both forms share: the metrics, the quality bound and the LP's settings."""
 
-    def _init_common(self, quality_km, quality_metric, adversary_metric, time_limit, threads):
+    def _init_common(self, quality_km, quality_metric, adversary_metric, time_limit_s, threads):
         if quality_km is None:
             raise InputError("quality_km is required: the bound on the expected quality loss (km)")
         self.quality_km = check_scalar(quality_km, "quality_km", min=0, unit="km")
         self.quality_metric = check_metric(quality_metric, "quality_metric")
         self.adversary_metric = check_metric(adversary_metric, "adversary_metric")
-        self._set_highs(time_limit, threads)
+        self._set_highs(time_limit_s, threads)
 
     def _metrics(self, domain) -> tuple[np.ndarray, np.ndarray]:
         return (
@@ -226,7 +226,7 @@ class Stackelberg(_StackelbergBase, Mechanism):
         verified exactly at ``epsilon`` (``repair.release_verified``). The repair can move the
         quality loss by about the largest change of an entry; ``info_`` holds the released
         matrix's own loss and adversary error.
-    time_limit, threads
+    time_limit_s, threads
         Seconds for each LP solve (hitting it raises ``SolverError``), HiGHS threads.
     """
 
@@ -241,11 +241,11 @@ class Stackelberg(_StackelbergBase, Mechanism):
         adversary_metric: str = "domain",
         margin: float = 1e-3,
         side: str = "upper",
-        time_limit: float | None = None,
+        time_limit_s: float | None = None,
         threads: int | None = None,
     ) -> None:
         super().__init__(epsilon)
-        self._init_common(quality_km, quality_metric, adversary_metric, time_limit, threads)
+        self._init_common(quality_km, quality_metric, adversary_metric, time_limit_s, threads)
         self.margin = check_margin(margin, MAX_MARGIN)
         self.side = check_choice(side, "side", SIDES)
 
@@ -300,10 +300,10 @@ class UnconstrainedStackelberg(_StackelbergBase, Mechanism):
         quality_km: float | None = None,
         quality_metric: str = "domain",
         adversary_metric: str = "domain",
-        time_limit: float | None = None,
+        time_limit_s: float | None = None,
         threads: int | None = None,
     ) -> None:
-        self._init_common(quality_km, quality_metric, adversary_metric, time_limit, threads)
+        self._init_common(quality_km, quality_metric, adversary_metric, time_limit_s, threads)
 
     @property
     def guarantee(self) -> NoGuarantee:
@@ -377,11 +377,11 @@ def _by_outputs(prior, quality_cost_km, dist_est, quality_km: float, constraints
     first = int(np.argmin((pi[:, None] * cost).sum(axis=0)))
     master.add_outputs([first])
     while True:
-        if opts.time_limit is not None:
-            left = opts.time_limit - (time.perf_counter() - start)
+        if opts.time_limit_s is not None:
+            left = opts.time_limit_s - (time.perf_counter() - start)
             if left <= 0:
                 raise SolverError(
-                    f"stackelberg LP: time limit {opts.time_limit:g} s reached after "
+                    f"stackelberg LP: time limit {opts.time_limit_s:g} s reached after "
                     f"{master.rounds} solves"
                 )
             master.lp.set_option("time_limit", left)

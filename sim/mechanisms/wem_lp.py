@@ -389,7 +389,7 @@ def wem_options(*, time_limit_s: float | None = None) -> HighsOptions:
     e.g. COPT after the optimal LP in one process.
     """
     return HighsOptions(
-        time_limit=time_limit_s,
+        time_limit_s=time_limit_s,
         primal_feasibility_tolerance=1e-9,
         dual_feasibility_tolerance=1e-9,
     )

@@ -14,6 +14,7 @@ from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms import lp_solver as lp_mod
 from mdpsim.mechanisms import repair as repair_mod
+from mdpsim.mechanisms.base import mechanism_class
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp import OptimalLP, lp_path
 from mdpsim.mechanisms.lp_solver import solve_optimal
@@ -124,7 +125,7 @@ def test_warm_started_path_matches_cold_fits(road_small):
 
 def test_solver_failure_raises_with_status(road_small):
     with pytest.raises(SolverError, match="Time limit"):
-        OptimalLP(4.0, time_limit=0.0).fit(road_small)
+        OptimalLP(4.0, time_limit_s=0.0).fit(road_small)
     infeasible = HighsLP(
         np.ones(2), sparse.csr_array(np.ones((1, 2))), [5.0], [np.inf], col_upper=1.0
     )
@@ -145,7 +146,7 @@ def test_lp_a_is_mdp_on_the_fine_domain_and_no_better_than_lp(road_domain_small)
 
 @pytest.mark.parametrize(
     "params",
-    [{"margin": 0.0}, {"margin": 0.7}, {"side": "both"}, {"time_limit": -1.0}, {"threads": 0}],
+    [{"margin": 0.0}, {"margin": 0.7}, {"side": "both"}, {"time_limit_s": -1.0}, {"threads": 0}],
 )
 def test_bad_parameters_raise_input_error(params):
     with pytest.raises(InputError):
@@ -153,7 +154,17 @@ def test_bad_parameters_raise_input_error(params):
     with pytest.raises(InputError, match="grid"):
         make("lp_a", epsilon=4.0, grid=0)
     with pytest.raises(InputError):
-        HighsOptions(time_limit=-1.0)
+        HighsOptions(time_limit_s=-1.0)
+
+
+@pytest.mark.parametrize("name", ["lp", "lp_a", "lp_medoids", "stackelberg", "copt"])
+def test_one_time_limit_name_the_old_one_refused_naming_it(name):
+    assert "time_limit_s" in mechanism_class(name).param_names()
+    if name == "copt":  # always had this name
+        return
+    with pytest.raises(InputError, match=f"mechanism '{name}': parameter 'time_limit' is gone; "
+                       "use time_limit_s"):  # fmt: skip
+        make(name, epsilon=4.0, time_limit=1.0)
 
 
 def test_panda_anchor_lp_failure_raises_with_the_highs_status(monkeypatch):

@@ -210,7 +210,7 @@ def test_envelope_parents_lie_on_the_path_that_attains_the_envelope(l2_skewed):
 
 def test_time_limit_bounds_the_whole_generation_loop(road_24):
     with pytest.raises(SolverError, match="Time limit"):
-        _solve(road_24, 4.0, options=HighsOptions(time_limit=1e-3))
+        _solve(road_24, 4.0, options=HighsOptions(time_limit_s=1e-3))
 
 
 def test_a_solve_error_in_the_warm_basis_is_retried_once_from_scratch(road_24, monkeypatch):

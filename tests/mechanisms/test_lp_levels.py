@@ -59,7 +59,7 @@ def test_make_lp_uses_the_levels_by_default(road_48, monkeypatch):
 
 def test_the_time_limit_covers_the_levels(road_48):
     with pytest.raises(SolverError, match="Time limit reached"):
-        level_warm_start(road_48, 4.0, smallest=16, options=HighsOptions(time_limit=0.0))
+        level_warm_start(road_48, 4.0, smallest=16, options=HighsOptions(time_limit_s=0.0))
 
 
 def test_levels_must_be_a_bool():

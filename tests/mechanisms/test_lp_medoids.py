@@ -65,7 +65,7 @@ def test_medoids_lower_the_quantisation_loss_and_are_checked():
 
 def test_a_solver_failure_raises_with_its_status(road_domain_small):
     with pytest.raises(SolverError, match="Time limit"):
-        make("lp_medoids", epsilon=4.0, n_outputs=6, time_limit=1e-6).fit(road_domain_small)
+        make("lp_medoids", epsilon=4.0, n_outputs=6, time_limit_s=1e-6).fit(road_domain_small)
 
 
 def test_a_failed_bound_lp_raises_with_its_status(road_domain_small, monkeypatch):
@@ -127,11 +127,14 @@ def test_a_smaller_reach_keeps_fewer_entries_and_a_valid_bound(exact_optimum, ro
 
 def test_without_the_bound_the_matrix_is_the_same(road_domain_small):
     full = make("lp_medoids", epsilon=4.0, n_outputs=6).fit(road_domain_small)
-    bare = make("lp_medoids", epsilon=4.0, n_outputs=6, with_bound=False).fit(road_domain_small)
+    bare = make("lp_medoids", epsilon=4.0, n_outputs=6, bound=None).fit(road_domain_small)
     np.testing.assert_array_equal(bare.matrix_, full.matrix_)
     assert bare.lower_bound is None and "gap" not in bare.info_
-    with pytest.raises(InputError, match="with_bound"):
-        make("lp_medoids", epsilon=4.0, with_bound="no")
+    assert make("lp_medoids", epsilon=4.0, bound="none").bound is None  # a scenario's spelling
+    with pytest.raises(InputError, match="'with_bound' is gone; use bound=None"):
+        make("lp_medoids", epsilon=4.0, bound="relaxation", with_bound=False)
+    with pytest.raises(InputError, match="price_rounds applies to bound='prices' only"):
+        make("lp_medoids", epsilon=4.0, bound=None, price_rounds=2)
 
 
 @pytest.mark.parametrize("eps", [2.0, 6.0])

@@ -37,7 +37,7 @@ def plan(
     """The matrix planner ``name`` releases for ``weights`` (per secret, unnormalised) and
     its info (``n_blocks``: how many blocks were improved)."""
     if name == "lp_medoids":
-        planned = make("lp_medoids", epsilon=eps_pt, margin=margin, with_bound=False)
+        planned = make("lp_medoids", epsilon=eps_pt, margin=margin, bound=None)
         planned.fit(domain.with_prior(weights / weights.sum()))
         return planned.matrix_, {"n_blocks": 0, "planner_info": planned.info_}
     rows = tiles(domain.x_xy, tile_size) if blocks is None else blocks
