@@ -52,10 +52,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import binomtest, norm
+from scipy.stats import norm
 
 from mdpsim.domain import implied_free_pairs
 from mdpsim.errors import InputError
+from mdpsim.privacy.pmdp import clopper_pearson_lower, clopper_pearson_upper
 
 ERROR = np.iinfo(np.int64).min  # the output "the mechanism raised"
 MIN_EVENT_COUNT = 20  # screen draws an event needs under x before it is considered
@@ -255,8 +256,8 @@ def audit(
     )
     for c in cands:
         d = float(dist_km[c.i, c.j])
-        lo = clopper_pearson_lower(int(test[c.i][c.event].sum()), per_input, level)
-        hi = clopper_pearson_upper(int(test[c.j][c.event].sum()), per_input, level)
+        lo = clopper_pearson_lower(int(test[c.i][c.event].sum()), per_input, 1.0 - level)
+        hi = clopper_pearson_upper(int(test[c.j][c.event].sum()), per_input, 1.0 - level)
         log_ratio = math.log(lo) - math.log(hi) if lo > 0 else -math.inf
         result.pairs.append(
             PairResult(
@@ -489,18 +490,6 @@ def _scores(sx, sy, n_screen, eps_d, test, penalty: float) -> tuple[np.ndarray, 
     ok = sx >= MIN_EVENT_COUNT
     evidence = np.where(ok & (np.isfinite(evidence) | (evidence == np.inf)), evidence, -np.inf)
     return evidence, np.where(ok & np.isfinite(bound), bound, -np.inf)
-
-
-def clopper_pearson_lower(k: int, n: int, level: float) -> float:
-    """One-sided exact (Clopper-Pearson) lower bound at error ``level`` of a proportion."""
-    ci = binomtest(k, n, alternative="greater").proportion_ci(1.0 - level, method="exact")
-    return float(ci.low)
-
-
-def clopper_pearson_upper(k: int, n: int, level: float) -> float:
-    """One-sided exact (Clopper-Pearson) upper bound at error ``level`` of a proportion."""
-    ci = binomtest(k, n, alternative="less").proportion_ci(1.0 - level, method="exact")
-    return float(ci.high)
 
 
 def mechanism_sampler(mechanism) -> Callable[[int, int, np.random.Generator], np.ndarray]:

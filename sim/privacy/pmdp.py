@@ -100,10 +100,18 @@ def clopper_pearson_confidence(n_violations: int, n_samples: int, delta: float) 
     return float(stats.binom.sf(n_violations, n_samples, delta))
 
 
-def clopper_pearson_upper(n_violations: int, n_samples: int, confidence: float) -> float:
-    """One-sided exact (Clopper-Pearson) upper bound of ``p`` at ``confidence``."""
-    test = stats.binomtest(n_violations, n_samples, alternative="less")
+def clopper_pearson_upper(k: int, n: int, confidence: float) -> float:
+    """One-sided exact (Clopper-Pearson) upper bound at ``confidence`` of a proportion seen
+    ``k`` times in ``n`` (the one Clopper-Pearson of the package: the PmDP and the mDP
+    auditors both use it)."""
+    test = stats.binomtest(k, n, alternative="less")
     return float(test.proportion_ci(confidence_level=confidence, method="exact").high)
+
+
+def clopper_pearson_lower(k: int, n: int, confidence: float) -> float:
+    """One-sided exact (Clopper-Pearson) lower bound at ``confidence`` (as the upper one)."""
+    test = stats.binomtest(k, n, alternative="greater")
+    return float(test.proportion_ci(confidence_level=confidence, method="exact").low)
 
 
 def hoeffding_confidence(p_hat: float, n_samples: int, delta: float) -> float:

@@ -10,8 +10,6 @@ from scipy.stats import beta, binom
 
 from mdpsim.audit import (
     audit,
-    clopper_pearson_lower,
-    clopper_pearson_upper,
     matrix_sampler,
     mechanism_sampler,
 )
@@ -19,6 +17,7 @@ from mdpsim.domain import Domain
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import available, make, mechanism_class
 from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.privacy.pmdp import clopper_pearson_lower, clopper_pearson_upper
 from mdpsim.privacy.verifier import verify
 from mdpsim.sampling import sample_rows
 
@@ -155,10 +154,11 @@ def test_every_registered_mechanism_passes(name, road_domain_small):
 
 
 def test_clopper_pearson_bounds_are_the_exact_beta_quantiles():
-    lo, hi = clopper_pearson_lower(30, 100, 0.01), clopper_pearson_upper(30, 100, 0.01)
+    # the one Clopper-Pearson (privacy/pmdp.py), at a confidence, as the PmDP auditor takes it
+    lo, hi = clopper_pearson_lower(30, 100, 0.99), clopper_pearson_upper(30, 100, 0.99)
     assert lo == pytest.approx(beta.ppf(0.01, 30, 71), rel=1e-9)
     assert hi == pytest.approx(beta.ppf(0.99, 31, 70), rel=1e-9)
-    assert clopper_pearson_lower(0, 100, 0.01) == 0.0 and clopper_pearson_upper(100, 100, 0.01) == 1
+    assert clopper_pearson_lower(0, 100, 0.99) == 0.0 and clopper_pearson_upper(100, 100, 0.99) == 1
 
 
 def test_bad_audit_parameters_are_refused():
