@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from mdpsim import columns
 from mdpsim.attacks import Attack, LocationEstimate, Observation, register
@@ -47,6 +48,7 @@ def test_every_attack_metric_has_a_column_label():
     assert set(METRICS) <= set(columns.ATTACK_METRICS)
 
 
+@pytest.mark.slow
 def test_a_new_attack_appears_in_the_report_and_the_batch_explorer(tmp_path, helsinki_walk):
     scenario = tmp_path / "tiny.toml"
     sweep = '"mechanism.name" = ["em", "laplace"]\n"mechanism.epsilon_per_km" = [3.0, 9.0]\n'

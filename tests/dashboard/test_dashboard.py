@@ -117,6 +117,7 @@ def test_bad_scenario_input_shows_the_validation_message(live):
     assert live.session_state["live_model"] is before  # the running model is kept
 
 
+@pytest.mark.slow
 def test_applying_edits_rebuilds_the_model(helsinki_walk):
     at = _app()
     at.run()
@@ -133,6 +134,7 @@ def test_applying_edits_rebuilds_the_model(helsinki_walk):
     assert "tracking" not in {layer["id"] for layer in _deck(at)["layers"]}
 
 
+@pytest.mark.slow
 def test_the_strategies_of_a_live_run_can_be_picked(helsinki_walk):
     at = _app()
     at.run()
@@ -159,6 +161,7 @@ def test_the_strategies_of_a_live_run_can_be_picked(helsinki_walk):
     assert any("within each window" in c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_a_strategy_the_budget_cannot_charge_is_refused_with_its_reason(helsinki_walk):
     at = _app()
     at.run()
@@ -168,6 +171,7 @@ def test_a_strategy_the_budget_cannot_charge_is_refused_with_its_reason(helsinki
     assert any("cannot pay the Gaussian (CGP) queries" in e.value for e in at.error)
 
 
+@pytest.mark.slow
 def test_picking_a_shipped_scenario_loads_its_fields(helsinki_walk):
     at = _app()
     at.run()
@@ -178,6 +182,7 @@ def test_picking_a_shipped_scenario_loads_its_fields(helsinki_walk):
     assert at.session_state["live_model"].population.n_users == shipped.get("users.count")
 
 
+@pytest.mark.slow
 def test_the_game_levels_can_be_picked_and_each_is_placed_beside_the_frontier(helsinki_walk):
     at = _app()
     at.run()
@@ -202,6 +207,7 @@ def test_the_game_levels_can_be_picked_and_each_is_placed_beside_the_frontier(he
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point", "text"]
 
 
+@pytest.mark.slow
 def test_levels_without_the_mechanism_eps_are_refused_on_the_page(helsinki_walk):
     at = _app()
     at.run()

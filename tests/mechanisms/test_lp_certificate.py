@@ -54,6 +54,7 @@ def test_more_rounds_keep_the_best_round(exact_optimum, road_domain_small):
     )
 
 
+@pytest.mark.slow
 def test_tighter_than_the_relaxation_bound(relaxation_fit_200):
     """At 200 secrets the certificate beats the split / grouped relaxations (docs/lp.md)."""
     relaxation = relaxation_fit_200

@@ -222,6 +222,7 @@ def test_only_chaining_pairs_are_screened_and_the_budget_is_kept(road_domains):
     assert again.n_pairs == 4 and not again.passed
 
 
+@pytest.mark.slow
 def test_the_false_alarm_rate_stays_below_alpha_on_a_tight_mechanism():
     # at a lax alpha the family-wise rate is measurable: of 40 audits of the tight geometric
     # mechanism, the number of false alarms must be plausible under a rate <= alpha
@@ -233,6 +234,7 @@ def test_the_false_alarm_rate_stays_below_alpha_on_a_tight_mechanism():
     assert alarms <= binom.ppf(1 - 1e-4, 40, 0.2), alarms
 
 
+@pytest.mark.slow
 def test_no_false_alarm_on_tight_em_at_200_points_with_small_budgets(road_domains):
     dom = road_domains(200)
     tight = planted.em_with_true_epsilon(dom.dist_xx, ROAD_EPS)

@@ -68,6 +68,7 @@ def test_the_q_learning_user_beats_always_and_random_on_held_out_seeds():
         assert q_mean - q_half > mean + half, (other, scores)  # the intervals do not meet
 
 
+@pytest.mark.slow
 def test_self_play_rows_hold_both_players_rewards_per_move():
     from mdpsim.agents.self_play import markdown, play
 

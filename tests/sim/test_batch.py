@@ -134,7 +134,7 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, tiny):
         port = sock.getsockname()[1]
     start = time.monotonic()
     with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
-        connect_dask(scheduler=f"tcp://127.0.0.1:{port}", connect_timeout_s=1.0)
+        connect_dask(scheduler=f"tcp://127.0.0.1:{port}", connect_timeout_s=0.2)
     assert time.monotonic() - start < 30
     with pytest.raises(InputError, match="tcp://HOST:PORT"):
         connect_dask(scheduler="localhost:8786")
