@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from mdpsim import store
+from mdpsim._core.threads import available_cores, thread_budget, threads_per_worker
+from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError
 from mdpsim.scenario import Scenario
 from mdpsim.store import canonical_json
-from mdpsim.threads import available_cores, thread_budget, threads_per_worker
-from mdpsim.validation import check_positive_int
 
 SEEDING = ("per-task", "common")
 _MANIFEST_EVERY_S = 1.0  # rewrite the manifest at most this often while tasks finish

@@ -361,8 +361,8 @@ def _demo(args: argparse.Namespace) -> int:
 def _batch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from mdpsim._core.threads import available_cores
     from mdpsim.batch import run_batch
-    from mdpsim.threads import available_cores
 
     scenario = _scenario(args)
     if args.ticks is not None:
@@ -411,7 +411,7 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 @command("attack")
 def _attack(args: argparse.Namespace) -> int:
     from mdpsim import harness
-    from mdpsim.outputs import new_folder
+    from mdpsim._core.outputs import new_folder
 
     scenario = _scenario(args)
     if args.ticks is not None and args.ticks < 1:
@@ -435,8 +435,8 @@ def _attack(args: argparse.Namespace) -> int:
 @command("frontier")
 def _frontier(args: argparse.Namespace) -> int:
     from mdpsim import frontier
+    from mdpsim._core.outputs import new_folder
     from mdpsim.mechanisms.stackelberg import check_metric
-    from mdpsim.outputs import new_folder
 
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.outputs import atomic_file
 from mdpsim.errors import InputError
-from mdpsim.outputs import atomic_file
 from mdpsim.traces import SYNTHETIC_ORIGIN, WGS84
 
 if TYPE_CHECKING:

@@ -216,7 +216,7 @@ def plot(curve: pd.DataFrame, points: pd.DataFrame, path, *, title: str) -> None
 
 def write_outputs(curve, points, cap: float, out, *, title: str, overwrite: bool) -> list[Path]:
     """``frontier.csv`` (curve and points), ``frontier.md`` and ``frontier.png`` in ``out``."""
-    from mdpsim.outputs import atomic_folder, new_folder
+    from mdpsim._core.outputs import atomic_folder, new_folder
 
     out = new_folder(out, overwrite=overwrite)
     names = ["frontier.csv", "frontier.md", "frontier.png"]

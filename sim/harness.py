@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.outputs import atomic_folder, new_folder
 from mdpsim.errors import InputError
 from mdpsim.model import PrivacyModel
-from mdpsim.outputs import atomic_folder, new_folder
 from mdpsim.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
 

@@ -19,12 +19,12 @@ import mesa
 import numpy as np
 from mesa.discrete_space import Network
 
+from mdpsim._core.threads import one_blas_thread
 from mdpsim.domain import Domain
 from mdpsim.players import CuriousServer, UserAgent
 from mdpsim.scenario import Scenario
 from mdpsim.strategies import Strategies, from_scenario
 from mdpsim.strategies.report import ReportContext
-from mdpsim.threads import one_blas_thread
 from mdpsim.world import build_world
 
 
@@ -71,7 +71,7 @@ class PrivacyModel(mesa.Model):
     decisions see it.
     """
 
-    @one_blas_thread()  # the same bits whatever the environment's BLAS threads (sim/threads.py)
+    @one_blas_thread()  # the same bits whatever the environment's BLAS threads (_core/threads.py)
     def __init__(
         self,
         scenario: Scenario,

@@ -25,8 +25,8 @@ from typing import Literal, get_args
 import networkx as nx
 import numpy as np
 
+from mdpsim._core.outputs import atomic_file
 from mdpsim.errors import InputError
-from mdpsim.outputs import atomic_file
 
 NetworkType = Literal["walk", "drive"]
 NETWORK_TYPES: tuple[str, ...] = get_args(NetworkType)

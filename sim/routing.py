@@ -16,9 +16,9 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
+from mdpsim._core.validation import check_scalar
 from mdpsim.errors import InputError
 from mdpsim.network import undirected_lengths
-from mdpsim.validation import check_scalar
 
 MIN_SPACING_M = 1.0
 # Relative slack when deciding that d(i,k) + d(k,j) == d(i,j) (far below the verifier's 1e-9).

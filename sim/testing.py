@@ -139,7 +139,7 @@ def check_strategy(cls: type, **params: Any) -> None:
 
 
 def _check_unknown_parameter(cls: type, kind: str) -> None:
-    from mdpsim.registry import Registry
+    from mdpsim._core.registry import Registry
 
     registry: Registry[Any] = Registry(kind)
     registry.register(f"check_{cls.__name__}")(type(cls.__name__, (cls,), {}))

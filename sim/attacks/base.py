@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdpsim.component import Component
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
 from mdpsim.privacy.guarantees import Composition, PureMDP
-from mdpsim.registry import Registry
 
 if TYPE_CHECKING:
     from mdpsim.domain import Domain

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp
 
+from mdpsim._core.validation import check_probability, check_scalar
 from mdpsim.attacks.base import (
     SCORERS,
     Attack,
@@ -34,7 +35,6 @@ from mdpsim.attacks.base import (
     register,
 )
 from mdpsim.attacks.places import VisitDensity
-from mdpsim.validation import check_probability, check_scalar
 
 NAME = "linkage"
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from mdpsim._core.validation import check_positive_int, check_scalar
 from mdpsim.attacks.base import (
     SCORERS,
     Attack,
@@ -30,7 +31,6 @@ from mdpsim.attacks.base import (
     register,
 )
 from mdpsim.attacks.bayes import posterior_table
-from mdpsim.validation import check_positive_int, check_scalar
 
 
 class VisitDensity:

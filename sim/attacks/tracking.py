@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from mdpsim._core.threads import task_threads
+from mdpsim._core.validation import check_choice, check_optional, check_scalar
 from mdpsim.attacks import hmm
 from mdpsim.attacks.base import (
     Attack,
@@ -45,8 +47,6 @@ from mdpsim.attacks.mobility_models import (
     reach_kernel,
 )
 from mdpsim.errors import InputError
-from mdpsim.threads import task_threads
-from mdpsim.validation import check_choice, check_optional, check_scalar
 
 METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
@@ -88,7 +88,7 @@ class Tracking(Attack):
     threads
         Threads of the filter's tick, each running the whole step on its part of the users
         (numpy and scipy's sparse product release the GIL); ``None``: the task's thread budget
-        (:func:`mdpsim.threads.task_threads`: the cores this process may use, or the batch's
+        (:func:`mdpsim._core.threads.task_threads`: the cores this process may use, or the batch's
         share of them per worker), at most :data:`MAX_THREADS`. The beliefs are the same bits
         whatever the number (docs/attacks.md, Speed).
     """

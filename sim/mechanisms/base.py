@@ -45,13 +45,13 @@ from typing import ClassVar, Self
 
 import numpy as np
 
-from mdpsim.component import Component
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
+from mdpsim._core.validation import check_epsilon
 from mdpsim.errors import InputError
 from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, certify, check_guarantee
 from mdpsim.privacy.verifier import ROW_SUM_TOL
-from mdpsim.registry import Registry
 from mdpsim.sampling import sample_rows
-from mdpsim.validation import check_epsilon
 
 _MECHANISMS: Registry[Mechanism] = Registry("mechanism")
 #: Class decorator: make a mechanism available as ``make(name, ...)``.

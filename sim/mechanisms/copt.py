@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim._core.validation import check_margin, check_positive_int
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.em import exponential_matrix
@@ -31,7 +32,6 @@ from mdpsim.mechanisms.wem_lp import (
     released_matrix,
     solve_direct,
 )
-from mdpsim.validation import check_margin, check_positive_int
 
 WEM_FORMS = ("em", "plain")
 

@@ -34,8 +34,8 @@ import highspy
 import numpy as np
 from scipy import sparse
 
+from mdpsim._core.validation import check_optional
 from mdpsim.errors import InputError, SolverError
-from mdpsim.validation import check_optional
 
 SOLVERS = ("choose", "simplex", "ipm", "pdlp")
 

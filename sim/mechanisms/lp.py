@@ -17,13 +17,13 @@ import time
 
 import numpy as np
 
+from mdpsim._core.validation import check_epsilon, check_margin, check_scalar
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsSettings
 from mdpsim.mechanisms.lp_levels import level_warm_start
 from mdpsim.mechanisms.lp_solver import release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN, SIDES
-from mdpsim.validation import check_epsilon, check_margin, check_scalar
 
 
 @register("lp")

@@ -23,12 +23,12 @@ import numpy as np
 from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
+from mdpsim._core.validation import check_positive_int
 from mdpsim.domain import implied_free_pairs
 from mdpsim.mechanisms.base import register
 from mdpsim.mechanisms.lp import OptimalLP
 from mdpsim.mechanisms.lp_solver import release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN
-from mdpsim.validation import check_positive_int
 
 
 def coarse_cells(x_xy: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:

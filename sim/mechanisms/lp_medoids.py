@@ -39,6 +39,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import sparse
 
+from mdpsim._core.validation import check_margin, check_positive_int, check_scalar
 from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
@@ -47,7 +48,6 @@ from mdpsim.mechanisms.lp_certificate import LowerBound, price_certificate, ray_
 from mdpsim.mechanisms.lp_outputs import tight_constraints
 from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, release_optimal
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
-from mdpsim.validation import check_margin, check_positive_int, check_scalar
 
 _LLOYD_STEPS = 30
 SUBSET_SIZE = 100  # secrets per part of the split bound (docs/lp.md, "The split bound")

@@ -29,13 +29,13 @@ from typing import ClassVar
 import numpy as np
 from scipy import sparse
 
+from mdpsim._core.validation import check_positive_int
 from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.mechanisms.highs import HighsLP
 from mdpsim.mechanisms.lp_solver import MAX_LOG_GAIN
-from mdpsim.validation import check_positive_int
 
 _ANCHOR_SET_MASS = 0.99
 

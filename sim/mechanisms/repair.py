@@ -44,9 +44,9 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
+from mdpsim._core.validation import check_epsilon, check_margin, check_positive_int
 from mdpsim.errors import InputError
 from mdpsim.privacy.verifier import PrivacyViolation, VerifyResult, verify
-from mdpsim.validation import check_epsilon, check_margin, check_positive_int
 
 SIDES = ("upper", "lower")
 MAX_MARGIN = 0.5  # eps_env = eps / 2: the repair is eps-mDP for any input (module docstring)

@@ -50,6 +50,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import sparse
 
+from mdpsim._core.validation import check_choice, check_margin, check_scalar
 from mdpsim.domain import lp_distances
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, register
@@ -63,7 +64,6 @@ from mdpsim.mechanisms.lp_solver import (
 from mdpsim.mechanisms.repair import MAX_MARGIN, SIDES, release_verified
 from mdpsim.privacy.guarantees import NoGuarantee
 from mdpsim.privacy.verifier import verify
-from mdpsim.validation import check_choice, check_margin, check_scalar
 
 #: Quality / adversary metrics: the domain's own, road km, lp km from coordinates, or 0/1.
 METRIC_CHOICES = ("domain", "road", "l1", "l2", "linf", "zero_one")

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
+from mdpsim._core.validation import check_probability, check_scalar
 from mdpsim.errors import InputError
-from mdpsim.validation import check_probability, check_scalar
 
 # One ulp-ish relative margin, applied in the safe direction wherever a float is rounded.
 _SAFETY = 1e-12

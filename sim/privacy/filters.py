@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdpsim._core.validation import check_scalar
 from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.privacy.accounting import (
     CGP,
@@ -46,7 +47,6 @@ from mdpsim.privacy.guarantees import (
     PureMDP,
     check_guarantee,
 )
-from mdpsim.validation import check_scalar
 
 
 # --------------------------------------------------------------------------- exact float sums

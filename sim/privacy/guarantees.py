@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdpsim._core.validation import check_probability, check_scalar
 from mdpsim.privacy.verifier import PrivacyViolation, verify
-from mdpsim.validation import check_probability, check_scalar
 
 #: Relative slack of the exact check (solver round-off in an LP's released matrix).
 CERTIFY_RTOL = 1e-9

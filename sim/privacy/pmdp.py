@@ -35,8 +35,8 @@ from typing import Protocol
 import numpy as np
 from scipy import stats
 
+from mdpsim._core.validation import check_epsilon, check_probability
 from mdpsim.errors import InputError, PrivacyBudgetError
-from mdpsim.validation import check_epsilon, check_probability
 
 _CHUNK_ELEMENTS = 1 << 19  # samples x coordinates per vectorised chunk
 # A loss counts as a violation only above eps * (1 + RTOL): floating-point rounding of an

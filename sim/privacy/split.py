@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from mdpsim._core.validation import check_epsilon
 from mdpsim.errors import PrivacyBudgetError
-from mdpsim.validation import check_epsilon
 
 BLOCKS = ("dx", "dy", "cy")
 # Default fractions of the total budget: 10 % for each upload block, 70 % for the report.

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from mdpsim._core.validation import check_epsilon, check_positive_int, check_scalar
 from mdpsim.errors import InputError
 from mdpsim.metric_checks import check_distances
-from mdpsim.validation import check_epsilon, check_positive_int, check_scalar
 
 DEFAULT_RTOL = 1e-9
 ROW_SUM_TOL = 1e-9  # |sum_k Z[i,k] - 1| allowed per row

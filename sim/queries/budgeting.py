@@ -24,9 +24,9 @@ from typing import Protocol
 
 import numpy as np
 
+from mdpsim._core.validation import check_choice, check_positive_int, check_scalar
 from mdpsim.errors import PrivacyBudgetError
 from mdpsim.queries.elimination import QueryAnswer
-from mdpsim.validation import check_choice, check_positive_int, check_scalar
 
 STRATEGIES = ("fixed", "even", "proportion", "linear")
 

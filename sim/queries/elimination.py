@@ -29,15 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdpsim.errors import InputError
-from mdpsim.privacy.accounting import gaussian_norm_bound, gaussian_release
-from mdpsim.privacy.filters import add_up, sub_down
-from mdpsim.validation import (
+from mdpsim._core.validation import (
     check_choice,
     check_positive_int,
     check_probability,
     check_scalar,
 )
+from mdpsim.errors import InputError
+from mdpsim.privacy.accounting import gaussian_norm_bound, gaussian_release
+from mdpsim.privacy.filters import add_up, sub_down
 
 SPLITS = ("even", "doubling")
 MAX_PARTS = 64

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from mdpsim._core.validation import check_scalar
 from mdpsim.queries.elimination import (
     QueryAnswer,
     distance_to,
@@ -23,7 +24,6 @@ from mdpsim.queries.elimination import (
     release_locations,
 )
 from mdpsim.queries.kinds import QueryCall, register_kind
-from mdpsim.validation import check_scalar
 
 CUTOFF_BANDWIDTHS = 6.0
 TAIL = math.exp(-(CUTOFF_BANDWIDTHS**2) / 2.0)  # e^-18: a settled far point's largest term

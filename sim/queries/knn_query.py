@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim._core.validation import check_choice, check_positive_int
 from mdpsim.queries.elimination import (
     METHODS,
     QueryAnswer,
@@ -23,7 +24,6 @@ from mdpsim.queries.elimination import (
     release_locations,
 )
 from mdpsim.queries.kinds import QueryCall, register_kind
-from mdpsim.validation import check_choice, check_positive_int
 
 
 def true_knn(locations_m, point_m, k: int) -> np.ndarray:

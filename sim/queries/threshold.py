@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim._core.validation import check_choice, check_scalar
 from mdpsim.queries.elimination import DistancePrivatization, QueryAnswer, pie_ni, release
-from mdpsim.validation import check_choice, check_scalar
 
 THRESHOLD_METHODS = ("BM1", "PM1")
 

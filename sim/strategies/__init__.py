@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from mdpsim.component import Component
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
 from mdpsim.errors import InputError
-from mdpsim.registry import Registry
 from mdpsim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
 from mdpsim.strategies.pseudonyms import PSEUDONYM_STRATEGIES, PseudonymStrategy
 from mdpsim.strategies.query_planner import QUERY_PLANNERS, QueryPlanner

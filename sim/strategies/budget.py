@@ -20,7 +20,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from mdpsim.component import Component
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
+from mdpsim._core.validation import check_positive_int, check_scalar
 from mdpsim.errors import InputError
 from mdpsim.privacy.accounting import CGP, Notion, PureGP
 from mdpsim.privacy.filters import (
@@ -32,8 +34,6 @@ from mdpsim.privacy.filters import (
     query_costs_in,
 )
 from mdpsim.privacy.guarantees import Guarantee
-from mdpsim.registry import Registry
-from mdpsim.validation import check_positive_int, check_scalar
 
 BUDGET_POLICIES: Registry[BudgetPolicy] = Registry("budget policy")
 

@@ -15,9 +15,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from mdpsim.component import Component
-from mdpsim.registry import Registry
-from mdpsim.validation import check_scalar
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
+from mdpsim._core.validation import check_scalar
 
 PSEUDONYM_STRATEGIES: Registry[PseudonymStrategy] = Registry("pseudonym strategy")
 

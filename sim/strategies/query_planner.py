@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from mdpsim.component import Component
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
+from mdpsim._core.validation import check_choice, check_scalar
 from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
 from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter
 from mdpsim.queries.elimination import QueryAnswer
 from mdpsim.queries.kinds import QueryCall, QuerySettings, query_kind
-from mdpsim.registry import Registry
-from mdpsim.validation import check_choice, check_scalar
 
 QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
 

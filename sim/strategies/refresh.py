@@ -14,9 +14,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from mdpsim.component import Component
-from mdpsim.registry import Registry
-from mdpsim.validation import check_scalar
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
+from mdpsim._core.validation import check_scalar
 
 REFRESH_SCHEDULES: Registry[RefreshSchedule] = Registry("refresh schedule")
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdpsim.component import Component
-from mdpsim.registry import Registry
-from mdpsim.validation import check_scalar
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
+from mdpsim._core.validation import check_scalar
 
 REPORT_POLICIES: Registry[ReportPolicy] = Registry("report policy")
 

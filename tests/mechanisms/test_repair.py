@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 
+from mdpsim._core.validation import check_margin
 from mdpsim.domain import Domain
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import repair as repair_mod
 from mdpsim.mechanisms.repair import lipschitz_envelope, repair, repair_verified
 from mdpsim.privacy.verifier import PrivacyViolation, verify
-from mdpsim.validation import check_margin
 
 
 def _points(n: int, seed: int, size_m: float = 3000.0) -> Domain:

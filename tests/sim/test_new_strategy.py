@@ -11,12 +11,12 @@ import pytest
 
 from mdpsim import scenario as sc
 from mdpsim import strategies
-from mdpsim.component import Component
+from mdpsim._core.component import Component
+from mdpsim._core.registry import Registry
+from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError
-from mdpsim.registry import Registry
 from mdpsim.run import simulate
 from mdpsim.strategies import REPORT_POLICIES, ReportContext, ReportPolicy, from_scenario
-from mdpsim.validation import check_positive_int
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Plug-ins by entry point and ``package.module:Name``: found, built, refused in one line when
-broken, never taking the built-ins down (sim/registry.py, docs/plugins.md)."""
+broken, never taking the built-ins down (sim/_core/registry.py, docs/plugins.md)."""
 
 from __future__ import annotations
 

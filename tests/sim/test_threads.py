@@ -15,18 +15,18 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from mdpsim import scenario as sc
-from mdpsim.attacks import make
-from mdpsim.attacks.base import Context
-from mdpsim.batch import BatchOutcome, run_batch
-from mdpsim.errors import InputError
-from mdpsim.run import simulate
-from mdpsim.threads import (
+from mdpsim._core.threads import (
     available_cores,
     one_blas_thread,
     task_threads,
     thread_budget,
     threads_per_worker,
 )
+from mdpsim.attacks import make
+from mdpsim.attacks.base import Context
+from mdpsim.batch import BatchOutcome, run_batch
+from mdpsim.errors import InputError
+from mdpsim.run import simulate
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.highs import HighsLP
 from mdpsim.mechanisms.wem_lp import BlockLP, wem_options
-from mdpsim.validation import check_positive_int
 
 # Phase-1 slack below this counts as feasible (HiGHS's primal tolerance is 1e-9).
 _FEAS_TOL = 1e-8

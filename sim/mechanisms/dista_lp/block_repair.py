@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim._core.validation import check_scalar
 from mdpsim.errors import InputError
-from mdpsim.validation import check_scalar
 
 
 def metric_closure(dx: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from mdpsim._core.validation import check_choice, check_margin, check_positive_int
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, Uploads, register
 from mdpsim.mechanisms.dista_lp.locate import prior_guess
@@ -45,7 +46,6 @@ from mdpsim.mechanisms.dista_lp.uploads import SCHEMES, CalibrationCache, Upload
 from mdpsim.mechanisms.dista_lp.uploads.surrogate import SPLIT
 from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
 from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, compose
-from mdpsim.validation import check_choice, check_margin, check_positive_int
 
 __all__ = ["CalibrationCache", "DistALP"]
 

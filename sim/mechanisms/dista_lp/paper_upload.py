@@ -30,12 +30,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdpsim._core.validation import check_scalar
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.dista_lp.release import ParameterRelease
 from mdpsim.mechanisms.dista_lp.user import Upload, local_blocks, public_scales
 from mdpsim.privacy.pmdp import audit_pmdp, hoeffding_confidence
 from mdpsim.privacy.split import BLOCKS
-from mdpsim.validation import check_scalar
 
 PAPER_SAMPLES = 100
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim._core.validation import check_positive_int
 from mdpsim.mechanisms.base import make
 from mdpsim.mechanisms.dista_lp.full_domain import release_full_domain, tiles
-from mdpsim.validation import check_positive_int
 
 PLANNERS = ("blocks", "lp_medoids")
 TILE_SIZE, N_NEAR, SWEEPS = 40, 15, 2

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mdpsim._core.validation import check_positive_int, check_probability, check_scalar
 from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.dista_lp.noise_scales import UploadCalibration
 from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
 from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
 from mdpsim.privacy.split import BLOCKS, BudgetSplit
-from mdpsim.validation import check_positive_int, check_probability, check_scalar
 
 BYTES_PER_PARAM = 8  # float64 on the wire
 

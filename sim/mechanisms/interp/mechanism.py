@@ -18,6 +18,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import optimize, sparse
 
+from mdpsim._core.validation import check_choice, check_scalar
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.interp.anchor_lp import AnchorSolution, solve_anchor_lp
@@ -31,7 +32,6 @@ from mdpsim.mechanisms.interp.correction import (
 from mdpsim.mechanisms.interp.grid import AnchorGrid, as_locations
 from mdpsim.privacy.guarantees import PureMDP
 from mdpsim.sampling import sample_rows
-from mdpsim.validation import check_choice, check_scalar
 
 P_OF_METRIC = {"l1": 1.0, "l2": 2.0, "linf": math.inf, "road": 2.0}
 # Bounds of the budget split searched by budget_split="optimize" (0 or 1 starve one axis).

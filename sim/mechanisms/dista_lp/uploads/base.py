@@ -19,9 +19,9 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from mdpsim.component import Component
+from mdpsim._core.component import Component
+from mdpsim._core.validation import check_epsilon
 from mdpsim.privacy.guarantees import PMDP, Audit, PureMDP
-from mdpsim.validation import check_epsilon
 
 BYTES_PER_FLOAT = 8
 T = TypeVar("T")

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from mdpsim._core.validation import check_positive_int, check_scalar
 from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.dista_lp import block_repair
 from mdpsim.mechanisms.dista_lp.benders import solve_benders
@@ -30,7 +31,6 @@ from mdpsim.mechanisms.dista_lp.uploads.base import (
 from mdpsim.mechanisms.dista_lp.user import LocalBlocks, Upload, UploadConfig, reconstruct
 from mdpsim.mechanisms.wem_lp import build_block
 from mdpsim.privacy.guarantees import Audit
-from mdpsim.validation import check_positive_int, check_scalar
 
 SPLIT = ("eps_dx", "eps_dy", "eps_cy", "eps_pt")
 

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from mdpsim.component import Component
+from mdpsim._core.component import Component
 from mdpsim.errors import InputError, one_line
 
 #: ``"package.module:Name"`` marks a class given by its import path, not a registered name.

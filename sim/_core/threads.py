@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from mdpsim.validation import check_positive_int
+from mdpsim._core.validation import check_positive_int
 
 # Per thread (batch worker threads set their own budgets concurrently): a ContextVar.
 _budget: ContextVar[int | None] = ContextVar("thread_budget", default=None)

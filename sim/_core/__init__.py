@@ -1,0 +1,1 @@
+"""Plumbing every layer uses: components and registries, validation, threads, atomic outputs."""
