@@ -24,9 +24,9 @@ import numpy as np
 from scipy.optimize import brentq
 
 from mdpsim.audit import audit, matrix_sampler
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.network import load_network
 from mdpsim.privacy.verifier import verify
 
 EPS = 4.0  # claimed, per km

@@ -72,7 +72,7 @@ def helsinki(n: int) -> Population:
     import shapely
     from shapely.geometry import LineString
 
-    from mdpsim.network import load_network
+    from mdpsim.geo.network import load_network
 
     G = load_network("helsinki", network_type="walk")
     lines, lengths = [], []

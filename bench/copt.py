@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from mdpsim.domain import Domain
 from mdpsim.errors import SolverError
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms import make
-from mdpsim.network import load_network
 
 
 def _copt(domain: Domain, eps: float, form: str, n_exempt: int) -> tuple[str, float]:

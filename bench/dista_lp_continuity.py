@@ -16,10 +16,10 @@ import os
 
 import numpy as np
 
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms.dista_lp.calibration import _fit_record
 from mdpsim.mechanisms.dista_lp.user import UploadConfig, public_scales
-from mdpsim.network import load_network
 
 FAMILIES = ("gaussian", "polynomial", "rbf", "svd")
 BLOCKS = ("dx", "dy", "cy")

@@ -32,14 +32,14 @@ import time
 
 import numpy as np
 
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.dista_lp.locate import error_summary
 from mdpsim.mechanisms.dista_lp.mechanism import DistALP
 from mdpsim.mechanisms.dista_lp.paper_upload import calibrate_paper
 from mdpsim.mechanisms.dista_lp.uploads import SCHEMES
 from mdpsim.mechanisms.dista_lp.uploads.strict import StrictUpload
-from mdpsim.network import load_network
 from mdpsim.privacy.verifier import verify
 
 BASELINES = ("em", "laplace", "rmp", "lp_a", "panda", "copt")

@@ -22,11 +22,11 @@ import numpy as np
 import shapely
 from scipy.spatial import cKDTree
 
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.interp.dense_check import dense_check
 from mdpsim.mechanisms.interp.grid import AnchorGrid
-from mdpsim.network import load_network
 from mdpsim.privacy import verify
 
 EPSILONS = (4.0, 7.0, 10.0)

@@ -16,7 +16,7 @@ import resource
 import time
 
 from mdpsim import scenario as scenarios
-from mdpsim.network import load_network
+from mdpsim.geo.network import load_network
 from mdpsim.privacy.verifier import verify
 from mdpsim.run import run_model
 from mdpsim.world import build_domain

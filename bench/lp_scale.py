@@ -33,9 +33,9 @@ import time
 
 import numpy as np
 
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms import make
-from mdpsim.network import load_network
 from mdpsim.privacy.verifier import verify
 
 

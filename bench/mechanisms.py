@@ -32,10 +32,10 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms.lp_solver import solve_optimal
-from mdpsim.network import load_network
 from mdpsim.privacy.verifier import verify
 
 DENSE_NAIVE_MAX_N = 30

@@ -15,8 +15,8 @@ import tempfile
 
 _CHILD = r"""
 import json, resource, sys, time
-from mdpsim.network import load_network
-from mdpsim.domain import Domain
+from mdpsim.geo.network import load_network
+from mdpsim.geo.domain import Domain
 n = int(sys.argv[1]); cold = sys.argv[2] == "cold"
 t0 = time.perf_counter(); G = load_network("helsinki"); t_load = time.perf_counter() - t0
 row = {"n": n, "cache": sys.argv[2], "load_s": t_load}

@@ -18,10 +18,10 @@ import multiprocessing as mp
 import os
 import time
 
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mechanisms.highs import HighsOptions
 from mdpsim.mechanisms.stackelberg import solve_stackelberg, solve_stackelberg_mdp
-from mdpsim.network import load_network
 
 
 def _solve(n: int, seed: int, q: float, eps: float | None, out) -> None:

@@ -14,7 +14,7 @@ import tracemalloc
 
 import numpy as np
 
-from mdpsim.domain import implied_free_pairs, lp_distances
+from mdpsim.geo.domain import implied_free_pairs, lp_distances
 from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.privacy import verify
 

@@ -16,9 +16,9 @@ import streamlit as st
 from mdpsim import scenario as scenario_mod
 from mdpsim.dashboard import model_view
 from mdpsim.dashboard.geo import road_paths
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.model import PrivacyModel
-from mdpsim.network import load_network
 from mdpsim.scenario import Scenario
 from mdpsim.world import build_domain
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import norm
 
-from mdpsim.domain import implied_free_pairs
+from mdpsim.geo.domain import implied_free_pairs
 from mdpsim.errors import InputError
 from mdpsim.privacy.pmdp import clopper_pearson_lower, clopper_pearson_upper
 
@@ -511,7 +511,7 @@ class MatrixSampler:
         self.matrix = np.asarray(matrix, dtype=float)
 
     def __call__(self, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        from mdpsim.sampling import sample_rows
+        from mdpsim.privacy.sampling import sample_rows
 
         return sample_rows(self.matrix, np.full(n, i), rng)
 

@@ -145,8 +145,8 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
     matrices fit in this machine's memory. Raises
     :class:`InputError` naming the first bad task and field.
     """
-    from mdpsim.domain import check_memory
-    from mdpsim.routing import max_points
+    from mdpsim.geo.domain import check_memory
+    from mdpsim.geo.routing import max_points
     from mdpsim.world import domain_sizes, load_graph
 
     limits: dict[tuple[str, str], int] = {}

@@ -246,7 +246,7 @@ def _scenario(args: argparse.Namespace):
 
 @command("network")
 def _network(args: argparse.Namespace) -> int:
-    from mdpsim.network import load_network, summarize
+    from mdpsim.geo.network import load_network, summarize
 
     start = time.perf_counter()
     G = load_network(args.source, network_type=args.network_type)
@@ -260,7 +260,7 @@ def _network(args: argparse.Namespace) -> int:
 
 def _built_domain(args: argparse.Namespace, G):
     """The domain the domain arguments describe on the network ``G``."""
-    from mdpsim.domain import Domain
+    from mdpsim.geo.domain import Domain
 
     if args.grid_cell_m is not None:
         return Domain.grid(G, cell_m=args.grid_cell_m, metric=args.metric)
@@ -276,7 +276,7 @@ def _built_domain(args: argparse.Namespace, G):
 
 @command("domain")
 def _domain(args: argparse.Namespace) -> int:
-    from mdpsim.network import load_network
+    from mdpsim.geo.network import load_network
 
     G = load_network(args.source, network_type=args.network_type)
     start = time.perf_counter()
@@ -291,8 +291,8 @@ def _domain(args: argparse.Namespace) -> int:
 
 @command("bound")
 def _bound(args: argparse.Namespace) -> int:
+    from mdpsim.geo.network import load_network
     from mdpsim.mechanisms import make, mechanism_class
-    from mdpsim.network import load_network
 
     for name in args.mechanism:
         mechanism_class(name)  # an unknown name: one line before any work
@@ -530,9 +530,9 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _audited_mechanism(args: argparse.Namespace):
     """The fitted mechanism named by ``args.mechanism`` and a label for it."""
-    from mdpsim.domain import Domain
+    from mdpsim.geo.domain import Domain
+    from mdpsim.geo.network import load_network
     from mdpsim.mechanisms import make
-    from mdpsim.network import load_network
 
     if ":" not in args.mechanism:
         mech = make(args.mechanism, epsilon=4.0 if args.epsilon is None else args.epsilon)

@@ -1,6 +1,6 @@
 """Mobile users on the road network: trips along shortest paths at a speed, with dwell times.
 
-Users live on the secrets X of a road :class:`~mdpsim.domain.Domain`. The secrets and their
+Users live on the secrets X of a road :class:`~mdpsim.geo.domain.Domain`. The secrets and their
 constraint pairs form a graph whose shortest paths are exactly the road distances, so a trip
 is a walk along that graph. Destinations are a fixed set of places drawn from the prior.
 State is held in arrays (one entry per user); a tick advances every user by

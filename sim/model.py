@@ -20,7 +20,7 @@ import numpy as np
 from mesa.discrete_space import Network
 
 from mdpsim._core.threads import one_blas_thread
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
 from mdpsim.players import CuriousServer, UserAgent
 from mdpsim.scenario import Scenario
 from mdpsim.strategies import Strategies, from_scenario

@@ -32,7 +32,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from mdpsim.errors import InputError
-from mdpsim.network import NetworkType
+from mdpsim.geo.network import NetworkType
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = REPO / "docs" / "scenario.schema.json"

@@ -28,7 +28,7 @@ def _domain(metric: str):
     """A small domain on pyrosm's test extract, placed as a scenario's world places it
     (road metric), or the same places under an lp metric."""
     from mdpsim import scenario as scenario_mod
-    from mdpsim.domain import Domain
+    from mdpsim.geo.domain import Domain
     from mdpsim.world import build_domain, load_graph
 
     s = scenario_mod.from_dict(

@@ -29,9 +29,9 @@ from scipy import sparse
 
 from mdpsim.attacks.base import Context
 from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 from mdpsim.mobility import MobilityModel, Population
-from mdpsim.network import load_network
 from mdpsim.traces import Fixes, TracePopulation, read_fixes
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from mdpsim import scenario as sc
-from mdpsim.domain import Domain
-from mdpsim.network import load_network
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import load_network
 
 #: What every test scenario has unless it says otherwise: pyrosm's small test extract and EM.
 SCENARIO_DEFAULTS: dict[str, dict[str, Any]] = {

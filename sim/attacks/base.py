@@ -40,7 +40,7 @@ from mdpsim._core.registry import Registry
 from mdpsim.privacy.guarantees import Composition, PureMDP
 
 if TYPE_CHECKING:
-    from mdpsim.domain import Domain
+    from mdpsim.geo.domain import Domain
     from mdpsim.mechanisms.base import Mechanism
 
 

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from scipy.spatial import ConvexHull, Delaunay, HalfspaceIntersection, QhullError
 
-from mdpsim.domain import lp_distances
+from mdpsim.geo.domain import lp_distances
 from mdpsim.mechanisms.base import Mechanism, register
 
 QUADRATURE_MARGIN = 1e-6

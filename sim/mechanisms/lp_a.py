@@ -24,7 +24,7 @@ from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
 from mdpsim._core.validation import check_positive_int
-from mdpsim.domain import implied_free_pairs
+from mdpsim.geo.domain import implied_free_pairs
 from mdpsim.mechanisms.base import register
 from mdpsim.mechanisms.lp import OptimalLP
 from mdpsim.mechanisms.lp_solver import release_optimal

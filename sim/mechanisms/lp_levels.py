@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from mdpsim.domain import farthest_points
 from mdpsim.errors import SolverError
+from mdpsim.geo.domain import farthest_points
 from mdpsim.mechanisms.highs import HighsOptions
 from mdpsim.mechanisms.lp_outputs import tight_constraints
 from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, solve_optimal

@@ -40,8 +40,8 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim._core.validation import check_margin, check_positive_int, check_scalar
-from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import farthest_points
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
 from mdpsim.mechanisms.lp_certificate import LowerBound, price_certificate, ray_prices

@@ -30,8 +30,8 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim._core.validation import check_positive_int
-from mdpsim.domain import farthest_points
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import farthest_points
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.mechanisms.highs import HighsLP

@@ -51,8 +51,8 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim._core.validation import check_choice, check_margin, check_scalar
-from mdpsim.domain import lp_distances
 from mdpsim.errors import InputError, SolverError
+from mdpsim.geo.domain import lp_distances
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
 from mdpsim.mechanisms.lp_solver import (

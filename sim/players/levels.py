@@ -17,7 +17,7 @@ from typing import cast
 
 import numpy as np
 
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import Mechanism
 from mdpsim.privacy.guarantees import Guarantee
 

@@ -4,7 +4,7 @@
 within ``ROW_SUM_TOL = 1e-9`` (absolute, per row; the tolerance ``Mechanism.fit`` also applies).
 Anything else (a row summing to 2, an all-zero matrix, a scipy sparse matrix, a ragged list,
 strings, NaN/inf/negative entries, distances of the wrong shape, an asymmetric or non-zero-diagonal
-distance matrix unless ``directed=True``: sim/metric_checks.py) is refused with
+distance matrix unless ``directed=True``: sim/geo/metric_checks.py) is refused with
 :class:`~mdpsim.errors.InputError` before any ratio is looked at: the ratio test alone would pass
 such a matrix, since scaling every row by the same factor changes no ratio.
 
@@ -29,7 +29,7 @@ from scipy import sparse
 
 from mdpsim._core.validation import check_epsilon, check_positive_int, check_scalar
 from mdpsim.errors import InputError
-from mdpsim.metric_checks import check_distances
+from mdpsim.geo.metric_checks import check_distances
 
 DEFAULT_RTOL = 1e-9
 ROW_SUM_TOL = 1e-9  # |sum_k Z[i,k] - 1| allowed per row

@@ -16,7 +16,7 @@ import numpy as np
 
 from mdpsim.attacks.base import Context, Observation, Release
 from mdpsim.attacks.suite import AttackSuite
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
 from mdpsim.mobility import MobilityModel
 from mdpsim.world import true_transitions, walk
 

@@ -20,8 +20,8 @@ import test_dashboard_browser as browser_test  # the server fixture and the brow
 from mdpsim import scenario as sc
 from mdpsim.dashboard import charts as charts_mod
 from mdpsim.dashboard import model_view
+from mdpsim.geo.network import load_network
 from mdpsim.model import PrivacyModel
-from mdpsim.network import load_network
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 CHROMIUM, CHROMIUM_ARGS, REPO = browser_test.CHROMIUM, browser_test.CHROMIUM_ARGS, browser_test.REPO

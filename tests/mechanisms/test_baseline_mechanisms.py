@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from scipy.spatial import cKDTree
 
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import make
 from mdpsim.privacy import verify
 

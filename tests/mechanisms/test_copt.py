@@ -140,7 +140,7 @@ def test_copt_rejects_bad_parameters(params):
 def test_copt_solves_after_the_optimal_lp_in_the_same_process(helsinki_walk):
     # HiGHS's thread pool is process-global: mismatched "threads" options made COPT fail
     # with status "Not Set" once the optimal LP had run first.
-    from mdpsim.domain import Domain
+    from mdpsim.geo.domain import Domain
 
     domain = Domain.from_network(helsinki_walk, n_points=15, seed=2)
     make("lp", epsilon=4.0).fit(domain)
@@ -151,7 +151,7 @@ def test_copt_solves_after_the_optimal_lp_in_the_same_process(helsinki_walk):
 @pytest.mark.slow
 def test_copt_is_feasible_on_a_200_point_helsinki_road_domain(helsinki_walk):
     # The plain form is infeasible here (SolverError); the EM-normalised form solves.
-    from mdpsim.domain import Domain
+    from mdpsim.geo.domain import Domain
 
     domain = Domain.from_network(helsinki_walk, n_points=200, metric="road", seed=0)
     with pytest.raises(SolverError, match="Infeasible"):

@@ -8,8 +8,8 @@ import pytest
 from conftest import CHEAP_STRICT
 
 from mdpsim import scenario as sc
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import make
 from mdpsim.privacy import verify
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.interp import InterpMechanism
 from mdpsim.mechanisms.interp.correction import (

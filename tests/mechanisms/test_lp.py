@@ -9,8 +9,8 @@ import pytest
 from scipy import sparse
 from scipy.optimize import linprog
 
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError, SolverError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms import lp_solver as lp_mod
 from mdpsim.mechanisms import repair as repair_mod

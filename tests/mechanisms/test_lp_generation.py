@@ -8,8 +8,8 @@ import pytest
 from scipy import sparse
 from scipy.optimize import linprog
 
-from mdpsim.domain import Domain
 from mdpsim.errors import SolverError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
 from mdpsim.mechanisms.lp_solver import directed_constraints, solve_optimal

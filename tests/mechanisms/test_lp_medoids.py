@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from mdpsim.domain import Domain, farthest_points
 from mdpsim.errors import InputError, SolverError
+from mdpsim.geo.domain import Domain, farthest_points
 from mdpsim.mechanisms import lp_medoids, make
 from mdpsim.mechanisms.highs import HighsOptions
 from mdpsim.mechanisms.lp_solver import directed_constraints

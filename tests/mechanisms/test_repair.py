@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from mdpsim._core.validation import check_margin
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import repair as repair_mod
 from mdpsim.mechanisms.repair import lipschitz_envelope, repair, repair_verified
 from mdpsim.privacy.verifier import PrivacyViolation, verify

@@ -13,8 +13,8 @@ from mdpsim.audit import (
     matrix_sampler,
     mechanism_sampler,
 )
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import available, make, mechanism_class
 from mdpsim.mechanisms.em import exponential_matrix
 from mdpsim.privacy.pmdp import clopper_pearson_lower, clopper_pearson_upper

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.privacy.verifier import verify
 
 UNIFORM = np.full((2, 2), 0.5)

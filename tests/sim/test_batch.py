@@ -330,9 +330,11 @@ def test_batch_killed_with_sigkill_and_resumed_loses_and_duplicates_nothing(
 
 
 def test_a_domain_larger_than_memory_is_refused_up_front(tmp_path, capsys, monkeypatch):
-    import mdpsim.domain
+    import mdpsim.geo.domain
 
-    monkeypatch.setattr(mdpsim.domain, "physical_memory_bytes", lambda: 2**20)  # a 1 MiB machine
+    monkeypatch.setattr(
+        mdpsim.geo.domain, "physical_memory_bytes", lambda: 2**20
+    )  # a 1 MiB machine
     path = _toml(tmp_path / "big.toml", ['"domain.n_points" = [100, 400]'])
     store = tmp_path / "store"
     assert main(["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"]) == 2

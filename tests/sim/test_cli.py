@@ -69,9 +69,9 @@ def test_missing_file_exits_2(capsys, tmp_path):
 
 _FACTORIES = '''
 import numpy as np
-from mdpsim.domain import Domain
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import make
-from mdpsim.network import load_network
+from mdpsim.geo.network import load_network
 
 
 def unfitted():

@@ -8,10 +8,10 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
-from mdpsim.network import undirected_lengths
-from mdpsim.routing import MIN_SPACING_M, max_points
+from mdpsim.geo.domain import Domain
+from mdpsim.geo.network import undirected_lengths
+from mdpsim.geo.routing import MIN_SPACING_M, max_points
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def test_n_points_gives_exactly_that_many_secrets(helsinki_walk, n):
 
 
 def test_spacing_places_one_point_per_spacing(helsinki_walk):
-    from mdpsim.network import summarize
+    from mdpsim.geo.network import summarize
 
     d = Domain.from_network(helsinki_walk, spacing_m=100.0)
     total_m = summarize(helsinki_walk).total_length_km * 1000
@@ -157,9 +157,9 @@ def test_max_points_is_where_spreading_points_stops(helsinki_test_walk):
 
 
 def test_a_domain_larger_than_memory_is_refused_before_it_is_built(helsinki_test_walk, monkeypatch):
-    import mdpsim.domain
+    import mdpsim.geo.domain
 
-    monkeypatch.setattr(mdpsim.domain, "physical_memory_bytes", lambda: 100 * 100 * 8)
+    monkeypatch.setattr(mdpsim.geo.domain, "physical_memory_bytes", lambda: 100 * 100 * 8)
     Domain.from_network(helsinki_test_walk, n_points=100, metric="l2")  # exactly fits
     with pytest.raises(InputError, match=r"n_points=101: .* more than this machine's"):
         Domain.from_network(helsinki_test_walk, n_points=101, metric="l2")

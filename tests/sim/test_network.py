@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mdpsim.errors import InputError
-from mdpsim.network import load_network, summarize
+from mdpsim.geo.network import load_network, summarize
 
 
 def test_bundled_helsinki_loads_offline_projected_and_strongly_connected(helsinki_walk):
@@ -37,7 +37,7 @@ def test_test_extract_loads_for_walk_and_drive(helsinki_test_walk):
 
 
 def test_second_load_comes_from_the_graphml_cache(helsinki_walk, monkeypatch):
-    import mdpsim.network as network
+    import mdpsim.geo.network as network
 
     assert load_network("helsinki") is helsinki_walk  # memoised in this process
     monkeypatch.setattr(network, "_MEMO", {})

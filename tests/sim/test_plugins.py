@@ -8,9 +8,10 @@ import textwrap
 
 import pytest
 
-from mdpsim import attacks, mechanisms, network, strategies
+from mdpsim import attacks, mechanisms, strategies
 from mdpsim import scenario as sc
 from mdpsim.errors import InputError
+from mdpsim.geo import network
 
 MODULE = '''
 from mdpsim.mechanisms.em import ExponentialMechanism

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdpsim import scenario as sc
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import make
 from mdpsim.privacy import verify
 from mdpsim.run import run_model, simulate, tables

@@ -17,8 +17,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from mdpsim.errors import InputError
-from mdpsim.metric_checks import check_distances
-from mdpsim.routing import CHAIN_RTOL, RoadSegments
+from mdpsim.geo.metric_checks import check_distances
+from mdpsim.geo.routing import CHAIN_RTOL, RoadSegments
 
 Metric = Literal["road", "l1", "l2", "linf"]
 METRICS: tuple[str, ...] = get_args(Metric)

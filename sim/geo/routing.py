@@ -4,7 +4,7 @@
 along them, and computes road distances between points that lie part-way along segments: each
 segment is split at its points and Dijkstra runs on that augmented graph. It also finds the
 *constraint pairs* of the secrets, the pairs joined by a shortest path through no other secret
-(docs/design.md, the road metric). :class:`mdpsim.domain.Domain` is its one user.
+(docs/design.md, the road metric). :class:`mdpsim.geo.domain.Domain` is its one user.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from scipy.sparse import csgraph
 
 from mdpsim._core.validation import check_scalar
 from mdpsim.errors import InputError
-from mdpsim.network import undirected_lengths
+from mdpsim.geo.network import undirected_lengths
 
 MIN_SPACING_M = 1.0
 # Relative slack when deciding that d(i,k) + d(k,j) == d(i,j) (far below the verifier's 1e-9).
