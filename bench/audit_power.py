@@ -23,10 +23,10 @@ from collections.abc import Iterator
 import numpy as np
 from scipy.optimize import brentq
 
-from mdpsim.audit import audit, matrix_sampler
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
 from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.privacy.audit import audit, matrix_sampler
 from mdpsim.privacy.verifier import verify
 
 EPS = 4.0  # claimed, per km

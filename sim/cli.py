@@ -506,7 +506,7 @@ def _dashboard(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from mdpsim.audit import audit, mechanism_sampler
+    from mdpsim.privacy.audit import audit, mechanism_sampler
 
     mech, label = _audited_mechanism(args)
     eps = args.epsilon if args.epsilon is not None else float(mech.epsilon)

@@ -50,8 +50,8 @@ from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_epsilon
 from mdpsim.errors import InputError
 from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, certify, check_guarantee
+from mdpsim.privacy.sampling import sample_rows
 from mdpsim.privacy.verifier import ROW_SUM_TOL
-from mdpsim.sampling import sample_rows
 
 _MECHANISMS: Registry[Mechanism] = Registry("mechanism")
 #: Class decorator: make a mechanism available as ``make(name, ...)``.

@@ -21,7 +21,7 @@ from mdpsim.mechanisms import base
 from mdpsim.mechanisms.base import Mechanism, Uploads
 from mdpsim.model import PrivacyModel
 from mdpsim.privacy.guarantees import PureMDP
-from mdpsim.sampling import sample_rows
+from mdpsim.privacy.sampling import sample_rows
 
 NAME = "test_near_uploads"
 SHARE = 0.25

@@ -8,18 +8,18 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import beta, binom
 
-from mdpsim.audit import (
-    audit,
-    matrix_sampler,
-    mechanism_sampler,
-)
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import available, make, mechanism_class
 from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.privacy.audit import (
+    audit,
+    matrix_sampler,
+    mechanism_sampler,
+)
 from mdpsim.privacy.pmdp import clopper_pearson_lower, clopper_pearson_upper
+from mdpsim.privacy.sampling import sample_rows
 from mdpsim.privacy.verifier import verify
-from mdpsim.sampling import sample_rows
 
 EPS = 2.0  # per km
 LINE_STEP_KM = 0.1
@@ -263,7 +263,7 @@ def test_counts_and_draws_of_a_matrix_sampler_have_the_same_distribution():
 
 
 def test_a_sampler_is_asked_for_at_most_one_chunk_at_a_time(monkeypatch):
-    import mdpsim.audit as audit_module
+    import mdpsim.privacy.black_box as audit_module
 
     monkeypatch.setattr(audit_module, "_CHUNK_DRAWS", 5_000)
     sizes = []

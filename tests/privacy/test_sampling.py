@@ -1,4 +1,4 @@
-"""The exact row sampler (sim/sampling.py): exactness at CDF boundaries, zeros, tiny entries."""
+"""The exact row sampler (sim/privacy/sampling.py): exact at CDF boundaries, zeros, tiny entries."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mdpsim.sampling import _BITS, _ExactRow, _sample_row, sample_rows
+from mdpsim.privacy.sampling import _BITS, _ExactRow, _sample_row, sample_rows
 
 
 class _ZeroBits:
@@ -108,6 +108,6 @@ def test_many_draws_of_one_row_match_the_general_path_byte_for_byte():
     fast = sample_rows(matrix, rows, np.random.default_rng(3))
     rng = np.random.default_rng(3)
     ticks = rng.integers(0, 2**_BITS, size=len(rows), dtype=np.int64)
-    from mdpsim.sampling import _sample_block
+    from mdpsim.privacy.sampling import _sample_block
 
     assert np.array_equal(fast, _sample_block(matrix, rows, ticks, rng))

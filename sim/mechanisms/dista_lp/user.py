@@ -319,7 +319,7 @@ def repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarray
 
 def report(state: UserState, block: np.ndarray, rng: np.random.Generator) -> int:
     """Sample the user's report (an output index) from the true record's row of ``block``."""
-    from mdpsim.sampling import sample_rows
+    from mdpsim.privacy.sampling import sample_rows
 
     row = np.asarray(block, dtype=float)[state.row_of_x][None, :]
     return int(sample_rows(row, np.array([0]), rng)[0])

@@ -31,7 +31,7 @@ from mdpsim.mechanisms.interp.correction import (
 )
 from mdpsim.mechanisms.interp.grid import AnchorGrid, as_locations
 from mdpsim.privacy.guarantees import PureMDP
-from mdpsim.sampling import sample_rows
+from mdpsim.privacy.sampling import sample_rows
 
 P_OF_METRIC = {"l1": 1.0, "l2": 2.0, "linf": math.inf, "road": 2.0}
 # Bounds of the budget split searched by budget_split="optimize" (0 or 1 starve one axis).

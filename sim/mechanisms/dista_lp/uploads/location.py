@@ -15,7 +15,7 @@ from mdpsim.mechanisms.dista_lp.full_domain import em_matrix
 from mdpsim.mechanisms.dista_lp.locate import bayes_guess, location_posterior
 from mdpsim.mechanisms.dista_lp.uploads.base import BYTES_PER_FLOAT, Uploaded, UploadScheme
 from mdpsim.privacy.guarantees import PureMDP
-from mdpsim.sampling import sample_rows
+from mdpsim.privacy.sampling import sample_rows
 
 DEFAULT_UPLOAD_SHARE = 0.1
 

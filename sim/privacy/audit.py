@@ -48,25 +48,27 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import norm
 
-from mdpsim.geo.domain import implied_free_pairs
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import implied_free_pairs
+from mdpsim.privacy.black_box import (
+    ERROR,
+    MatrixSampler,
+    Sampler,
+    draw_counts,
+    matrix_sampler,
+    mechanism_sampler,
+)
 from mdpsim.privacy.pmdp import clopper_pearson_lower, clopper_pearson_upper
 
-ERROR = np.iinfo(np.int64).min  # the output "the mechanism raised"
 MIN_EVENT_COUNT = 20  # screen draws an event needs under x before it is considered
 BOUND_NOISE_Z = 2.0  # standard errors of the screen taken off the expected bound
 MIN_DRAWS = 1000  # draws per input each part of the audit needs at least
-_CHUNK_DRAWS = 1 << 22  # draws asked of a sampler per call (bounds the memory of one call)
 _PAIR_BLOCK_ENTRIES = 1 << 21  # (pairs x outputs) entries scored at once
-_BINCOUNT_LIMIT = 1 << 22  # outputs in [0, limit) are counted with bincount, others sorted
-
-Sampler = Callable[[int, int, np.random.Generator], np.ndarray | Sequence[int]]
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ def audit(
     known = 0 if out_dist is None else out_dist.shape[1]
     if hasattr(sample, "counts") and out_dist is None:
         known = -1  # the vocabulary is what the counts' length says
-    screen = [_draw_counts(sample, i, plan.broad, rng) for i in range(n)]
+    screen = [draw_counts(sample, i, plan.broad, rng) for i in range(n)]
     vocab = _vocabulary(screen, known)
     counts = np.stack([_on_vocab(c, vocab) for c in screen])
     n_sel = np.full(n, plan.broad, dtype=np.int64)
@@ -237,13 +239,13 @@ def audit(
 
     focus = scorer.focus(counts, n_sel, focus_inputs, n_closest, rng)
     for i in focus:
-        counts[i] += _on_vocab(_draw_counts(sample, i, plan.focus, rng), vocab)
+        counts[i] += _on_vocab(draw_counts(sample, i, plan.focus, rng), vocab)
         n_sel[i] += plan.focus
     cands = scorer.candidates(counts, n_sel, n_candidates, focus, rng)
 
     used = sorted({k for c in cands for k in (c.i, c.j)})
     per_input = plan.confirm_total // max(1, len(used))
-    test = {i: _on_vocab(_draw_counts(sample, i, per_input, rng), vocab) for i in used}
+    test = {i: _on_vocab(draw_counts(sample, i, per_input, rng), vocab) for i in used}
     level = alpha / (2 * max(1, len(cands)))
     result = AuditResult(
         claimed_epsilon=epsilon,
@@ -492,60 +494,6 @@ def _scores(sx, sy, n_screen, eps_d, test, penalty: float) -> tuple[np.ndarray, 
     return evidence, np.where(ok & np.isfinite(bound), bound, -np.inf)
 
 
-def mechanism_sampler(mechanism) -> Callable[[int, int, np.random.Generator], np.ndarray]:
-    """The sampler of a fitted mechanism (anything with ``sample_many``), as the auditor sees
-    it."""
-
-    def sample(i: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        return mechanism.sample_many(np.full(n, i), rng)
-
-    return sample
-
-
-class MatrixSampler:
-    """The exact sampler of a row-stochastic matrix, as a black box that can also give the
-    counts of ``n`` draws at once (a multinomial over the row: the same distribution as ``n``
-    draws, at the cost of one row)."""
-
-    def __init__(self, matrix: np.ndarray) -> None:
-        self.matrix = np.asarray(matrix, dtype=float)
-
-    def __call__(self, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        from mdpsim.privacy.sampling import sample_rows
-
-        return sample_rows(self.matrix, np.full(n, i), rng)
-
-    def counts(self, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        """Counts of ``n`` draws of row ``i`` over the columns."""
-        row = self.matrix[i]
-        return rng.multinomial(n, row / row.sum())
-
-
-def matrix_sampler(matrix: np.ndarray) -> MatrixSampler:
-    """:class:`MatrixSampler` of ``matrix``."""
-    return MatrixSampler(matrix)
-
-
-def _draw_counts(sample, i: int, n: int, rng: np.random.Generator) -> dict[int, int] | np.ndarray:
-    """Counts of ``n`` draws for input ``i``: a dense vector over ``0..K-1`` from a counting
-    sampler, else ``{output: count}`` from draws in chunks of at most ``_CHUNK_DRAWS``."""
-    if hasattr(sample, "counts"):
-        try:
-            c = np.asarray(sample.counts(i, n, rng))
-        except Exception:  # a refusal is an output, and a distinguishable one
-            return {int(ERROR): n}
-        if c.ndim != 1 or not np.issubdtype(c.dtype, np.integer) or int(c.sum()) != n:
-            raise InputError(f"sampler.counts must return integer counts summing to {n}")
-        return c.astype(np.int64)
-    total: dict[int, int] = {}
-    for start in range(0, n, _CHUNK_DRAWS):
-        size = min(_CHUNK_DRAWS, n - start)
-        values, c = _value_counts(_draw(sample, i, size, rng))
-        for v, k in zip(values.tolist(), c.tolist(), strict=True):
-            total[v] = total.get(v, 0) + k
-    return total
-
-
 def _vocabulary(screen, known: int) -> np.ndarray:
     """The sorted outputs the audit tracks: ``0..known-1`` (or each count vector's length when
     ``known`` is -1) and every output the broad screen drew. Later draws outside it are dropped
@@ -576,19 +524,12 @@ def _columns(vocab: np.ndarray, k: int) -> np.ndarray:
     return np.where((vocab >= 0) & (vocab < k), vocab, -1)
 
 
-def _draw(sample: Sampler, i: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    try:
-        out = np.asarray(sample(i, n, rng))
-    except Exception:  # a refusal is an output, and a distinguishable one
-        return np.full(n, ERROR, dtype=np.int64)
-    if out.shape != (n,) or not np.issubdtype(out.dtype, np.integer):
-        raise InputError(f"sampler must return {n} integer outputs, got {out.dtype} {out.shape}")
-    return out.astype(np.int64)
-
-
-def _value_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if len(x) and x.min() >= 0 and x.max() < _BINCOUNT_LIMIT:
-        c = np.bincount(x)
-        values = np.flatnonzero(c)
-        return values.astype(np.int64), c[values]
-    return np.unique(x, return_counts=True)
+__all__ = [
+    "ERROR",
+    "AuditResult",
+    "MatrixSampler",
+    "PairResult",
+    "audit",
+    "matrix_sampler",
+    "mechanism_sampler",
+]
