@@ -9,7 +9,7 @@ Prints Markdown tables:
   (``scipy.optimize.linprog``, method "highs"; dense matrices where they fit in memory,
   N <= 30, sparse above) on the SAME LP at the same eps: wall and CPU time of each, the speed
   ratio and the relative difference of the optima (must be <= 1e-6). Ours is
-  ``mdpsim.mechanisms.lp_solver.solve_optimal`` (the raw LP; the released mechanism adds the margin,
+  ``mdpsim.mechanisms.lp.solver.solve_optimal`` (the raw LP; the released mechanism adds the margin,
   repair and exact check, timed in the main table).
 * ``search``: the largest N the optimal LP mechanism (``make("lp")``, eps = 4/km, fit incl.
   repair and check) fits within ``--search-cap`` seconds; stops at the first N that does not.
@@ -35,7 +35,7 @@ from scipy.optimize import linprog
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
 from mdpsim.mechanisms import available, make
-from mdpsim.mechanisms.lp_solver import solve_optimal
+from mdpsim.mechanisms.lp.solver import solve_optimal
 from mdpsim.privacy.verifier import verify
 
 DENSE_NAIVE_MAX_N = 30

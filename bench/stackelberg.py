@@ -1,4 +1,4 @@
-"""Benchmark the optimal user strategy LP (``mdpsim.mechanisms.stackelberg``) on Helsinki.
+"""Benchmark the optimal user strategy LP (``mdpsim.mechanisms.lp.stackelberg``) on Helsinki.
 
 Usage: ``python bench/stackelberg.py [--sizes 100 200 300] [--mdp-sizes 60 100]
 [--qualities 0.361 0.602 0.903] [--eps 4] [--seed 11] [--cap 600]``.
@@ -20,8 +20,8 @@ import time
 
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
-from mdpsim.mechanisms.highs import HighsOptions
-from mdpsim.mechanisms.stackelberg import solve_stackelberg, solve_stackelberg_mdp
+from mdpsim.mechanisms.lp.highs import HighsOptions
+from mdpsim.mechanisms.lp.stackelberg import solve_stackelberg, solve_stackelberg_mdp
 
 
 def _solve(n: int, seed: int, q: float, eps: float | None, out) -> None:

@@ -275,7 +275,7 @@ def level_table(model: PrivacyModel) -> pd.DataFrame:
     """One row per eps level of the running mechanism: its guarantee's charge, expected loss,
     the Bayes-optimal adversary's exact expected error, the MAP hit chance, and the reports
     made at it at the latest tick (``default``: the level the report strategy uses)."""
-    from mdpsim.mechanisms.stackelberg import adversary_error_km
+    from mdpsim.mechanisms.lp.stackelberg import adversary_error_km
 
     server, dom = model.server, model.domain
     last = model.log.users[-1] if model.log.users else {}
@@ -313,7 +313,7 @@ def frontier_curve(domain) -> tuple[pd.DataFrame, str]:
     * ``"none"``: neither (empty frame).
     """
     from mdpsim.frontier import default_qualities, optimum_curve
-    from mdpsim.mechanisms.stackelberg import prior_cap_km
+    from mdpsim.mechanisms.lp.stackelberg import prior_cap_km
 
     qualities = default_qualities(domain, quality_metric="domain", n=FRONTIER_QUALITIES)
     if domain.n_x <= FRONTIER_LP_MAX_N:

@@ -436,7 +436,7 @@ def _attack(args: argparse.Namespace) -> int:
 def _frontier(args: argparse.Namespace) -> int:
     from mdpsim import frontier
     from mdpsim._core.outputs import new_folder
-    from mdpsim.mechanisms.stackelberg import check_metric
+    from mdpsim.mechanisms.lp.stackelberg import check_metric
 
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")

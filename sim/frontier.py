@@ -4,7 +4,7 @@ On one plane, x the expected quality loss (``quality_metric``) and y the Bayes-o
 adversary's expected error (``adversary_metric``, computed exactly from matrix and prior):
 
 * the **frontier**: for each Q of a grid, the optimum of the Stackelberg LP with no mDP
-  constraint (:class:`~mdpsim.mechanisms.stackelberg.UnconstrainedStackelberg`): no
+  constraint (:class:`~mdpsim.mechanisms.lp.stackelberg.UnconstrainedStackelberg`): no
   obfuscation at loss <= Q leaves the adversary more;
 * every registered **mechanism** at each eps of a grid, placed by its released matrix.
 
@@ -26,7 +26,7 @@ import pandas as pd
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms.base import mechanism_class
-from mdpsim.mechanisms.stackelberg import (
+from mdpsim.mechanisms.lp.stackelberg import (
     UnconstrainedStackelberg,
     adversary_error_km,
     metric_km,

@@ -111,7 +111,7 @@ def with_exploitability(summary: pd.DataFrame, mechanism) -> pd.DataFrame:
     ``exploitability_km`` = each attack's point-estimate error minus it. Positive: the attack
     leaves that much on the table (it would make the mechanism look safer than it is);
     negative: it beats one report alone (several reports, mobility)."""
-    from mdpsim.mechanisms.stackelberg import adversary_error_km
+    from mdpsim.mechanisms.lp.stackelberg import adversary_error_km
 
     if mechanism is None:
         return summary

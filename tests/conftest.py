@@ -109,7 +109,7 @@ def exact_optimum():
     """``exact_optimum(domain, eps)``: the full optimal LP over every output
     (``lp_solver.solve_optimal``'s solution: value, row-sum duals), solved once per session,
     domain and eps (the slow tests at N = 150 share it)."""
-    from mdpsim.mechanisms.lp_solver import solve_optimal
+    from mdpsim.mechanisms.lp.solver import solve_optimal
 
     solved: dict = {}
 

@@ -9,12 +9,8 @@ from mdpsim.mechanisms import (  # noqa: F401
     em,
     interp,
     laplace,
-    lp,
-    lp_a,
-    lp_medoids,
     panda,
     rmp,
-    stackelberg,
 )
 from mdpsim.mechanisms.base import (
     _MECHANISMS,
@@ -26,6 +22,7 @@ from mdpsim.mechanisms.base import (
     register,
 )
 from mdpsim.mechanisms.dista_lp import mechanism as _dista_lp  # noqa: F401
+from mdpsim.mechanisms.lp import lp_a, medoids, optimal, stackelberg  # noqa: F401
 
 # After the built-ins: plug-ins by entry point (docs/plugins.md); a clash with a built-in warns.
 _MECHANISMS.open_to_plugins("mdpsim.mechanisms", Mechanism)

@@ -10,7 +10,7 @@ other entry follows the WEM. Two WEM forms (docs/copt.md):
   entry of a column is tied to one ``w_k`` within narrow bands, so no ``w`` may make every
   row sum to 1 (Helsinki road, |X| = 200-400, eps 4/km, r = 10): then ``SolverError``.
 
-The LP (sim/mechanisms/wem_lp.py) optimises the exempt entries and ``w``; exempt-exempt
+The LP (sim/mechanisms/lp/wem.py) optimises the exempt entries and ``w``; exempt-exempt
 constraints use the domain's chaining pairs (valid, see docs/dista_lp.md). The LP runs at
 ``epsilon * (1 - margin)`` and the released matrix must pass the exact verifier at ``epsilon``.
 """
@@ -23,8 +23,8 @@ from mdpsim._core.validation import check_margin, check_positive_int
 from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
-from mdpsim.mechanisms.wem_lp import (
+from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, MAX_MARGIN
+from mdpsim.mechanisms.lp.wem import (
     BlockLP,
     build_block,
     em_log_normaliser,

@@ -34,8 +34,8 @@ from mdpsim.errors import InputError
 from mdpsim.geo.domain import farthest_points
 from mdpsim.mechanisms.base import Mechanism, register
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.mechanisms.highs import HighsLP
-from mdpsim.mechanisms.lp_solver import MAX_LOG_GAIN
+from mdpsim.mechanisms.lp.highs import HighsLP
+from mdpsim.mechanisms.lp.solver import MAX_LOG_GAIN
 
 _ANCHOR_SET_MASS = 0.99
 

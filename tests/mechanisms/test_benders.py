@@ -11,7 +11,7 @@ from mdpsim.errors import InputError
 from mdpsim.mechanisms.dista_lp.benders import solve_benders
 from mdpsim.mechanisms.dista_lp.uploads.surrogate import exempt_columns
 from mdpsim.mechanisms.dista_lp.user import local_blocks
-from mdpsim.mechanisms.wem_lp import build_block, solve_direct
+from mdpsim.mechanisms.lp.wem import build_block, solve_direct
 
 
 def _row_exempt(dy: np.ndarray, r: int) -> np.ndarray:
@@ -94,7 +94,7 @@ def test_a_subproblem_with_status_unknown_is_solved_again_cold(road_domain_small
     """HiGHS once returned 'Unknown' after 0 s from a warm basis (|X| = 2,000, eps 4): the
     subproblem re-solves from scratch instead of failing the fit."""
     from mdpsim.mechanisms.dista_lp import benders
-    from mdpsim.mechanisms.highs import HighsLP
+    from mdpsim.mechanisms.lp.highs import HighsLP
 
     blocks = _blocks(
         road_domain_small, [3, 17], n_neighbours=8, exempt=lambda dy: _row_exempt(dy, 6), eps=4.0

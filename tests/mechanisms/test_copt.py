@@ -11,7 +11,7 @@ from mdpsim.errors import InputError, SolverError
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.copt import domain_block
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.mechanisms.wem_lp import (
+from mdpsim.mechanisms.lp.wem import (
     em_log_normaliser,
     nearest_secrets_exempt,
     solve_direct,

@@ -1,11 +1,11 @@
-"""HiGHS in one process with several thread counts (sim/mechanisms/highs.py, its scheduler)."""
+"""HiGHS in one process with several thread counts (sim/mechanisms/lp/highs.py, its scheduler)."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
 
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
 
 
 def _solve(threads: int | None) -> float:

@@ -12,12 +12,12 @@ from scipy.optimize import linprog
 from mdpsim.errors import InputError, SolverError
 from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import available, make
-from mdpsim.mechanisms import lp_solver as lp_mod
-from mdpsim.mechanisms import repair as repair_mod
 from mdpsim.mechanisms.base import mechanism_class
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp import OptimalLP, lp_path
-from mdpsim.mechanisms.lp_solver import solve_optimal
+from mdpsim.mechanisms.lp import repair as repair_mod
+from mdpsim.mechanisms.lp import solver as lp_mod
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.optimal import OptimalLP, lp_path
+from mdpsim.mechanisms.lp.solver import solve_optimal
 from mdpsim.privacy.verifier import verify
 
 

@@ -7,7 +7,8 @@ import pytest
 from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms import lp_certificate, make
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.lp import certificate as lp_certificate
 from mdpsim.privacy.verifier import verify
 
 

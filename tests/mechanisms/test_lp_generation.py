@@ -10,10 +10,10 @@ from scipy.optimize import linprog
 
 from mdpsim.errors import SolverError
 from mdpsim.geo.domain import Domain
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
-from mdpsim.mechanisms.lp_solver import directed_constraints, solve_optimal
-from mdpsim.mechanisms.repair import envelope_parents, lipschitz_envelope
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.outputs import ConePricer, laplace_rays, tight_constraints
+from mdpsim.mechanisms.lp.repair import envelope_parents, lipschitz_envelope
+from mdpsim.mechanisms.lp.solver import directed_constraints, solve_optimal
 
 
 def _full_lp_optimum(domain: Domain, eps: float) -> float:

@@ -7,9 +7,10 @@ import pytest
 from test_lp_generation import _full_lp_optimum, _solve
 
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms import lp_levels, make
-from mdpsim.mechanisms.highs import HighsOptions
-from mdpsim.mechanisms.lp_levels import farthest_point_order, level_sizes, level_warm_start
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.lp import levels as lp_levels
+from mdpsim.mechanisms.lp.highs import HighsOptions
+from mdpsim.mechanisms.lp.levels import farthest_point_order, level_sizes, level_warm_start
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,10 @@ from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
 from mdpsim.geo.domain import Domain, farthest_points
-from mdpsim.mechanisms import lp_medoids, make
-from mdpsim.mechanisms.highs import HighsOptions
-from mdpsim.mechanisms.lp_solver import directed_constraints
+from mdpsim.mechanisms import make
+from mdpsim.mechanisms.lp import medoids as lp_medoids
+from mdpsim.mechanisms.lp.highs import HighsOptions
+from mdpsim.mechanisms.lp.solver import directed_constraints
 from mdpsim.privacy.verifier import verify
 
 

@@ -10,8 +10,8 @@ import pytest
 from mdpsim._core.validation import check_margin
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
-from mdpsim.mechanisms import repair as repair_mod
-from mdpsim.mechanisms.repair import lipschitz_envelope, repair, repair_verified
+from mdpsim.mechanisms.lp import repair as repair_mod
+from mdpsim.mechanisms.lp.repair import lipschitz_envelope, repair, repair_verified
 from mdpsim.privacy.verifier import PrivacyViolation, verify
 
 

@@ -12,8 +12,8 @@ from mdpsim.attacks.suite import AttackSuite
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.mechanisms.lp_solver import directed_constraints
-from mdpsim.mechanisms.stackelberg import (
+from mdpsim.mechanisms.lp.solver import directed_constraints
+from mdpsim.mechanisms.lp.stackelberg import (
     UnconstrainedStackelberg,
     adversary_error_km,
     constant_optimum,

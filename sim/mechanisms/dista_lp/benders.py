@@ -26,8 +26,8 @@ from scipy import sparse
 
 from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms.highs import HighsLP
-from mdpsim.mechanisms.wem_lp import BlockLP, wem_options
+from mdpsim.mechanisms.lp.highs import HighsLP
+from mdpsim.mechanisms.lp.wem import BlockLP, wem_options
 
 # Phase-1 slack below this counts as feasible (HiGHS's primal tolerance is 1e-9).
 _FEAS_TOL = 1e-8
@@ -184,7 +184,7 @@ def solve_benders(
     Parameters
     ----------
     blocks
-        One :class:`~mdpsim.mechanisms.wem_lp.BlockLP` per user, all with the same outputs.
+        One :class:`~mdpsim.mechanisms.lp.wem.BlockLP` per user, all with the same outputs.
     gap
         Stop when ``(UB - LB) / max(|UB|, 1e-12) <= gap``.
     max_iter

@@ -20,7 +20,7 @@ that invariant at every step:
    ``sum_i q_i sum_k Z_ik c_ik`` never rises: the result is never worse than the EM for the
    weights ``q`` the server plans for.
 
-The LPs run at ``eps (1 - margin)``; :func:`~mdpsim.mechanisms.wem_lp.released_matrix` then
+The LPs run at ``eps (1 - margin)``; :func:`~mdpsim.mechanisms.lp.wem.released_matrix` then
 absorbs the solver's round-off and the exact verifier certifies ``eps`` over all of X.
 """
 
@@ -33,9 +33,9 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms.highs import HighsLP
-from mdpsim.mechanisms.repair import FIRST_MARGIN
-from mdpsim.mechanisms.wem_lp import released_matrix, wem_options
+from mdpsim.mechanisms.lp.highs import HighsLP
+from mdpsim.mechanisms.lp.repair import FIRST_MARGIN
+from mdpsim.mechanisms.lp.wem import released_matrix, wem_options
 
 _SLACK = 1e-8
 

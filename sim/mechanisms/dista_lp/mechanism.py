@@ -44,7 +44,7 @@ from mdpsim.mechanisms.dista_lp.planner import (
 )
 from mdpsim.mechanisms.dista_lp.uploads import SCHEMES, CalibrationCache, UploadScheme
 from mdpsim.mechanisms.dista_lp.uploads.surrogate import SPLIT
-from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
+from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, MAX_MARGIN
 from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, compose
 
 __all__ = ["CalibrationCache", "DistALP"]

@@ -4,7 +4,7 @@ The server plans for a weight per secret (the prior, the posteriors of location 
 the prior on the neighbourhoods it located) and releases one matrix over all of X:
 
 * ``"lp_medoids"``: the city-scale LP over prior-weighted medoid outputs
-  (sim/mechanisms/lp_medoids.py) for the weights; the default for ``none`` / ``location``.
+  (sim/mechanisms/lp/medoids.py) for the weights; the default for ``none`` / ``location``.
 * ``"blocks"``: the EM over X improved block by block (full_domain.py), on the rows the upload
   scheme asks for, else on tiles of ``tile_size`` secrets; the only planner for the surrogate
   modes. ``n_near`` outputs are optimised freely per row, ``sweeps`` passes over the blocks.

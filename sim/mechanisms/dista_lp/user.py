@@ -304,8 +304,9 @@ def finalize_block(state: UserState, z_block_permuted: np.ndarray, *, epsilon_pt
 
 def repaired(block: np.ndarray, dx: np.ndarray, epsilon_pt: float) -> np.ndarray:
     """The smallest-margin envelope repair that passes the exact verifier on ``dx``
-    (:func:`~mdpsim.mechanisms.repair.release_verified`, margin growing from ``FIRST_MARGIN``)."""
-    from mdpsim.mechanisms.repair import FIRST_MARGIN, release_verified
+    (:func:`~mdpsim.mechanisms.lp.repair.release_verified`, margin growing from
+    ``FIRST_MARGIN``)."""
+    from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, release_verified
     from mdpsim.privacy.verifier import PrivacyViolation
 
     try:

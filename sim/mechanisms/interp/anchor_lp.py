@@ -24,9 +24,9 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import SolverError
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
 from mdpsim.mechanisms.interp.grid import AnchorGrid
-from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN, next_margin
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, MAX_MARGIN, next_margin
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from mdpsim.mechanisms.dista_lp.uploads.base import (
     UploadScheme,
 )
 from mdpsim.mechanisms.dista_lp.user import LocalBlocks, Upload, UploadConfig, reconstruct
-from mdpsim.mechanisms.wem_lp import build_block
+from mdpsim.mechanisms.lp.wem import build_block
 from mdpsim.privacy.guarantees import Audit
 
 SPLIT = ("eps_dx", "eps_dy", "eps_cy", "eps_pt")

@@ -43,11 +43,11 @@ from mdpsim._core.validation import check_margin, check_positive_int, check_scal
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import farthest_points
 from mdpsim.mechanisms.base import Mechanism, register
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
-from mdpsim.mechanisms.lp_certificate import LowerBound, price_certificate, ray_prices
-from mdpsim.mechanisms.lp_outputs import tight_constraints
-from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, release_optimal
-from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN
+from mdpsim.mechanisms.lp.certificate import LowerBound, price_certificate, ray_prices
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions, HighsSettings
+from mdpsim.mechanisms.lp.outputs import tight_constraints
+from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, MAX_MARGIN
+from mdpsim.mechanisms.lp.solver import FEASIBILITY_TOL, directed_constraints, release_optimal
 
 _LLOYD_STEPS = 30
 SUBSET_SIZE = 100  # secrets per part of the split bound (docs/lp.md, "The split bound")

@@ -21,10 +21,10 @@ import numpy as np
 
 from mdpsim.errors import SolverError
 from mdpsim.geo.domain import farthest_points
-from mdpsim.mechanisms.highs import HighsOptions
-from mdpsim.mechanisms.lp_outputs import tight_constraints
-from mdpsim.mechanisms.lp_solver import FEASIBILITY_TOL, directed_constraints, solve_optimal
-from mdpsim.mechanisms.repair import envelope_parents
+from mdpsim.mechanisms.lp.highs import HighsOptions
+from mdpsim.mechanisms.lp.outputs import tight_constraints
+from mdpsim.mechanisms.lp.repair import envelope_parents
+from mdpsim.mechanisms.lp.solver import FEASIBILITY_TOL, directed_constraints, solve_optimal
 
 LEVEL_RATIO = float(np.sqrt(2.0))  # secrets per level: N / ratio^j (docs/lp.md)
 SMALLEST_LEVEL = 100  # no level below this many secrets (N < 141: no levels; no gain at 100)

@@ -17,7 +17,7 @@ Pr[y]). Estimates range over the secrets X. The quality metric ``d_q`` and the a
 metric ``d_adv`` are chosen apart (:data:`METRIC_CHOICES`); the mDP constraints use the domain's
 own metric (that is what the release is verified against).
 
-Solved by HiGHS (``mdpsim.mechanisms.highs``) by generation, with or without mDP
+Solved by HiGHS (``mdpsim.mechanisms.lp.highs``) by generation, with or without mDP
 constraints (:func:`_by_outputs`, docs/games.md). Adversary rows: of the ``N K`` rows (``N``
 nonzeros each) only the few estimates the adversary is indifferent between bind per output,
 so an output enters with two and each round adds every output's best response to the current
@@ -54,14 +54,14 @@ from mdpsim._core.validation import check_choice, check_margin, check_scalar
 from mdpsim.errors import InputError, SolverError
 from mdpsim.geo.domain import lp_distances
 from mdpsim.mechanisms.base import Mechanism, register
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions, HighsSettings
-from mdpsim.mechanisms.lp_solver import (
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions, HighsSettings
+from mdpsim.mechanisms.lp.repair import MAX_MARGIN, SIDES, release_verified
+from mdpsim.mechanisms.lp.solver import (
     DUAL_SIMPLEX,
     FEASIBILITY_TOL,
     directed_constraints,
     simplex_options,
 )
-from mdpsim.mechanisms.repair import MAX_MARGIN, SIDES, release_verified
 from mdpsim.privacy.guarantees import NoGuarantee
 from mdpsim.privacy.verifier import verify
 
@@ -347,7 +347,7 @@ def solve_stackelberg_mdp(
     elastic (penalty :data:`ELASTIC_PENALTY` per km); a positive slack at the end means no
     mechanism meets ``quality_km``.
     """
-    from mdpsim.mechanisms.lp_outputs import laplace_rays
+    from mdpsim.mechanisms.lp.outputs import laplace_rays
 
     n = np.shape(quality_cost_km)[0]
     constraints = directed_constraints(pairs, pair_dist_km, epsilon)

@@ -32,9 +32,9 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import SolverError
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp_outputs import ConePricer, laplace_rays, tight_constraints
-from mdpsim.mechanisms.repair import VerifiedRelease, envelope_parents, release_verified
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.outputs import ConePricer, laplace_rays, tight_constraints
+from mdpsim.mechanisms.lp.repair import VerifiedRelease, envelope_parents, release_verified
 
 MAX_LOG_GAIN = float(np.log(1e9))
 PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: added columns keep the basis primal feasible
@@ -481,7 +481,7 @@ def release_optimal(
     max_outputs: int | None = None,
     ray_dist_km: np.ndarray | None = None,
 ) -> tuple[VerifiedRelease, OptimalSolution]:
-    """Solve at ``eps (1 - margin)``, then :func:`~mdpsim.mechanisms.repair.release_verified`
+    """Solve at ``eps (1 - margin)``, then :func:`~mdpsim.mechanisms.lp.repair.release_verified`
     (repair, verify at ``eps``; on failure re-solve at the next margin, seeded with the
     constraints that bound before). ``options``, ``warm``, ``dual_restarts``,
     ``start_outputs``, ``max_outputs``: as in :func:`solve_optimal`.

@@ -34,8 +34,8 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim.errors import SolverError
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp_solver import DUAL_SIMPLEX, directed_constraints, simplex_options
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.solver import DUAL_SIMPLEX, directed_constraints, simplex_options
 
 # The computed gain exp(eps d) may be below the real one by a few ulps (exp, and eps d itself
 # rounded); a larger gain only makes the certificate more conservative (docs/lp.md).

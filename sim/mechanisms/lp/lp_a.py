@@ -26,9 +26,9 @@ from scipy.spatial import cKDTree
 from mdpsim._core.validation import check_positive_int
 from mdpsim.geo.domain import implied_free_pairs
 from mdpsim.mechanisms.base import register
-from mdpsim.mechanisms.lp import OptimalLP
-from mdpsim.mechanisms.lp_solver import release_optimal
-from mdpsim.mechanisms.repair import FIRST_MARGIN
+from mdpsim.mechanisms.lp.optimal import OptimalLP
+from mdpsim.mechanisms.lp.repair import FIRST_MARGIN
+from mdpsim.mechanisms.lp.solver import release_optimal
 
 
 def coarse_cells(x_xy: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -53,7 +53,7 @@ def min_cell_distances(dist_xx: np.ndarray, cell_of: np.ndarray) -> np.ndarray:
 class CoarseLP(OptimalLP):
     """LP-A: the optimal LP on a ``grid x grid`` partition, eps-mDP on the fine domain.
 
-    Parameters as :class:`~mdpsim.mechanisms.lp.OptimalLP`, plus ``grid`` (cells per side,
+    Parameters as :class:`~mdpsim.mechanisms.lp.optimal.OptimalLP`, plus ``grid`` (cells per side,
     default 8).
     """
 

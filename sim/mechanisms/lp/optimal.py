@@ -4,7 +4,7 @@ The LP and its solver (output and constraint generation on the dual) are in
 ``lp_solver.py``; this module is the registered mechanism and ``lp_path``.
 
 Release: the LP is solved at ``eps (1 - margin)`` (default 1e-6), its solution repaired by the
-Lipschitz envelope (sim/mechanisms/repair.py) and verified EXACTLY at ``eps``; if the check
+Lipschitz envelope (sim/mechanisms/lp/repair.py) and verified EXACTLY at ``eps``; if the check
 fails the margin grows tenfold (up to 1/2, where the repair is proven for any input) and the
 LP is solved again, warm-started from the constraints that bound before. A solver that does
 not reach optimality raises :class:`~mdpsim.errors.SolverError`; nothing unverified is released.
@@ -20,10 +20,10 @@ import numpy as np
 from mdpsim._core.validation import check_epsilon, check_margin, check_scalar
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
-from mdpsim.mechanisms.highs import HighsSettings
-from mdpsim.mechanisms.lp_levels import level_warm_start
-from mdpsim.mechanisms.lp_solver import release_optimal
-from mdpsim.mechanisms.repair import FIRST_MARGIN, MAX_MARGIN, SIDES
+from mdpsim.mechanisms.lp.highs import HighsSettings
+from mdpsim.mechanisms.lp.levels import level_warm_start
+from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, MAX_MARGIN, SIDES
+from mdpsim.mechanisms.lp.solver import release_optimal
 
 
 @register("lp")

@@ -20,7 +20,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from mdpsim.errors import SolverError
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
 
 
 def laplace_rays(pairs: np.ndarray, pair_dist_km: np.ndarray, n: int, epsilon: float):

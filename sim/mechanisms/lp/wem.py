@@ -38,9 +38,9 @@ from scipy import sparse
 from scipy.special import logsumexp
 
 from mdpsim.errors import InputError, SolverError
-from mdpsim.mechanisms.highs import HighsLP, HighsOptions
-from mdpsim.mechanisms.lp_solver import MAX_LOG_GAIN
-from mdpsim.mechanisms.repair import release_verified
+from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions
+from mdpsim.mechanisms.lp.repair import release_verified
+from mdpsim.mechanisms.lp.solver import MAX_LOG_GAIN
 
 # Relative slack (log space) when checking WEM-WEM pairs in the block's own distances.
 _WEM_RTOL = 1e-12
@@ -408,7 +408,7 @@ def released_matrix(
     """A WEM+LP matrix made exactly ``epsilon``-mDP under ``dist`` and verified (fail closed).
 
     The LP ran at ``eps' = epsilon * (1 - margin)``. Rows are normalised, released as they
-    are if they verify, else repaired by :func:`~mdpsim.mechanisms.repair.release_verified`
+    are if they verify, else repaired by :func:`~mdpsim.mechanisms.lp.repair.release_verified`
     (``max_rounds`` envelope rounds per margin on the chaining ``pairs``, then the margin
     doubles). Returns the matrix and its ``info_`` entries.
     """
