@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from mdpsim import scenario as sc
 from mdpsim.agents.q_learning import TabularQ, UserState
 from mdpsim.env import LEVEL_OBS, USER_OBS, RewardWeights, parallel_env
+from mdpsim.simulation import scenario as sc
 
 GAME = {
     "scenario": {"name": "self_play", "seed": 3, "ticks": 20},

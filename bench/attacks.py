@@ -18,13 +18,13 @@ import time
 
 import numpy as np
 
-from mdpsim import scenario as sc
 from mdpsim._core.threads import available_cores
 from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.tracking import MAX_THREADS
 from mdpsim.mechanisms import make
 from mdpsim.run import simulate
-from mdpsim.world import build_world
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.world import build_world
 
 SPECS = [
     {"name": "bayes"},

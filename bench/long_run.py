@@ -24,8 +24,8 @@ import time
 import numpy as np
 from scipy import stats
 
-from mdpsim import scenario as sc
-from mdpsim.model import PrivacyModel
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.model import PrivacyModel
 
 ATTACKS = {
     "run": ["bayes", "tracking", "learned", "smooth", "places", "linkage"],

@@ -15,11 +15,11 @@ import os
 import resource
 import time
 
-from mdpsim import scenario as scenarios
 from mdpsim.geo.network import load_network
 from mdpsim.privacy.verifier import verify
 from mdpsim.run import run_model
-from mdpsim.world import build_domain
+from mdpsim.simulation import scenario as scenarios
+from mdpsim.simulation.world import build_domain
 
 
 def _peak_gb() -> float:

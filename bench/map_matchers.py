@@ -4,7 +4,7 @@ The users of a trace-driven run live on the secrets of the domain, points on the
 fix has to end on a secret. Three ways, measured on synthetic walks (the truth known) with
 GPS-like noise (isotropic Gaussian, sigma metres):
 
-* ``kdtree``: the nearest secret to the fix (scipy's cKDTree; what mdpsim.traces does);
+* ``kdtree``: the nearest secret to the fix (scipy's cKDTree; what mdpsim.simulation.traces does);
 * ``leuven``: leuvenmapmatching's DistanceMatcher (an HMM over the road edges), then the
   nearest secret to the matched point on the road;
 * ``mappymatch``: mappymatch's LCSSMatcher on an NxMap of the same osmnx graph, then the
@@ -41,8 +41,8 @@ def prepare(out: Path) -> None:
     """Walks, noisy fixes, secrets and the projected graph, written to ``out``."""
     import osmnx as ox
 
-    from mdpsim import scenario as sc
-    from mdpsim.world import build_world
+    from mdpsim.simulation import scenario as sc
+    from mdpsim.simulation.world import build_world
 
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(7)

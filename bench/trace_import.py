@@ -2,7 +2,8 @@
 
 Writes synthetic files of N fixes (users walking the central-Helsinki walk network, a fix a
 minute, GPS-like noise of 10 m, 1 % bad rows of every kind) as CSV and Parquet, then times the
-import: reading and checking every row (:func:`mdpsim.traces.read_fixes`), snapping to the
+import: reading and checking every row (:func:`mdpsim.simulation.traces.read_fixes`), snapping to
+the
 secrets and resampling to 20 s ticks along the roads (:meth:`Fixes.walks`: two of every
 three ticks fall between fixes and are walked), and the whole ``build_world`` of a
 trace-driven scenario (network and domain cached: loaded once before). Then a second table:
@@ -29,8 +30,8 @@ import pandas as pd  # noqa: E402
 import pyproj  # noqa: E402
 
 from mdpsim import scenario as sc  # noqa: E402
-from mdpsim.traces import RoadPaths, read_fixes  # noqa: E402
-from mdpsim.world import build_domain, build_world, load_graph, network_extent  # noqa: E402
+from mdpsim.simulation.traces import RoadPaths, read_fixes  # noqa: E402
+from mdpsim.simulation.world import build_domain, build_world, load_graph, network_extent  # noqa: E402
 
 BASE = {
     "scenario": {"seed": 1, "tick_seconds": 20.0},  # 3 ticks a fix: 2 walked along the road
@@ -81,7 +82,7 @@ def sparse_fixes_table(scenario, graph, domain, *, every: int = 5) -> None:
     noise, replayed both ways: how far from the truth, and how many moves beyond the public
     reach of one tick (the adversary's prior calls those impossible). Walkers that dwell
     (the default users: 1-5 ticks at each place) and walkers that never stop."""
-    from mdpsim.traces import moves_beyond_reach, resample
+    from mdpsim.simulation.traces import moves_beyond_reach, resample
 
     ticks = 60
     print(f"\nfixes every {every} ticks (60 s), no noise, 200 users x {ticks} ticks:")

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from mdpsim import report
-from mdpsim.columns import tick_metrics
 from mdpsim.errors import InputError
+from mdpsim.simulation.columns import tick_metrics
 from mdpsim.store import ID_COLUMNS, MANIFEST, load_manifest, load_ticks, load_timings
 
 #: Filters every batch has (tick-table column -> label), whatever it sweeps.

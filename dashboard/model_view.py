@@ -1,4 +1,5 @@
-"""Plain tables of a live :class:`~mdpsim.model.PrivacyModel` for the dashboard's map and charts.
+"""Plain tables of a live :class:`~mdpsim.simulation.model.PrivacyModel` for the dashboard's map
+and charts.
 
 Nothing here imports Streamlit: every function takes the model and returns a DataFrame, so the
 numbers the page shows are tested without a browser.
@@ -9,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mdpsim import columns
-from mdpsim import scenario as scenario_mod
 from mdpsim.dashboard.geo import lonlat
 from mdpsim.errors import InputError
-from mdpsim.model import PrivacyModel
-from mdpsim.scenario import Scenario
+from mdpsim.simulation import columns
+from mdpsim.simulation import scenario as scenario_mod
+from mdpsim.simulation.model import PrivacyModel
+from mdpsim.simulation.scenario import Scenario
 from mdpsim.strategies import REGISTRIES, specs_of
 
 #: The dashboard's default: small enough that a tick takes well under a second; DistA-LP in
@@ -104,7 +105,7 @@ def _default(table: str, name: str):
 
 
 def charts(ticks: pd.DataFrame) -> dict[str, list[str]]:
-    """The live page's charts for this run's tick table (sim/columns.py)."""
+    """The live page's charts for this run's tick table (sim/simulation/columns.py)."""
     return columns.charts(ticks.columns)
 
 

@@ -13,18 +13,15 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from mdpsim import scenario as scenario_mod
 from mdpsim.dashboard import model_view
 from mdpsim.dashboard.geo import road_paths
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
-from mdpsim.model import PrivacyModel
-from mdpsim.scenario import Scenario
-from mdpsim.world import build_domain
+from mdpsim.simulation import scenario as scenario_mod
+from mdpsim.simulation.model import PrivacyModel
+from mdpsim.simulation.scenario import Scenario
+from mdpsim.simulation.world import build_domain
 
-# The clone the package runs from, if any: its docs/results hold bundled batch results (an
-# installed package has none, and the batch page then lists the stores under ./runs only).
-REPO = Path(__file__).resolve().parent.parent
 #: Folders of scenario files the live page lists beside the packaged ones (os.pathsep-separated;
 #: ``mdpsim dashboard --scenarios DIR`` sets it): a user's own scenarios, plug-ins and traces.
 SCENARIOS_ENV = "MDPSIM_SCENARIOS"

@@ -26,7 +26,7 @@ from mdpsim import store
 from mdpsim._core.threads import available_cores, thread_budget, threads_per_worker
 from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError
-from mdpsim.scenario import Scenario
+from mdpsim.simulation.scenario import Scenario
 from mdpsim.store import canonical_json
 
 SEEDING = ("per-task", "common")
@@ -147,7 +147,7 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
     """
     from mdpsim.geo.domain import check_memory
     from mdpsim.geo.routing import max_points
-    from mdpsim.world import domain_sizes, load_graph
+    from mdpsim.simulation.world import domain_sizes, load_graph
 
     limits: dict[tuple[str, str], int] = {}
     seen: set[str] = set()

@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _scenario(args: argparse.Namespace):
     """The command's scenario (a path, a packaged name or a Scenario), ``--strict`` applied;
     a traces file is read once here so that its bad rows are told before anything runs."""
-    from mdpsim import scenario as scenario_mod
+    from mdpsim.simulation import scenario as scenario_mod
 
     scenario = scenario_mod.resolve(args.scenario)
     if scenario.mobility.source != "traces":
@@ -232,7 +232,7 @@ def _scenario(args: argparse.Namespace):
         scenario = scenario.replace(**{"mobility.strict": True})
     import warnings
 
-    from mdpsim.world import load_graph, trace_fixes
+    from mdpsim.simulation.world import load_graph, trace_fixes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # told below, one line per bad row
@@ -351,7 +351,7 @@ def _run(args: argparse.Namespace) -> int:
 
 @command("demo")
 def _demo(args: argparse.Namespace) -> int:
-    from mdpsim import scenario as scenario_mod
+    from mdpsim.simulation import scenario as scenario_mod
 
     demo = scenario_mod.load(scenario_mod.packaged()[DEMO_SCENARIO])  # never a local file
     return _run(argparse.Namespace(scenario=demo, out=args.out, seed=None, ticks=None, force=True))

@@ -9,7 +9,8 @@ ticks, 1970-01-01 for synthetic walks), ``lon``, ``lat`` and the point geometry 
 geopandas (its ``geo`` metadata: version, encoding WKB, CRS); GeoJSON by pyogrio, times as
 ISO 8601 text. Both are written to a temporary file beside PATH and renamed when complete.
 
-The file is also a traces file (:mod:`mdpsim.traces`): ``[mobility] source = "traces"`` reads
+The file is also a traces file (:mod:`mdpsim.simulation.traces`): ``[mobility] source =
+"traces"`` reads
 its ``true`` rows back (``keep_trace``), the round trip of tests/sim/test_traces_export.py.
 """
 
@@ -23,10 +24,10 @@ import pandas as pd
 
 from mdpsim._core.outputs import atomic_file
 from mdpsim.errors import InputError
-from mdpsim.traces import SYNTHETIC_ORIGIN, WGS84
+from mdpsim.simulation.traces import SYNTHETIC_ORIGIN, WGS84
 
 if TYPE_CHECKING:
-    from mdpsim.model import PrivacyModel
+    from mdpsim.simulation.model import PrivacyModel
 
 FORMATS = ("geojson", "geoparquet")
 SUFFIXES = {"geojson": (".geojson", ".json"), "geoparquet": (".parquet", ".geoparquet")}

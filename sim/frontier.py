@@ -135,7 +135,7 @@ def default_qualities(domain, *, quality_metric: str, n: int = 8) -> list[float]
 def run(scenario, *, qualities=None, mechanisms=None, epsilons=None, quality_metric="domain",
         adversary_metric="domain", seed: int | None = None):  # fmt: skip
     """The frontier and the mechanism points of a scenario's domain (first seed)."""
-    from mdpsim.world import build_domain, load_graph
+    from mdpsim.simulation.world import build_domain, load_graph
 
     seed = scenario.scenario.seed if seed is None else seed
     domain = build_domain(scenario, load_graph(scenario), seed=seed)

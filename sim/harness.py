@@ -1,7 +1,8 @@
 """Mechanisms x attacks on one scenario: the evaluation behind ``mdpsim attack``.
 
 Each (repetition, mechanism, eps) is one ordinary run of the scenario through
-:class:`~mdpsim.model.PrivacyModel` with that mechanism: the same world builder, players and
+:class:`~mdpsim.simulation.model.PrivacyModel` with that mechanism: the same world builder, players
+and
 strategies as ``mdpsim run`` (``[attacks] report_probability``, the pseudonym strategy and
 ``grant_true_mobility`` act as they do there). Repetition ``r`` runs seed ``scenario.seed + r``
 for every mechanism, so all mechanisms meet the same walks (common random numbers). The
@@ -17,8 +18,8 @@ import pandas as pd
 
 from mdpsim._core.outputs import atomic_folder, new_folder
 from mdpsim.errors import InputError
-from mdpsim.model import PrivacyModel
-from mdpsim.world import build_domain, load_graph, trace_fixes, with_trace_counts
+from mdpsim.simulation.model import PrivacyModel
+from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
 
 # ---------------------------------------------------------------------- mdpsim attack

@@ -19,15 +19,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mdpsim.columns import (
+from mdpsim.errors import InputError
+from mdpsim.queries import available_kinds
+from mdpsim.simulation.columns import (
     HEADLINE_ATTACK_METRICS,
     TICK_METRICS,
     attack_columns,
     attack_metric,
     tick_metrics,
 )
-from mdpsim.errors import InputError
-from mdpsim.queries import available_kinds
 from mdpsim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
 
 Z95 = 1.96
@@ -59,7 +59,8 @@ def query_columns(columns) -> dict[str, str]:
 
 
 def run_metrics(columns) -> dict[str, str]:
-    """The per-tick metrics of a table with ``columns`` (sim/columns.py, every attack's and
+    """The per-tick metrics of a table with ``columns`` (sim/simulation/columns.py, every attack's
+    and
     every query kind's) -> their labels."""
     return {**tick_metrics(columns), **query_columns(columns)}
 

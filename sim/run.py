@@ -23,12 +23,12 @@ import pandas as pd
 
 from mdpsim import export as exporting
 from mdpsim._core.outputs import atomic_folder, new_folder
-from mdpsim.columns import tick_metrics
 from mdpsim.errors import InputError
 from mdpsim.export import TraceRecorder
-from mdpsim.model import PrivacyModel
-from mdpsim.scenario import Scenario
-from mdpsim.traces import TracePopulation, moves_beyond_reach
+from mdpsim.simulation.columns import tick_metrics
+from mdpsim.simulation.model import PrivacyModel
+from mdpsim.simulation.scenario import Scenario
+from mdpsim.simulation.traces import TracePopulation, moves_beyond_reach
 
 
 def simulate(

@@ -32,7 +32,7 @@ import pandas as pd
 from mdpsim.errors import InputError
 
 if TYPE_CHECKING:
-    from mdpsim.scenario import Scenario
+    from mdpsim.simulation.scenario import Scenario
 
 MANIFEST = "manifest.json"
 FAILURES = "failures.json"

@@ -27,9 +27,9 @@ USERS = np.array([0, 5, 5, 17])  # fit's users (ignored unless the mechanism nee
 def _domain(metric: str):
     """A small domain on pyrosm's test extract, placed as a scenario's world places it
     (road metric), or the same places under an lp metric."""
-    from mdpsim import scenario as scenario_mod
     from mdpsim.geo.domain import Domain
-    from mdpsim.world import build_domain, load_graph
+    from mdpsim.simulation import scenario as scenario_mod
+    from mdpsim.simulation.world import build_domain, load_graph
 
     s = scenario_mod.from_dict(
         {

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
+from mdpsim.simulation import scenario as sc
 
 #: What every test scenario has unless it says otherwise: pyrosm's small test extract and EM.
 SCENARIO_DEFAULTS: dict[str, dict[str, Any]] = {

@@ -7,15 +7,18 @@ from pathlib import Path
 
 import streamlit as st
 
+from mdpsim._core.paths import source_checkout
 from mdpsim.dashboard import batch_data as bd
 from mdpsim.dashboard import charts as ch
-from mdpsim.dashboard.resources import REPO
 from mdpsim.errors import InputError
 from mdpsim.store import MANIFEST, TASKS, finished_ids, load_manifest
 
 X_TICK = "tick"
 
 
+#: The clone the dashboard runs from (its docs/results hold bundled batch results), else the
+#: working folder (an installed package bundles none: only the stores under ./runs are listed).
+REPO = source_checkout() or Path.cwd()
 RESULTS = REPO / "docs" / "results"
 
 

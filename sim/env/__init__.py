@@ -28,12 +28,12 @@ from mdpsim.env.nash_conv import Exploitability, exploitability
 from mdpsim.env.parallel import PrivacyParallelEnv
 from mdpsim.env.responses import UserBestResponse, best_response
 from mdpsim.env.single import SingleAgentEnv
-from mdpsim.scenario import ScenarioSource
+from mdpsim.simulation.scenario import ScenarioSource
 
 
 def parallel_env(scenario: ScenarioSource, **overrides: Any) -> PrivacyParallelEnv:
     """The PettingZoo ParallelEnv of ``scenario``: a TOML path, a packaged scenario name
-    (``"helsinki_demo"``), a dict of tables or a :class:`~mdpsim.scenario.Scenario`."""
+    (``"helsinki_demo"``), a dict of tables or a :class:`~mdpsim.simulation.scenario.Scenario`."""
     return PrivacyParallelEnv(scenario, **overrides)
 
 

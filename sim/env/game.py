@@ -1,8 +1,10 @@
 """The game behind the environment API: observations, actions and rewards over a PrivacyModel.
 
-The environment IS the simulation: a :class:`Game` owns one :class:`~mdpsim.model.PrivacyModel`
+The environment IS the simulation: a :class:`Game` owns one
+:class:`~mdpsim.simulation.model.PrivacyModel`
 and a step is ``model.advance(decisions)``, with the decisions of outside agents put in place of
-their strategies' (:meth:`~mdpsim.model.PrivacyModel.decide`). With every agent following its
+their strategies' (:meth:`~mdpsim.simulation.model.PrivacyModel.decide`). With every agent
+following its
 strategy the run is the one ``mdpsim run`` makes with the same seed, tick for tick.
 
 Agents: ``server`` and ``user_0 .. user_{n-1}``. Observations (float32 vectors, fields in
@@ -39,9 +41,9 @@ from gymnasium import spaces
 
 from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
 from mdpsim.errors import InputError
-from mdpsim.model import Decisions, PrivacyModel
 from mdpsim.players import attack_success
-from mdpsim.world import build_domain, load_graph, trace_fixes, with_trace_counts
+from mdpsim.simulation.model import Decisions, PrivacyModel
+from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
 USER_OBS = (
     "tick_fraction",  # ticks done / horizon
@@ -242,7 +244,7 @@ class Game:
         return self._rewards(secrets, active), self._infos()
 
     def _server_decision(self, action: Any) -> dict[str, Any]:
-        """The server's action as the fields of :class:`~mdpsim.model.Decisions`."""
+        """The server's action as the fields of :class:`~mdpsim.simulation.model.Decisions`."""
         names = self.server_action_fields()
         a = np.asarray(action).reshape(-1)
         sizes = np.asarray(self.action_space("server").nvec)  # type: ignore[attr-defined]

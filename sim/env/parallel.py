@@ -9,7 +9,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from mdpsim.env.game import Game
-from mdpsim.scenario import ScenarioSource, resolve
+from mdpsim.simulation.scenario import ScenarioSource, resolve
 
 
 class PrivacyParallelEnv(ParallelEnv):
@@ -28,7 +28,7 @@ class PrivacyParallelEnv(ParallelEnv):
 
     @property
     def model(self):
-        """The :class:`~mdpsim.model.PrivacyModel` of the current episode."""
+        """The :class:`~mdpsim.simulation.model.PrivacyModel` of the current episode."""
         return self.game.model
 
     @functools.cache  # noqa: B019 - PettingZoo asks for the same object

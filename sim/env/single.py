@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from mdpsim.env.game import Game
-from mdpsim.scenario import ScenarioSource, resolve
+from mdpsim.simulation.scenario import ScenarioSource, resolve
 
 
 class SingleAgentEnv(gym.Env):
@@ -29,7 +29,7 @@ class SingleAgentEnv(gym.Env):
 
     @property
     def model(self):
-        """The :class:`~mdpsim.model.PrivacyModel` of the current episode."""
+        """The :class:`~mdpsim.simulation.model.PrivacyModel` of the current episode."""
         return self.game.model
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

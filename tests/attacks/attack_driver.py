@@ -1,6 +1,6 @@
 """A bare attack driver for the attack tests: reports from one fixed, fitted matrix.
 
-The product has one loop (:class:`mdpsim.model.PrivacyModel`; ``mdpsim attack`` runs it).
+The product has one loop (:class:`mdpsim.simulation.model.PrivacyModel`; ``mdpsim attack`` runs it).
 Attack unit tests also need matrices the model would never release (the identity: no
 privacy), and walks fixed ahead of time, so this driver feeds an :class:`AttackSuite`
 directly: the walks of the users and of a public population, every user reporting each tick
@@ -17,8 +17,8 @@ import numpy as np
 from mdpsim.attacks.base import Context, Observation, Release
 from mdpsim.attacks.suite import AttackSuite
 from mdpsim.geo.domain import Domain
-from mdpsim.mobility import MobilityModel
-from mdpsim.world import true_transitions, walk
+from mdpsim.simulation.mobility import MobilityModel
+from mdpsim.simulation.world import true_transitions, walk
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,7 +61,7 @@ def draw_world(
     n_public: int | None = None,
 ) -> World:
     """Walk the users and a public population of ``n_public`` (default ``n_users``) people
-    (their own places, drawn apart; see :class:`~mdpsim.mobility.Population`)."""
+    (their own places, drawn apart; see :class:`~mdpsim.simulation.mobility.Population`)."""
     users_ss, public_ss, reports_ss = np.random.SeedSequence(seed).spawn(3)
     people = dict(
         ticks=ticks, n_places=n_places, speed_mps=speed_mps, tick_seconds=tick_seconds,

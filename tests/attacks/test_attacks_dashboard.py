@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdpsim import columns as charts
 from mdpsim.attacks.base import METRICS
 from mdpsim.dashboard import mapview
+from mdpsim.simulation import columns as charts
 
 
 def test_attack_panels_show_every_attack_of_the_run():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.attacks import hmm, mobility_models
-from mdpsim.model import PrivacyModel
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.model import PrivacyModel
 
 LEARN_EVERY = 5
 LAG = 3

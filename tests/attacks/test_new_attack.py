@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdpsim import columns
 from mdpsim.attacks import Attack, LocationEstimate, Observation, register
 from mdpsim.attacks.base import METRICS
 from mdpsim.cli import main
 from mdpsim.dashboard import batch_data, model_view
-from mdpsim.model import PrivacyModel
-from mdpsim.scenario import from_dict
+from mdpsim.simulation import columns
+from mdpsim.simulation.model import PrivacyModel
+from mdpsim.simulation.scenario import from_dict
 
 
 @register("prior_guess")

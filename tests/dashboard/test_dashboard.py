@@ -12,19 +12,21 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from mdpsim import columns
-from mdpsim import scenario as sc
+from mdpsim._core.paths import source_checkout
 from mdpsim.batch import run_batch
 from mdpsim.cli import main
 from mdpsim.dashboard import batch_data, model_view
 from mdpsim.dashboard.geo import road_paths
 from mdpsim.dashboard.launch import APP, streamlit_command, streamlit_env
-from mdpsim.dashboard.resources import REPO
 from mdpsim.errors import InputError
-from mdpsim.model import PrivacyModel
+from mdpsim.simulation import columns
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.model import PrivacyModel
 
 TIMEOUT_S = 120
 HELSINKI_LONLAT = ((24.90, 24.99), (60.14, 60.19))  # a box around the bundled extract
+
+REPO = source_checkout()
 
 
 def _app() -> AppTest:

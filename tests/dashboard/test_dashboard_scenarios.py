@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 
-from mdpsim import scenario as sc
 from mdpsim.cli import main
 from mdpsim.dashboard import resources
 from mdpsim.dashboard.launch import streamlit_env
+from mdpsim.simulation import scenario as sc
 
 
 def test_a_folders_scenarios_are_listed_beside_the_packaged_ones(tmp_path, monkeypatch):

@@ -17,11 +17,11 @@ import pyarrow as pa
 import pytest
 import test_dashboard_browser as browser_test  # the server fixture and the browser's settings
 
-from mdpsim import scenario as sc
 from mdpsim.dashboard import charts as charts_mod
 from mdpsim.dashboard import model_view
 from mdpsim.geo.network import load_network
-from mdpsim.model import PrivacyModel
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.model import PrivacyModel
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 CHROMIUM, CHROMIUM_ARGS, REPO = browser_test.CHROMIUM, browser_test.CHROMIUM_ARGS, browser_test.REPO

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from conftest import CHEAP_STRICT
 
-from mdpsim import scenario as sc
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import make
 from mdpsim.privacy import verify
+from mdpsim.simulation import scenario as sc
 
 
 @pytest.mark.parametrize("upload", ["strict", "paper"])

@@ -19,9 +19,9 @@ from mdpsim import harness
 from mdpsim.env import parallel_env
 from mdpsim.mechanisms import base
 from mdpsim.mechanisms.base import Mechanism, Uploads
-from mdpsim.model import PrivacyModel
 from mdpsim.privacy.guarantees import PureMDP
 from mdpsim.privacy.sampling import sample_rows
+from mdpsim.simulation.model import PrivacyModel
 
 NAME = "test_near_uploads"
 SHARE = 0.25

@@ -15,7 +15,7 @@ from conftest import CHEAP_STRICT
 
 from mdpsim.mechanisms import available
 from mdpsim.mechanisms.base import mechanism_class
-from mdpsim.model import PrivacyModel
+from mdpsim.simulation.model import PrivacyModel
 
 EPS = 4.0
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.agents.greedy import GreedyReporter
 from mdpsim.agents.q_learning import TabularQ, UserState, level_user
 from mdpsim.agents.random_agent import RandomAgent
 from mdpsim.env import RewardWeights, single_agent_env
+from mdpsim.simulation import scenario as sc
 
 #: docs/env.md, "A learning user": the budget pays 15 reports at eps 4, 1 at eps 12
 LEVEL_GAME = {

@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.batch import connect_dask, expand, run_batch
 from mdpsim.cli import main
 from mdpsim.errors import InputError
+from mdpsim.simulation import scenario as sc
 from mdpsim.store import (
     load_failures,
     load_manifest,

@@ -80,7 +80,7 @@ def test_cli_writes_the_table_and_the_plot(tmp_path, capsys):
 
 def test_attack_harness_reports_the_optimal_adversary_and_each_attacks_exploitability():
     from mdpsim import harness
-    from mdpsim import scenario as scenario_mod
+    from mdpsim.simulation import scenario as scenario_mod
 
     sc = scenario_mod.from_dict(
         {

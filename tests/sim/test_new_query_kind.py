@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.errors import InputError
 from mdpsim.queries import (
     Disk,
@@ -21,6 +20,7 @@ from mdpsim.queries import (
 )
 from mdpsim.report import labels, tables
 from mdpsim.run import simulate
+from mdpsim.simulation import scenario as sc
 
 
 @register_kind("wide_range")

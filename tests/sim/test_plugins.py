@@ -9,9 +9,9 @@ import textwrap
 import pytest
 
 from mdpsim import attacks, mechanisms, strategies
-from mdpsim import scenario as sc
 from mdpsim.errors import InputError
 from mdpsim.geo import network
+from mdpsim.simulation import scenario as sc
 
 MODULE = '''
 from mdpsim.mechanisms.em import ExponentialMechanism

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.batch import expand
 from mdpsim.cli import main
 from mdpsim.errors import InputError
 from mdpsim.report import summarize, write_report
+from mdpsim.simulation import scenario as sc
 from mdpsim.store import new_manifest, write_task
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.errors import InputError
+from mdpsim.simulation import scenario as sc
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
 MINIMAL = '[mechanism]\nname = "em"\nepsilon_per_km = 4.0\n'
@@ -90,13 +90,13 @@ def test_reference_lists_every_field():
 
 def test_docs_reference_is_current():
     doc = sc.DOCS_PATH.read_text(encoding="utf-8")
-    assert sc.reference_markdown() in doc, "regenerate: python -m mdpsim.scenario"
-    assert sc.docs_text(doc) == doc, "regenerate: python -m mdpsim.scenario"
+    assert sc.reference_markdown() in doc, "regenerate: python -m mdpsim.simulation.scenario"
+    assert sc.docs_text(doc) == doc, "regenerate: python -m mdpsim.simulation.scenario"
 
 
 def test_json_schema_file_is_current():
     assert sc.SCHEMA_PATH.read_text(encoding="utf-8") == sc.schema_text(), (
-        "regenerate: python -m mdpsim.scenario"
+        "regenerate: python -m mdpsim.simulation.scenario"
     )
 
 

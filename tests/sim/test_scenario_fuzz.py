@@ -7,8 +7,8 @@ import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mdpsim import scenario as sc
 from mdpsim.errors import InputError
+from mdpsim.simulation import scenario as sc
 
 _scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=12),

@@ -1,5 +1,6 @@
 """Scenarios by name: the packaged TOML files (importlib.resources), a path winning over a name,
-and the one resolver (``mdpsim.scenario.resolve``) behind the CLI, the env and the dashboard."""
+and the one resolver (``mdpsim.simulation.scenario.resolve``) behind the CLI, the env and the
+dashboard."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import json
 
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.cli import main
 from mdpsim.env import parallel_env, single_agent_env
 from mdpsim.errors import InputError
+from mdpsim.simulation import scenario as sc
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from mdpsim.cli import main
-from mdpsim.model import PrivacyModel
 from mdpsim.run import run_scenario, simulate
+from mdpsim.simulation.model import PrivacyModel
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pytest
 from conftest import CHEAP_STRICT
 
 from mdpsim.errors import InputError
-from mdpsim.model import PrivacyModel
 from mdpsim.run import run_scenario, simulate
+from mdpsim.simulation.model import PrivacyModel
 from mdpsim.strategies import (
     BUDGET_POLICIES,
     PSEUDONYM_STRATEGIES,

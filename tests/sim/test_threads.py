@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from mdpsim import scenario as sc
 from mdpsim._core.threads import (
     available_cores,
     one_blas_thread,
@@ -27,6 +26,7 @@ from mdpsim.attacks.base import Context
 from mdpsim.batch import BatchOutcome, run_batch
 from mdpsim.errors import InputError
 from mdpsim.run import simulate
+from mdpsim.simulation import scenario as sc
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,13 @@ import pandas as pd
 import pyproj
 import pytest
 
-from mdpsim import scenario as sc
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
 from mdpsim.errors import InputError
 from mdpsim.run import simulate
-from mdpsim.traces import RoadPaths, TracePopulation, TraceWarning, read_fixes, resample
-from mdpsim.world import build_world, network_extent
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.traces import RoadPaths, TracePopulation, TraceWarning, read_fixes, resample
+from mdpsim.simulation.world import build_world, network_extent
 
 BASE = {
     "scenario": {"name": "replay", "seed": 4, "ticks": 3, "tick_seconds": 60.0},

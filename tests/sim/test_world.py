@@ -1,4 +1,5 @@
-"""One world builder, one loop: every driver builds its world in mdpsim.world and runs the model."""
+"""One world builder, one loop: every driver builds its world in mdpsim.simulation.world and runs
+the model."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import pandas as pd
 import pytest
 
 from mdpsim import harness
-from mdpsim import scenario as sc
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
 from mdpsim.errors import InputError
-from mdpsim.model import PrivacyModel
 from mdpsim.run import simulate
-from mdpsim.world import build_world
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.model import PrivacyModel
+from mdpsim.simulation.world import build_world
 
 SIM = Path(__file__).resolve().parents[2] / "sim"
 DASHBOARD = SIM.parent / "dashboard"
@@ -64,13 +65,15 @@ grant_true_mobility = true
 
 
 def test_only_the_world_builder_places_the_domain():
-    """``Domain.from_network`` from scenario fields is called in mdpsim.world only."""
+    """``Domain.from_network`` from scenario fields is called in mdpsim.simulation.world only."""
     callers = []
     for path in [*SIM.rglob("*.py"), *DASHBOARD.rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr == "from_network":
                 callers.append(path.relative_to(SIM.parent).as_posix())
-    assert sorted(set(callers) - {"sim/cli.py"}) == ["sim/world.py"]  # cli: `mdpsim domain`
+    assert sorted(set(callers) - {"sim/cli.py"}) == [
+        "sim/simulation/world.py"
+    ]  # cli: `mdpsim domain`
 
 
 def test_the_model_walks_the_world_the_builder_makes(oracle):

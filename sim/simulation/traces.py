@@ -180,7 +180,8 @@ def resample(
 
 class RoadPaths:
     """Shortest road paths between the secrets of a road domain (the chaining pairs' graph,
-    whose shortest paths are the road distances, as :class:`~mdpsim.mobility.MobilityModel`)."""
+    whose shortest paths are the road distances, as
+    :class:`~mdpsim.simulation.mobility.MobilityModel`)."""
 
     SOURCES_PER_BATCH = 256  # Dijkstra's predecessor rows held at once
 
@@ -470,7 +471,7 @@ def _fixes(raw_user: pd.Series, seconds, xy, origin, report: TraceReport) -> Fix
 class TracePopulation:
     """Users replaying ``walks`` (``(ticks, users)`` secrets), one row a tick; after the last
     row they stay where they were last seen. The population interface of
-    :class:`~mdpsim.mobility.Population` (``position``, ``n_users``, ``step``)."""
+    :class:`~mdpsim.simulation.mobility.Population` (``position``, ``n_users``, ``step``)."""
 
     def __init__(self, walks: np.ndarray) -> None:
         self.walks = np.asarray(walks, dtype=np.int64)

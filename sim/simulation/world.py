@@ -3,11 +3,13 @@
 :func:`build_world` turns a validated scenario and a seed into a :class:`World`: the projected
 road graph, the domain of secrets and outputs, the mobility model (places, routes), the users'
 starting positions and the seeded random streams every later draw of a run comes from. The
-model (:class:`~mdpsim.model.PrivacyModel`), and through it ``mdpsim run``, ``mdpsim attack``,
+model (:class:`~mdpsim.simulation.model.PrivacyModel`), and through it ``mdpsim run``, ``mdpsim
+attack``,
 ``mdpsim batch``, the environment and the dashboard, all build their worlds here, so a
 scenario field means the same thing everywhere.
 
-With ``[mobility] source = "traces"`` the users replay a file's fixes (:mod:`mdpsim.traces`):
+With ``[mobility] source = "traces"`` the users replay a file's fixes
+(:mod:`mdpsim.simulation.traces`):
 ``users.count`` and ``scenario.ticks`` become the data's (``World.scenario`` holds them), and
 the mobility model still gives the adversary its public reach of one tick, from the roads and
 ``users.speed_mps`` (docs/traces.md, "What the adversary knows").
@@ -31,11 +33,11 @@ from mdpsim.attacks.base import Context
 from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
-from mdpsim.mobility import MobilityModel, Population
-from mdpsim.traces import Fixes, TracePopulation, read_fixes
+from mdpsim.simulation.mobility import MobilityModel, Population
+from mdpsim.simulation.traces import Fixes, TracePopulation, read_fixes
 
 if TYPE_CHECKING:
-    from mdpsim.scenario import Scenario
+    from mdpsim.simulation.scenario import Scenario
 
 #: The run's independent random streams, children of the seed in this order. New streams are
 #: appended (a SeedSequence's i-th child does not depend on how many are spawned), so adding

@@ -1,6 +1,7 @@
 """The Mesa model: mobile users on a road network, an honest-but-curious server, one tick a story.
 
-Hot state lives in arrays owned by the model (positions in :class:`~mdpsim.mobility.Population`,
+Hot state lives in arrays owned by the model (positions in
+:class:`~mdpsim.simulation.mobility.Population`,
 budgets in a :class:`~mdpsim.privacy.filters.PopulationFilter`); behaviour lives in the players'
 strategies (:mod:`mdpsim.strategies`). A tick starts with the players' decisions
 (:meth:`PrivacyModel.decide`, or actions given from outside by :mod:`mdpsim.env`), made from
@@ -22,10 +23,10 @@ from mesa.discrete_space import Network
 from mdpsim._core.threads import one_blas_thread
 from mdpsim.geo.domain import Domain
 from mdpsim.players import CuriousServer, UserAgent
-from mdpsim.scenario import Scenario
+from mdpsim.simulation.scenario import Scenario
+from mdpsim.simulation.world import build_world
 from mdpsim.strategies import Strategies, from_scenario
 from mdpsim.strategies.report import ReportContext
-from mdpsim.world import build_world
 
 
 @dataclass
@@ -56,7 +57,7 @@ class PrivacyModel(mesa.Model):
     Parameters
     ----------
     scenario
-        A validated :class:`~mdpsim.scenario.Scenario`.
+        A validated :class:`~mdpsim.simulation.scenario.Scenario`.
     rng
         Seed of the run (defaults to ``scenario.seed``); Mesa's own ``rng`` is set from it.
     graph, domain

@@ -1,0 +1,236 @@
+"""The whole scenario (:class:`Scenario`): its tables, its sweep, and :func:`from_dict`, the
+one validation every scenario goes through (a file, a dict, a CLI override)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
+
+from mdpsim.errors import InputError
+from mdpsim.simulation.scenario.messages import one_line
+from mdpsim.simulation.scenario.tables import (
+    AttacksTable,
+    DomainTable,
+    GameTable,
+    MechanismTable,
+    MobilityTable,
+    NetworkTable,
+    OutputTable,
+    QueriesTable,
+    RunTable,
+    StrategiesTable,
+    Table,
+    UsersTable,
+    _refuse,
+)
+
+
+class Scenario(BaseModel):
+    """A validated scenario: one attribute per table (``scenario.users.count``), every default
+    filled in, plus the ``sweep`` of a batch run (``{"table.field": [values], "repetitions": n}``).
+
+    Build it with :func:`load` or :func:`from_dict`; they also check the sweep."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scenario: RunTable = Field(default_factory=RunTable)
+    network: NetworkTable = Field(default_factory=NetworkTable)
+    domain: DomainTable = Field(default_factory=DomainTable)
+    users: UsersTable = Field(default_factory=UsersTable)
+    mobility: MobilityTable = Field(default_factory=MobilityTable)
+    mechanism: MechanismTable
+    queries: QueriesTable = Field(default_factory=QueriesTable)
+    attacks: AttacksTable = Field(default_factory=AttacksTable)
+    output: OutputTable = Field(default_factory=OutputTable)
+    strategies: StrategiesTable = Field(default_factory=StrategiesTable)
+    game: GameTable = Field(default_factory=GameTable)
+    sweep: dict[str, Any] = Field(
+        default={},
+        description='batch runs only: "table.field" = [values] (each validated like the field), '
+        "and repetitions = n (>= 1)",
+    )
+    _path: str | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _one_way_to_say_it(self) -> Scenario:
+        """A shorthand and its ``[strategies]`` entry may not both be given (a shorthand left at
+        its default is not given)."""
+        pairs = (
+            ("users", "budget_rho_per_km2", "budget"),
+            ("mechanism", "refresh_every_ticks", "refresh"),
+        )
+        for table, name, kind in pairs:
+            given = getattr(self, table)
+            # a value other than the default (replace() re-validates every field as "set")
+            changed = getattr(given, name) != type(given).model_fields[name].default
+            if changed and getattr(self.strategies, kind):
+                raise _refuse(
+                    f"and {table}.{name} are both set; keep strategies.{kind} and drop "
+                    f"{table}.{name}",
+                    field=f"strategies.{kind}",
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _game_choices_build(self) -> Scenario:
+        """The game's lists hold the ``[mechanism]`` defaults, and every (mechanism, level)
+        builds; a mechanism that takes uploads plays at one level (one upload per fit)."""
+        from mdpsim.mechanisms import make, mechanism_class
+
+        game, mech = self.game, self.mechanism
+        if game.epsilon_levels and mech.epsilon_per_km not in game.epsilon_levels:
+            raise _refuse(
+                f"= {game.epsilon_levels!r} must hold mechanism.epsilon_per_km = "
+                f"{mech.epsilon_per_km!r} (the level the report strategies use)",
+                field="game.epsilon_levels",
+            )
+        if game.mechanisms and mech.name not in game.mechanisms:
+            raise _refuse(
+                f"= {game.mechanisms!r} must hold mechanism.name = {mech.name!r} (published first)",
+                field="game.mechanisms",
+            )
+        for name in game.mechanisms or [mech.name]:
+            if len(game.epsilon_levels) > 1 and mechanism_class(name).needs_users:
+                raise _refuse(
+                    f"has {name!r}, which takes uploads at every fit: it plays at one level "
+                    "(drop it or keep one epsilon level)",
+                    field="game.mechanisms",
+                )
+            for eps in game.epsilon_levels or [mech.epsilon_per_km]:
+                try:
+                    make(name, epsilon=eps, **mech.params_for(name))
+                except (TypeError, InputError) as exc:
+                    raise _refuse(
+                        f"has {name!r} at eps {eps!r}, which does not build: {exc}",
+                        field="game.mechanisms",
+                    ) from None
+        return self
+
+    @model_validator(mode="after")
+    def _mechanism_fits_the_domain(self) -> Scenario:
+        """Every mechanism the run fits suits the domain's sizes (``check_domain_size``;
+        panda's anchors, found by tests/sim/test_scenario_runs.py failing inside the run)."""
+        from mdpsim.mechanisms import make
+
+        mech, dom = self.mechanism, self.domain
+        for name in self.game.mechanisms or [mech.name]:
+            built = make(name, epsilon=mech.epsilon_per_km, **mech.params_for(name))
+            try:
+                built.check_domain_size(dom.n_points, dom.n_outputs or dom.n_points)
+            except InputError as exc:
+                where = "mechanism.params" if name == mech.name else "game.mechanisms"
+                raise _refuse(
+                    f"does not suit domain.n_points = {dom.n_points}: {exc}", field=where
+                ) from None
+        return self
+
+    @property
+    def path(self) -> str | None:
+        """The file the scenario was read from, if any."""
+        return self._path
+
+    def trace_path(self) -> Path:
+        """``[mobility] path`` as a path: a relative one is read from the scenario file's folder
+        (from the current folder for a scenario not read from a file)."""
+        path = Path(os.path.expanduser(self.mobility.path))
+        if not path.is_absolute() and self.path is not None:
+            path = Path(self.path).parent / path
+        return path
+
+    def get(self, dotted: str) -> Any:
+        """A value by dotted name, e.g. ``get("users.count")``."""
+        table, name = _split(dotted)
+        return getattr(getattr(self, table), name)
+
+    def replace(self, **dotted: Any) -> Scenario:
+        """A new, re-validated scenario with some fields changed (``{"users.count": 10}``;
+        ``users__count=10`` also works)."""
+        raw = self.model_dump(exclude={"sweep"})
+        for key, value in dotted.items():
+            table, name = _split(key.replace("__", "."))
+            raw[table][name] = value
+        changed = from_dict(raw, path=self.path).model_copy(update={"sweep": self.sweep})
+        changed._path = self.path
+        return changed
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (for summary.json and batch manifests); no ``sweep`` if empty."""
+        return self.model_dump(exclude={"sweep"} if not self.sweep else set())
+
+
+TABLES: dict[str, type[Table]] = {
+    name: info.annotation
+    for name, info in Scenario.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, Table)
+}
+
+
+def from_dict(raw: dict[str, Any], *, path: str | None = None) -> Scenario:
+    """Validate a nested dict (as parsed from TOML), fill in defaults and check the sweep."""
+    if not isinstance(raw, dict):
+        raise InputError(f"a scenario must be a table of tables, not {type(raw).__name__}")
+    unknown = [t for t in raw if t not in Scenario.model_fields]
+    if unknown:
+        raise InputError(
+            f"unknown table [{unknown[0]}]; allowed tables: "
+            + ", ".join(f"[{t}]" for t in Scenario.model_fields)
+        )
+    try:
+        scenario = Scenario.model_validate({"mechanism": {}, **raw})
+    except ValidationError as exc:
+        raise InputError(one_line(exc.errors()[0], TABLES)) from None
+    scenario._path = path
+    if scenario.mobility.source == "traces" and not scenario.trace_path().is_file():
+        where = f" (read from {Path(path).parent}/)" if path is not None else ""
+        raise InputError(f"field mobility.path = {scenario.mobility.path!r}: no such file{where}")
+    _check_sweep(scenario)
+    return scenario
+
+
+def _check_sweep(scenario: Scenario) -> None:
+    """Every sweep key names a field and every value passes that field's validation."""
+    for key, values in scenario.sweep.items():
+        if key == "repetitions":
+            if isinstance(values, bool) or not isinstance(values, int) or values < 1:
+                raise InputError("sweep.repetitions must be an integer >= 1")
+            continue
+        if "." not in key:
+            raise InputError(
+                f'sweep key {key!r} must name a field as "table.field", '
+                'e.g. "mechanism.epsilon_per_km" = [4, 7, 10]'
+            )
+        _split(key, what=f"sweep key {key!r}")
+        if not isinstance(values, list) or not values:
+            raise InputError(f"sweep.{key} must be a non-empty list of values")
+        base = scenario.model_dump(exclude={"sweep"})
+        table, name = key.split(".", 1)
+        for v in values:  # each value, with the other fields as given
+            base[table][name] = v
+            try:
+                from_dict(base)
+            except InputError as exc:
+                raise InputError(f"sweep.{key}: {exc}") from None
+
+
+def _split(dotted: str, *, what: str | None = None) -> tuple[str, str]:
+    table, _, name = dotted.partition(".")
+    if table not in TABLES or name not in TABLES[table].model_fields:
+        raise InputError(f"{what or repr(dotted)} is not a scenario field")
+    return table, name
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a scenario file (``docs/scenario.schema.json``)."""
+    schema = Scenario.model_json_schema()
+    schema["title"] = "mdpsim scenario"
+    return schema
