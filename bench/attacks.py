@@ -5,7 +5,7 @@ is its ``observe`` plus the scoring of what it returned (mdpsim.attacks.suite), 
 ticks after the first ``--warmup-ticks`` (while the beliefs and the memory allocator's pools
 are first filled); the end-of-run work (``finish``: Viterbi, places, linkage) is reported
 apart, and also spread over the ticks. The simulation's own tick (move + reports + queries,
-from sim/run.py's timings, the same users and domain, same warm-up) is the yardstick.
+from sim/experiments/run.py's timings, the same users and domain, same warm-up) is the yardstick.
 Usage: ``python bench/attacks.py [--users 1000] [--n-points 2000] [--ticks 16]
 [--warmup-ticks 4]``; prints a Markdown table. Run under ``flock /tmp/mdpsim-bench.lock``.
 """
@@ -21,8 +21,8 @@ import numpy as np
 from mdpsim._core.threads import available_cores
 from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.tracking import MAX_THREADS
+from mdpsim.experiments.run import simulate
 from mdpsim.mechanisms import make
-from mdpsim.run import simulate
 from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.world import build_world
 

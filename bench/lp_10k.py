@@ -2,7 +2,7 @@
 
 Usage: ``python bench/lp_10k.py [--scenario scenarios/lp_10k.toml] [--n-points N]
 [--ticks T] [--users U]``. Builds the scenario's domain, runs the model through
-:func:`mdpsim.run.run_model` (its tick-0 generation is the fit: ``make("lp_medoids",
+:func:`mdpsim.experiments.run.run_model` (its tick-0 generation is the fit: ``make("lp_medoids",
 epsilon=7, n_outputs=20, bound=None)``, the scenario's ``[mechanism]``), then checks
 the released matrix exactly over X and prints one Markdown row for the fit and one for the
 run. Peak RSS is this process's (``ru_maxrss``: interpreter, network, domain, fit, run).
@@ -17,7 +17,7 @@ import time
 
 from mdpsim.geo.network import load_network
 from mdpsim.privacy.verifier import verify
-from mdpsim.run import run_model
+from mdpsim.experiments.run import run_model
 from mdpsim.simulation import scenario as scenarios
 from mdpsim.simulation.world import build_domain
 

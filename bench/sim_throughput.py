@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from mdpsim.run import simulate
+from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
 
 PHASES = ("move_s", "report_s", "query_s", "attack_s")

@@ -4,7 +4,8 @@ A batch is a results store written by ``mdpsim batch`` (per-tick tables too) or 
 written by ``mdpsim report``, such as the bundled results in ``docs/results/`` (per-task table
 only, so no plots over ticks).
 
-Statistics are those of ``mdpsim report`` (:mod:`mdpsim.report`): a task's value of a metric is its
+Statistics are those of ``mdpsim report`` (:mod:`mdpsim.experiments.report`): a task's value of a
+metric is its
 mean over ticks (budgets and halted users: the last tick), and every point is a mean over tasks
 with a 95% half-width of 1.96 standard errors.
 """
@@ -17,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdpsim import report
 from mdpsim.errors import InputError
+from mdpsim.experiments import report
+from mdpsim.experiments.store import ID_COLUMNS, MANIFEST, load_manifest, load_ticks, load_timings
 from mdpsim.simulation.columns import tick_metrics
-from mdpsim.store import ID_COLUMNS, MANIFEST, load_manifest, load_ticks, load_timings
 
 #: Filters every batch has (tick-table column -> label), whatever it sweeps.
 FIXED_FILTERS = {"mechanism": "mechanism", "epsilon_per_km": "epsilon (1/km)"}
@@ -97,7 +98,8 @@ def load(folder: str | Path) -> Batch:
 
 
 def _load_report(folder: Path) -> Batch:
-    """A report's ``tasks.csv``: the columns :func:`mdpsim.report.per_task` writes, the swept
+    """A report's ``tasks.csv``: the columns :func:`mdpsim.experiments.report.per_task` writes, the
+    swept
     fields between the id columns and ``mechanism``."""
     tasks = pd.read_csv(folder / REPORT_TASKS, dtype={"task_id": str})
     columns = list(tasks.columns)

@@ -237,7 +237,8 @@ def _mechanism(model: PrivacyModel):
 
 
 # ---------------------------------------------------------------------- the game's levels
-#: The live page solves the frontier LP (sim/frontier.py) up to this many secrets (N = 60-100:
+#: The live page solves the frontier LP (sim/experiments/frontier.py) up to this many secrets (N =
+# 60-100:
 #: about a second per Q); above, it draws the closed-form bound when every output is a secret.
 FRONTIER_LP_MAX_N = 100
 #: How many Q the page's frontier has (from 0 to the prior cap's loss).
@@ -306,14 +307,14 @@ def frontier_curve(domain) -> tuple[pd.DataFrame, str]:
     """The frontier the page draws: ``quality_km`` -> ``adversary_error_km``, and its kind.
 
     * ``"lp"``: the optimum of the Stackelberg LP with no mDP constraint at
-      :data:`FRONTIER_QUALITIES` Q (:func:`mdpsim.frontier.optimum_curve`), up to
+      :data:`FRONTIER_QUALITIES` Q (:func:`mdpsim.experiments.frontier.optimum_curve`), up to
       :data:`FRONTIER_LP_MAX_N` secrets;
     * ``"bound"``: above that, when every output is a secret: ``min(Q, cap)``, an upper bound
       on the frontier (the adversary may guess the output itself, or use the prior alone;
       docs/games.md: the LP reaches it in the probes);
     * ``"none"``: neither (empty frame).
     """
-    from mdpsim.frontier import default_qualities, optimum_curve
+    from mdpsim.experiments.frontier import default_qualities, optimum_curve
     from mdpsim.mechanisms.lp.stackelberg import prior_cap_km
 
     qualities = default_qualities(domain, quality_metric="domain", n=FRONTIER_QUALITIES)
@@ -330,9 +331,10 @@ def frontier_curve(domain) -> tuple[pd.DataFrame, str]:
 
 
 def frontier_gap(curve: pd.DataFrame, levels: pd.DataFrame) -> pd.Series:
-    """Per level, the frontier at the level's loss (:func:`mdpsim.frontier.frontier_bound`)
+    """Per level, the frontier at the level's loss
+    (:func:`mdpsim.experiments.frontier.frontier_bound`)
     minus its adversary error: how much error the optimal strategy would add at that loss."""
-    from mdpsim.frontier import frontier_bound
+    from mdpsim.experiments.frontier import frontier_bound
 
     if curve.empty:
         return pd.Series(np.nan, index=levels.index)

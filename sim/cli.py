@@ -323,11 +323,11 @@ def _bound(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mdpsim.run import run_scenario, summary_table
+    from mdpsim.experiments.run import run_scenario, summary_table
 
     export = getattr(args, "export", None)
     if export is not None:
-        from mdpsim.export import check_target
+        from mdpsim.experiments.export import check_target
 
         check_target(*export)  # before the run: a wrong format costs nothing
     scenario = _scenario(args)
@@ -362,7 +362,7 @@ def _batch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mdpsim._core.threads import available_cores
-    from mdpsim.batch import run_batch
+    from mdpsim.experiments.batch import run_batch
 
     scenario = _scenario(args)
     if args.ticks is not None:
@@ -395,7 +395,7 @@ def _batch(args: argparse.Namespace) -> int:
 
 def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
     """One line per failed task on stderr (the first ``show``), then where the rest is."""
-    from mdpsim.batch import error_line
+    from mdpsim.experiments.batch import error_line
 
     for task_id, text in list(failures.items())[:show]:
         print(f"failed: task {task_id}: {error_line(text)}", file=sys.stderr)
@@ -410,8 +410,8 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 
 @command("attack")
 def _attack(args: argparse.Namespace) -> int:
-    from mdpsim import harness
     from mdpsim._core.outputs import new_folder
+    from mdpsim.experiments import harness
 
     scenario = _scenario(args)
     if args.ticks is not None and args.ticks < 1:
@@ -434,8 +434,8 @@ def _attack(args: argparse.Namespace) -> int:
 
 @command("frontier")
 def _frontier(args: argparse.Namespace) -> int:
-    from mdpsim import frontier
     from mdpsim._core.outputs import new_folder
+    from mdpsim.experiments import frontier
     from mdpsim.mechanisms.lp.stackelberg import check_metric
 
     scenario = _scenario(args)
@@ -475,7 +475,7 @@ def _csv(text: str | None, kind: type, flag: str) -> list | None:
 
 @command("report")
 def _report(args: argparse.Namespace) -> int:
-    from mdpsim.report import write_report
+    from mdpsim.experiments.report import write_report
 
     for path in write_report(args.store, args.out):
         print(path)

@@ -11,7 +11,7 @@ from mdpsim._core.paths import source_checkout
 from mdpsim.dashboard import batch_data as bd
 from mdpsim.dashboard import charts as ch
 from mdpsim.errors import InputError
-from mdpsim.store import MANIFEST, TASKS, finished_ids, load_manifest
+from mdpsim.experiments.store import MANIFEST, TASKS, finished_ids, load_manifest
 
 X_TICK = "tick"
 

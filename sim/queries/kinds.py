@@ -20,7 +20,7 @@ from mdpsim.queries.elimination import QueryAnswer
 
 
 class QuerySettings(Protocol):
-    """What the queries read of the scenario's ``[queries]`` table (sim/simulation/scenario.py)."""
+    """What the queries read of the scenario's ``[queries]`` table (sim/simulation/scenario/)."""
 
     kinds: list[str]
     every_ticks: int

@@ -1,6 +1,7 @@
 """The tick table's headline columns, named and labelled once.
 
-``mdpsim.simulation.model`` writes them, ``mdpsim.run`` summarises them, ``mdpsim.report``
+``mdpsim.simulation.model`` writes them, ``mdpsim.experiments.run`` summarises them,
+``mdpsim.experiments.report``
 tabulates and
 plots them and the dashboard charts them; all read the names here. Attack columns are not
 listed: every attack of a run writes ``{label}_{metric}`` (mdpsim.attacks.suite) for the metric

@@ -13,12 +13,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mdpsim._core.paths import source_checkout
-from mdpsim.batch import run_batch
 from mdpsim.cli import main
 from mdpsim.dashboard import batch_data, model_view
 from mdpsim.dashboard.geo import road_paths
 from mdpsim.dashboard.launch import APP, streamlit_command, streamlit_env
 from mdpsim.errors import InputError
+from mdpsim.experiments.batch import run_batch
 from mdpsim.simulation import columns
 from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.model import PrivacyModel

@@ -15,8 +15,8 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from mdpsim import harness
 from mdpsim.env import parallel_env
+from mdpsim.experiments import harness
 from mdpsim.mechanisms import base
 from mdpsim.mechanisms.base import Mechanism, Uploads
 from mdpsim.privacy.guarantees import PureMDP

@@ -15,11 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mdpsim.batch import connect_dask, expand, run_batch
 from mdpsim.cli import main
 from mdpsim.errors import InputError
-from mdpsim.simulation import scenario as sc
-from mdpsim.store import (
+from mdpsim.experiments.batch import connect_dask, expand, run_batch
+from mdpsim.experiments.store import (
     load_failures,
     load_manifest,
     load_ticks,
@@ -28,6 +27,7 @@ from mdpsim.store import (
     swept_fields,
     task_table,
 )
+from mdpsim.simulation import scenario as sc
 
 SWEEP = {"mechanism.epsilon_per_km": [2.0, 6.0], "repetitions": 2}
 
@@ -197,16 +197,16 @@ def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tm
 # ---------------------------------------------------------------------- failures and resume
 def _fail_task(monkeypatch, seed_of_failing_task: int) -> None:
     """Make the in-process task with this seed raise when it runs (after the checks)."""
-    import mdpsim.run
+    import mdpsim.experiments.run
 
-    simulate = mdpsim.run.simulate
+    simulate = mdpsim.experiments.run.simulate
 
     def flaky(scenario, *, seed=None, **kw):
         if seed == seed_of_failing_task:
             raise RuntimeError("solver gave up on this task")
         return simulate(scenario, seed=seed, **kw)
 
-    monkeypatch.setattr(mdpsim.run, "simulate", flaky)
+    monkeypatch.setattr(mdpsim.experiments.run, "simulate", flaky)
 
 
 def test_a_failed_task_is_recorded_and_does_not_stop_the_batch(

@@ -12,8 +12,8 @@ from mdpsim.attacks.bayes import BayesAttack
 from mdpsim.cli import main
 from mdpsim.env import LEVEL_OBS, USER_OBS, parallel_env, single_agent_env
 from mdpsim.errors import InputError
+from mdpsim.experiments.run import tables, write_outputs
 from mdpsim.privacy.filters import charge_of
-from mdpsim.run import tables, write_outputs
 from mdpsim.simulation import scenario as sc
 
 LEVELS = [2.0, 6.0, 12.0]

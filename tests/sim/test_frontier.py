@@ -1,4 +1,5 @@
-"""The privacy-quality frontier (sim/frontier.py, ``mdpsim frontier``): monotone in Q, and no
+"""The privacy-quality frontier (sim/experiments/frontier.py, ``mdpsim frontier``): monotone in Q,
+and no
 mechanism leaves the Bayes-optimal adversary more error than the optimum at its own loss."""
 
 from __future__ import annotations
@@ -6,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdpsim import frontier
 from mdpsim.cli import main
+from mdpsim.experiments import frontier
 
 TOL_KM = 1e-6
 
@@ -79,7 +80,7 @@ def test_cli_writes_the_table_and_the_plot(tmp_path, capsys):
 
 
 def test_attack_harness_reports_the_optimal_adversary_and_each_attacks_exploitability():
-    from mdpsim import harness
+    from mdpsim.experiments import harness
     from mdpsim.simulation import scenario as scenario_mod
 
     sc = scenario_mod.from_dict(

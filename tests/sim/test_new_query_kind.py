@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from mdpsim.errors import InputError
+from mdpsim.experiments.report import labels, tables
+from mdpsim.experiments.run import simulate
 from mdpsim.queries import (
     Disk,
     QueryAnswer,
@@ -18,8 +20,6 @@ from mdpsim.queries import (
     register_kind,
     true_count,
 )
-from mdpsim.report import labels, tables
-from mdpsim.run import simulate
 from mdpsim.simulation import scenario as sc
 
 

@@ -14,7 +14,7 @@ from mdpsim._core.component import Component
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError
-from mdpsim.run import simulate
+from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
 from mdpsim.strategies import REPORT_POLICIES, ReportContext, ReportPolicy, from_scenario
 

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdpsim.batch import expand
 from mdpsim.cli import main
 from mdpsim.errors import InputError
-from mdpsim.report import summarize, write_report
+from mdpsim.experiments.batch import expand
+from mdpsim.experiments.report import summarize, write_report
+from mdpsim.experiments.store import new_manifest, write_task
 from mdpsim.simulation import scenario as sc
-from mdpsim.store import new_manifest, write_task
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SWEEP = {"mechanism.name": ["em", "laplace"], "mechanism.epsilon_per_km": [4.0, 10.0]}

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdpsim.errors import InputError
+from mdpsim.experiments.run import run_model, simulate, tables
 from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import make
 from mdpsim.privacy import verify
-from mdpsim.run import run_model, simulate, tables
 from mdpsim.simulation import scenario as sc
 
 # every registered mechanism that fits an 80-point domain in about a second. panda, lp_a and

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mdpsim.cli import main
-from mdpsim.run import run_scenario, simulate
+from mdpsim.experiments.run import run_scenario, simulate
 from mdpsim.simulation.model import PrivacyModel
 
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import CHEAP_STRICT
 
 from mdpsim.errors import InputError
-from mdpsim.run import run_scenario, simulate
+from mdpsim.experiments.run import run_scenario, simulate
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.strategies import (
     BUDGET_POLICIES,

@@ -23,9 +23,9 @@ from mdpsim._core.threads import (
 )
 from mdpsim.attacks import make
 from mdpsim.attacks.base import Context
-from mdpsim.batch import BatchOutcome, run_batch
 from mdpsim.errors import InputError
-from mdpsim.run import simulate
+from mdpsim.experiments.batch import BatchOutcome, run_batch
+from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
 
 

@@ -15,7 +15,7 @@ import pytest
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
 from mdpsim.errors import InputError
-from mdpsim.run import simulate
+from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.traces import RoadPaths, TracePopulation, TraceWarning, read_fixes, resample
 from mdpsim.simulation.world import build_world, network_extent

@@ -14,7 +14,7 @@ import pytest
 
 from mdpsim.cli import main
 from mdpsim.errors import InputError
-from mdpsim.export import check_target
+from mdpsim.experiments.export import check_target
 
 TOML = """
 [scenario]

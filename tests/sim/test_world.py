@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdpsim import harness
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
 from mdpsim.errors import InputError
-from mdpsim.run import simulate
+from mdpsim.experiments import harness
+from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.world import build_world

@@ -1,6 +1,6 @@
 """Batch runs: a scenario's ``[sweep]`` expanded into tasks, run on a process pool or Dask.
 
-The tasks' tables go to a results store (layout and writing in :mod:`mdpsim.store`).
+The tasks' tables go to a results store (layout and writing in :mod:`mdpsim.experiments.store`).
 
 Workers only compute; the driver process writes every file, each one atomically (temporary
 file + rename, the per-tick table last), so a batch killed at any moment and resumed neither
@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mdpsim import store
 from mdpsim._core.threads import available_cores, thread_budget, threads_per_worker
 from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError
+from mdpsim.experiments import store
+from mdpsim.experiments.store import canonical_json
 from mdpsim.simulation.scenario import Scenario
-from mdpsim.store import canonical_json
 
 SEEDING = ("per-task", "common")
 _MANIFEST_EVERY_S = 1.0  # rewrite the manifest at most this often while tasks finish
@@ -196,7 +196,7 @@ def error_line(text: str) -> str:
 def run_task(scenario: Scenario, task: Task, threads: int | None = None) -> TaskResult:
     """Simulate one task with a budget of ``threads`` (``None``: the worker's cores); never
     raises (errors come back as text)."""
-    from mdpsim.run import simulate
+    from mdpsim.experiments.run import simulate
 
     start = time.perf_counter()
     try:
@@ -268,7 +268,7 @@ def _process_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing as mp
 
     ctx = mp.get_context("forkserver")  # no fork of a threaded parent; sim imported once
-    ctx.set_forkserver_preload(["mdpsim.batch", "mdpsim.run"])
+    ctx.set_forkserver_preload(["mdpsim.experiments.batch", "mdpsim.experiments.run"])
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
 
 

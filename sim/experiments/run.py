@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdpsim import export as exporting
 from mdpsim._core.outputs import atomic_folder, new_folder
 from mdpsim.errors import InputError
-from mdpsim.export import TraceRecorder
+from mdpsim.experiments import export as exporting
+from mdpsim.experiments.export import TraceRecorder
 from mdpsim.simulation.columns import tick_metrics
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
@@ -57,7 +57,8 @@ def run_model(
     recorder: TraceRecorder | None = None,
 ) -> PrivacyModel:
     """Build the model and run it for ``ticks`` (default ``scenario.ticks``, with traces the
-    data's) ticks. A ``recorder`` (:class:`~mdpsim.export.TraceRecorder`) is started on the
+    data's) ticks. A ``recorder`` (:class:`~mdpsim.experiments.export.TraceRecorder`) is started on
+    the
     model before the first tick and told after each."""
     model = PrivacyModel(scenario, rng=seed, graph=graph, domain=domain)
     if recorder is not None:
@@ -128,7 +129,7 @@ def run_scenario(
     export: tuple[str, str | Path] | None = None,
 ) -> dict:
     """Run and write ``ticks.parquet``, ``users.parquet`` and ``summary.json`` atomically;
-    ``export = (format, path)`` also writes the traces (:mod:`mdpsim.export`)."""
+    ``export = (format, path)`` also writes the traces (:mod:`mdpsim.experiments.export`)."""
     out = new_folder(out_dir, overwrite=overwrite)
     recorder = None
     if export is not None:

@@ -126,7 +126,7 @@ def with_exploitability(summary: pd.DataFrame, mechanism) -> pd.DataFrame:
 
 def success_markdown(summary: pd.DataFrame) -> str:
     """Mean over repetitions of each attack's hit rate, error and entropy: a Markdown table."""
-    from mdpsim.report import markdown_table
+    from mdpsim.experiments.report import markdown_table
 
     metrics = [m for m in ("hit", "error_km", "entropy_bits", "leakage_per_km",
                            "precision_at_k", "recall_at_k", "chance", "optimal_error_km",

@@ -20,6 +20,13 @@ import numpy as np
 import pandas as pd
 
 from mdpsim.errors import InputError
+from mdpsim.experiments.store import (
+    load_failures,
+    load_manifest,
+    load_ticks,
+    load_timings,
+    scenario_value,
+)
 from mdpsim.queries import available_kinds
 from mdpsim.simulation.columns import (
     HEADLINE_ATTACK_METRICS,
@@ -28,7 +35,6 @@ from mdpsim.simulation.columns import (
     attack_metric,
     tick_metrics,
 )
-from mdpsim.store import load_failures, load_manifest, load_ticks, load_timings, scenario_value
 
 Z95 = 1.96
 FINAL = {

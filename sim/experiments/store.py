@@ -1,4 +1,5 @@
-"""The batch results store: its layout, the writer (used by :mod:`mdpsim.batch`) and the readers.
+"""The batch results store: its layout, the writer (used by :mod:`mdpsim.experiments.batch`) and
+the readers.
 
 Layout of a store ``DIR`` (docs/batch.md):
 
