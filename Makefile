@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTHON ?= $(shell bash .ci/find_python312)
 
-.PHONY: venv test demo dashboard lint format clean wheel
+.PHONY: venv view test demo dashboard lint format clean wheel
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python 3.12 found; install it or run 'make PYTHON=/path/to/python3.12'" >&2; exit 2; }
@@ -14,15 +14,18 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -e ".[dev]"
 	touch $@
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed view
 
-# mypy reads sim/ as `mdpsim` (its import name) through the link .typecheck/mdpsim.
+# The static view of the package for mypy, import-linter and pyright (tools/static_view.py).
+view:
+	@$(PYTHON) tools/static_view.py
+
+# mypy and import-linter read the whole package as installed through the static view.
 lint: venv
-	@mkdir -p .typecheck && ln -sfn ../sim .typecheck/mdpsim
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports
+	PYTHONPATH=.typecheck $(VENV)/bin/lint-imports
 
 # `make test` runs the fast suite; `make test TESTS=all` adds the slow and browser tests (CI).
 test: lint

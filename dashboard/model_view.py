@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mdpsim.agents.strategies import REGISTRIES, specs_of
 from mdpsim.dashboard.geo import lonlat
 from mdpsim.errors import InputError
 from mdpsim.simulation import columns
 from mdpsim.simulation import scenario as scenario_mod
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
-from mdpsim.strategies import REGISTRIES, specs_of
 
 #: The dashboard's default: small enough that a tick takes well under a second; DistA-LP in
 #: its honest default mode (``upload="none"``, docs/results/dista_lp.md), like ``make demo``.

@@ -130,7 +130,7 @@ def check_strategy(cls: type, **params: Any) -> None:
     """``cls`` subclasses one strategy kind's base (report, budget, query_planner, refresh or
     pseudonyms), builds from keyword parameters, round-trips get_params and refuses an unknown
     parameter through the registry's one line."""
-    from mdpsim.strategies import BASES
+    from mdpsim.agents.strategies import BASES
 
     kinds = [k for k, base in BASES.items() if isinstance(cls, type) and issubclass(cls, base)]
     assert kinds, f"{cls!r} subclasses none of {', '.join(b.__name__ for b in BASES.values())}"

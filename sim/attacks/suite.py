@@ -1,6 +1,6 @@
 """A scenario's attacks run together: fed each tick, scored against the truth, tabulated.
 
-This is what the server (sim/players/curious_server.py) or the harness (``mdpsim attack``) calls::
+This is what the server (agents/server.py) or the harness (``mdpsim attack``) calls::
 
     suite = AttackSuite.from_specs([{"name": "bayes"}, {"name": "tracking", "method": "smooth"}])
     suite.start(context)

@@ -41,7 +41,7 @@ from gymnasium import spaces
 
 from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
 from mdpsim.errors import InputError
-from mdpsim.players import attack_success
+from mdpsim.agents import attack_success
 from mdpsim.simulation.model import Decisions, PrivacyModel
 from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
@@ -164,7 +164,7 @@ class Game:
     # ------------------------------------------------------------------ episode
     def reset(self, seed: int) -> None:
         """A fresh model of the scenario with run seed ``seed`` (as ``mdpsim run --seed``)."""
-        from mdpsim.strategies import from_scenario
+        from mdpsim.agents.strategies import from_scenario
 
         if seed not in self._domains:
             self._domains[seed] = build_domain(self.scenario, self.graph, seed=seed)

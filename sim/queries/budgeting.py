@@ -33,7 +33,7 @@ STRATEGIES = ("fixed", "even", "proportion", "linear")
 
 class BudgetAccount(Protocol):
     """What :class:`QueryBudgeter` drives: a :class:`~mdpsim.privacy.filters.PopulationFilter`,
-    or a share of one (``mdpsim.strategies.query_planner.QueryShare``)."""
+    or a share of one (``mdpsim.agents.strategies.query_planner.QueryShare``)."""
 
     @property
     def capacity(self) -> np.ndarray: ...

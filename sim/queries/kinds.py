@@ -3,7 +3,7 @@
 A kind is one function, registered where it is defined with ``@register_kind(name)``: given
 one :class:`QueryCall` (the ``[queries]`` settings, the users' locations, a public query point
 drawn from the prior, each user's budget and the run's rng) it asks the query and returns the
-answer and its error. The planners (sim/strategies/query_planner.py) ask every kind through
+answer and its error. The planners (agents/strategies/query_planner.py) ask every kind through
 :func:`query_kind`, so a new kind is one module that registers itself (docs/design.md).
 """
 

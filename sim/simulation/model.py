@@ -3,7 +3,7 @@
 Hot state lives in arrays owned by the model (positions in
 :class:`~mdpsim.simulation.mobility.Population`,
 budgets in a :class:`~mdpsim.privacy.filters.PopulationFilter`); behaviour lives in the players'
-strategies (:mod:`mdpsim.strategies`). A tick starts with the players' decisions
+strategies (:mod:`mdpsim.agents.strategies`). A tick starts with the players' decisions
 (:meth:`PrivacyModel.decide`, or actions given from outside by :mod:`mdpsim.env`), made from
 what each knows at that moment. Every random choice flows from the scenario's seed through
 independent child streams (mobility, reports, queries), so adding a query does not change
@@ -21,12 +21,12 @@ import numpy as np
 from mesa.discrete_space import Network
 
 from mdpsim._core.threads import one_blas_thread
+from mdpsim.agents import CuriousServer, UserAgent
+from mdpsim.agents.strategies import Strategies, from_scenario
+from mdpsim.agents.strategies.report_policy import ReportContext
 from mdpsim.geo.domain import Domain
-from mdpsim.players import CuriousServer, UserAgent
 from mdpsim.simulation.scenario import Scenario
 from mdpsim.simulation.world import build_world
-from mdpsim.strategies import Strategies, from_scenario
-from mdpsim.strategies.report import ReportContext
 
 
 @dataclass
@@ -66,7 +66,8 @@ class PrivacyModel(mesa.Model):
         Optionally a mapping shared between models that keeps fitted mechanisms which do not
         depend on the users (everything but DistA-LP), keyed by name, eps, parameters and domain.
     strategies
-        Optionally the players' strategies (default: :func:`mdpsim.strategies.from_scenario`).
+        Optionally the players' strategies (default:
+        :func:`mdpsim.agents.strategies.from_scenario`).
 
     The first mechanism is generated when the model is built (tick 0), so the players' first
     decisions see it.

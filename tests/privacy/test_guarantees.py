@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdpsim.agents.strategies.budget import BUDGET_POLICIES
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import make
 from mdpsim.mechanisms.base import Mechanism
@@ -25,7 +26,6 @@ from mdpsim.privacy.guarantees import (
     compose,
 )
 from mdpsim.privacy.verifier import PrivacyViolation
-from mdpsim.strategies.budget import BUDGET_POLICIES
 
 AUDITED = Audit(0.99, "Clopper-Pearson", n_samples=4000, n_records=20)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdpsim.agents.greedy import GreedyReporter
-from mdpsim.agents.q_learning import TabularQ, UserState, level_user
-from mdpsim.agents.random_agent import RandomAgent
+from mdpsim.agents.policies.greedy import GreedyReporter
+from mdpsim.agents.policies.q_learning import TabularQ, UserState, level_user
+from mdpsim.agents.policies.random_agent import RandomAgent
 from mdpsim.env import RewardWeights, single_agent_env
 from mdpsim.simulation import scenario as sc
 
@@ -70,7 +70,7 @@ def test_the_q_learning_user_beats_always_and_random_on_held_out_seeds():
 
 @pytest.mark.slow
 def test_self_play_rows_hold_both_players_rewards_per_move():
-    from mdpsim.agents.self_play import markdown, play
+    from mdpsim.agents.policies.self_play import markdown, play
 
     rows = play(rounds=1, episodes=2, held_out=range(1))
     assert [(r["round"], r["moved"]) for r in rows] == [

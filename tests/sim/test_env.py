@@ -10,11 +10,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from pettingzoo.test import parallel_api_test
 
+from mdpsim.agents import attack_success
 from mdpsim.cli import main
 from mdpsim.env import USER_OBS, RewardWeights, parallel_env, single_agent_env
 from mdpsim.errors import InputError
 from mdpsim.experiments.run import tables, write_outputs
-from mdpsim.players import attack_success
 from mdpsim.simulation import scenario as sc
 
 

@@ -1,6 +1,6 @@
 """Adding strategies (docs/design.md, "What to edit to add ..."): a strategy of an existing
 kind is its own module (here: registered in this one); a new kind is its module, one entry
-in ``mdpsim.strategies.REGISTRIES`` (here: monkeypatched) and the call site that uses it."""
+in ``mdpsim.agents.strategies.REGISTRIES`` (here: monkeypatched) and the call site that uses it."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from abc import ABC, abstractmethod
 import numpy as np
 import pytest
 
-from mdpsim import strategies
 from mdpsim._core.component import Component
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_positive_int
+from mdpsim.agents import strategies
+from mdpsim.agents.strategies import REPORT_POLICIES, ReportContext, ReportPolicy, from_scenario
 from mdpsim.errors import InputError
 from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
-from mdpsim.strategies import REPORT_POLICIES, ReportContext, ReportPolicy, from_scenario
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from mdpsim.simulation import scenario as sc
 
 MODULE = '''
 from mdpsim.mechanisms.em import ExponentialMechanism
-from mdpsim.strategies.report import ReportPolicy, REPORT_POLICIES
+from mdpsim.agents.strategies.report_policy import ReportPolicy, REPORT_POLICIES
 
 class MyEM(ExponentialMechanism):
     """EM under another name."""
@@ -37,7 +37,7 @@ broken = fake_plugin_missing:Nothing
 wrong_base = fake_plugin_mod:NotAMechanism
 em = fake_plugin_mod:MyEM
 
-[mdpsim.strategies.report]
+[mdpsim.agents.strategies.report_policy]
 silent = fake_plugin_mod:Silent
 
 [mdpsim.networks]

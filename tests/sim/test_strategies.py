@@ -9,10 +9,7 @@ import pandas as pd
 import pytest
 from conftest import CHEAP_STRICT
 
-from mdpsim.errors import InputError
-from mdpsim.experiments.run import run_scenario, simulate
-from mdpsim.simulation.model import PrivacyModel
-from mdpsim.strategies import (
+from mdpsim.agents.strategies import (
     BUDGET_POLICIES,
     PSEUDONYM_STRATEGIES,
     QUERY_PLANNERS,
@@ -21,6 +18,9 @@ from mdpsim.strategies import (
     Strategies,
     from_scenario,
 )
+from mdpsim.errors import InputError
+from mdpsim.experiments.run import run_scenario, simulate
+from mdpsim.simulation.model import PrivacyModel
 
 
 @pytest.fixture(scope="module")

@@ -335,7 +335,7 @@ StrategySpec = str | dict[str, Any]
 
 class StrategiesTable(Table):
     """``[strategies]``: the players' behaviour, each a name or ``{name = ..., parameters}``
-    (registries in ``mdpsim.strategies``; ``docs/env.md``). A kind registered there without a
+    (registries in ``mdpsim.agents.strategies``; ``docs/env.md``). A kind registered there without a
     field here is accepted under its own name (unset: its first registered strategy)."""
 
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)
@@ -365,7 +365,7 @@ class StrategiesTable(Table):
     @model_validator(mode="after")
     def _buildable(self) -> StrategiesTable:
         """Each spec names a registered strategy with parameters it accepts."""
-        from mdpsim.strategies import REGISTRIES
+        from mdpsim.agents.strategies import REGISTRIES
 
         stray = [k for k in self.model_extra or {} if k not in REGISTRIES]
         if stray:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim.agents.strategies.report_policy import ReportContext, ReportPolicy
 from mdpsim.attacks import Attack, LocationEstimate, Observation, Release
 from mdpsim.errors import InputError
 from mdpsim.mechanisms import Mechanism
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.strategies.report import ReportContext, ReportPolicy
 
 
 class CoinEM(Mechanism):

@@ -9,7 +9,7 @@ The game's choices (``[game]``, docs/env.md): the published mechanism is one of
 ``game.mechanisms`` (chosen at a refresh), fitted once per ``game.epsilon_levels`` level; a
 user reports at the level it chose and pays that level's guarantee. The level of a report is
 visible to the server (it is the level charged), so the attacks see ``(level, output)``
-(:class:`~mdpsim.players.levels.LevelStack`).
+(:class:`~mdpsim.agents.levels.LevelStack`).
 
 A user reports only from a secret the current matrix has a row for (every mechanism here
 covers all of X); a user whose upload its filter refused has halted and reports nothing more.
@@ -24,14 +24,14 @@ from dataclasses import dataclass
 import mesa
 import numpy as np
 
+from mdpsim.agents.levels import LevelStack
+from mdpsim.agents.strategies.query_planner import QueryRound
+from mdpsim.agents.strategies.refresh import RefreshContext
 from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.suite import TickResult
 from mdpsim.mechanisms import Mechanism, make
 from mdpsim.mechanisms.base import mechanism_class
-from mdpsim.players.levels import LevelStack
 from mdpsim.privacy.filters import Charge
-from mdpsim.strategies.query_planner import QueryRound
-from mdpsim.strategies.refresh import RefreshContext
 
 
 @dataclass
@@ -285,7 +285,7 @@ class CuriousServer(mesa.Agent):
         return self.planner.due(tick)
 
     def ask_queries(self, kinds: tuple[str, ...] | None = None) -> dict[str, float]:
-        """This tick's queries over the users' true locations (see mdpsim.strategies);
+        """This tick's queries over the users' true locations (see mdpsim.agents.strategies);
         ``kinds``: the kinds the server chose to ask (None: all of ``queries.kinds``)."""
         model = self.model
         settings = model.config.queries

@@ -22,12 +22,12 @@ from typing import Any
 
 from mdpsim._core.component import Component
 from mdpsim._core.registry import Registry
+from mdpsim.agents.strategies.budget import BUDGET_POLICIES, BudgetPolicy
+from mdpsim.agents.strategies.pseudonyms import PSEUDONYM_STRATEGIES, PseudonymStrategy
+from mdpsim.agents.strategies.query_planner import QUERY_PLANNERS, QueryPlanner
+from mdpsim.agents.strategies.refresh import REFRESH_SCHEDULES, RefreshSchedule
+from mdpsim.agents.strategies.report_policy import REPORT_POLICIES, ReportContext, ReportPolicy
 from mdpsim.errors import InputError
-from mdpsim.strategies.budget import BUDGET_POLICIES, BudgetPolicy
-from mdpsim.strategies.pseudonyms import PSEUDONYM_STRATEGIES, PseudonymStrategy
-from mdpsim.strategies.query_planner import QUERY_PLANNERS, QueryPlanner
-from mdpsim.strategies.refresh import REFRESH_SCHEDULES, RefreshSchedule
-from mdpsim.strategies.report import REPORT_POLICIES, ReportContext, ReportPolicy
 
 REGISTRIES: dict[str, Registry] = {
     "report": REPORT_POLICIES,
@@ -45,7 +45,8 @@ BASES: dict[str, type] = {
     "refresh": RefreshSchedule,
     "pseudonyms": PseudonymStrategy,
 }
-# Plug-ins by entry point, group mdpsim.strategies.<kind> (docs/plugins.md).
+# Plug-ins by entry point, group mdpsim.strategies.<kind> (a name kept from the old layout:
+# plug-ins use it) (docs/plugins.md).
 for _kind, _registry in REGISTRIES.items():
     _registry.open_to_plugins(f"mdpsim.strategies.{_kind}", BASES.get(_kind, Component))
 

@@ -3,7 +3,8 @@
 Users are honest: they follow the protocol, sample their report locally from their own row of
 the downloaded mechanism, and stop answering once their privacy filter halts. Whether a user
 reports at a tick is decided by the run's report policy (vectorised over all users, see
-:mod:`mdpsim.strategies.report`) or, in :mod:`mdpsim.env`, by an outside agent; this class is what a
+:mod:`mdpsim.agents.strategies.report_policy`) or, in :mod:`mdpsim.env`, by an outside agent; this
+class is what a
 reader, the dashboard or a test inspects.
 """
 

@@ -1,6 +1,7 @@
 """Self-play: the users' level policy and the server's refresh / query policy best-respond in turn.
 
-``python -m mdpsim.agents.self_play [--rounds 5] [--episodes 150]`` plays :data:`GAME` (users
+``python -m mdpsim.agents.policies.self_play [--rounds 5] [--episodes 150]`` plays :data:`GAME`
+(users
 choose silent or eps 1 / 4 / 12; the server publishes EM or the optimal LP at a refresh and
 asks its range query or not) in the PettingZoo env. Round 0 is the scenario's strategies
 (users ``always`` at eps 12, the server keeps EM and asks every tick). In each round the users
@@ -18,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from mdpsim.agents.q_learning import TabularQ, UserState
+from mdpsim.agents.policies.q_learning import TabularQ, UserState
 from mdpsim.env import LEVEL_OBS, USER_OBS, RewardWeights, parallel_env
 from mdpsim.simulation import scenario as sc
 
