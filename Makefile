@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTHON ?= $(shell bash .ci/find_python312)
 
-.PHONY: venv view test demo dashboard lint format clean wheel
+.PHONY: venv view docs test demo dashboard lint format clean wheel
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python 3.12 found; install it or run 'make PYTHON=/path/to/python3.12'" >&2; exit 2; }
@@ -27,8 +27,12 @@ lint: venv
 	$(VENV)/bin/mypy
 	PYTHONPATH=.typecheck $(VENV)/bin/lint-imports
 
+# The docs site (mkdocs.yml: the pages of docs/ and an API reference from the docstrings).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 # `make test` runs the fast suite; `make test TESTS=all` adds the slow and browser tests (CI).
-test: lint
+test: lint docs
 	$(PY) -m pytest $(if $(filter all,$(TESTS)),-m "",)
 
 demo: venv
@@ -47,4 +51,4 @@ format: venv
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .typecheck .grimp_cache .import_linter_cache
+	rm -rf $(VENV) build dist site .pytest_cache .ruff_cache .mypy_cache .typecheck .grimp_cache .import_linter_cache

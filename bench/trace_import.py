@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyproj  # noqa: E402
 
-from mdpsim import scenario as sc  # noqa: E402
+from mdpsim.simulation import scenario as sc  # noqa: E402
 from mdpsim.simulation.traces import RoadPaths, read_fixes  # noqa: E402
 from mdpsim.simulation.world import build_domain, build_world, load_graph, network_extent  # noqa: E402
 

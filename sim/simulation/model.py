@@ -54,6 +54,9 @@ class Decisions:
 class PrivacyModel(mesa.Model):
     """Users move, report under mDP, the server queries and attacks; see docs/design.md §6.
 
+    The first mechanism is generated when the model is built (tick 0), so the players' first
+    decisions see it.
+
     Parameters
     ----------
     scenario
@@ -68,9 +71,6 @@ class PrivacyModel(mesa.Model):
     strategies
         Optionally the players' strategies (default:
         :func:`mdpsim.agents.strategies.from_scenario`).
-
-    The first mechanism is generated when the model is built (tick 0), so the players' first
-    decisions see it.
     """
 
     @one_blas_thread()  # the same bits whatever the environment's BLAS threads (_core/threads.py)

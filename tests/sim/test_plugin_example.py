@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mdpsim import attacks, mechanisms, strategies
+from mdpsim import attacks, mechanisms
+from mdpsim.agents import strategies
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
 

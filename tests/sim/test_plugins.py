@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from mdpsim import attacks, mechanisms, strategies
+from mdpsim import attacks, mechanisms
+from mdpsim.agents import strategies
 from mdpsim.errors import InputError
 from mdpsim.geo import network
 from mdpsim.simulation import scenario as sc

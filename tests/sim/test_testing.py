@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdpsim import attacks, mechanisms, strategies
+from mdpsim import attacks, mechanisms
+from mdpsim.agents import strategies
 from mdpsim.mechanisms import Mechanism
 from mdpsim.testing import check_attack, check_mechanism, check_strategy
 
