@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from mdpsim.agents import attack_success
 from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
 from mdpsim.errors import InputError
-from mdpsim.agents import attack_success
 from mdpsim.simulation.model import Decisions, PrivacyModel
 from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 

@@ -3,7 +3,7 @@
 A query the schedule asks for at a tick is owed an answer. Asked, its error is the query's own
 (the planner's ``<kind>_error``); not asked (or answered by nobody), the server answers from the
 public prior alone, and this module gives that answer's error: its expectation over the query
-point, drawn from the prior as :func:`~mdpsim.strategies.query_planner.ask_one` draws it,
+point, drawn from the prior as :func:`~mdpsim.agents.strategies.query_planner.ask_one` draws it,
 against the true locations of the users the query would address (those whose filter has not
 halted). The expectation is exact (a sum over the domain's secrets), so it draws no random
 number and a run's streams are untouched.
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdpsim.domain import Domain
 from mdpsim.errors import InputError
+from mdpsim.geo.domain import Domain
 from mdpsim.queries.kinds import QuerySettings
 
 

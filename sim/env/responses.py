@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdpsim.agents.strategies.query_planner import PerQuery
+from mdpsim.agents.strategies.refresh import Every
 from mdpsim.errors import InputError
 from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
-from mdpsim.strategies.query_planner import PerQuery
-from mdpsim.strategies.refresh import Every
 
 Policy = Callable[[np.ndarray], int]
 MEMORYLESS_ATTACKS = ("bayes",)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdpsim.agents import attack_success
 from mdpsim.env import RewardWeights, parallel_env, single_agent_env
 from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
 from mdpsim.errors import InputError
-from mdpsim.players import attack_success
 from mdpsim.queries.range_query import Disk, count_err, true_count
 
 

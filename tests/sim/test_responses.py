@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdpsim import scenario as sc
-from mdpsim.agents.greedy import GreedyReporter
-from mdpsim.agents.q_learning import level_user
-from mdpsim.agents.random_agent import RandomAgent
+from mdpsim.agents.policies.greedy import GreedyReporter
+from mdpsim.agents.policies.q_learning import level_user
+from mdpsim.agents.policies.random_agent import RandomAgent
 from mdpsim.env import RewardWeights, best_response, exploitability, single_agent_env
 from mdpsim.errors import InputError
+from mdpsim.simulation import scenario as sc
 
 #: the level game of docs/env.md, shortened: a budget of 40 pays 5 reports at eps 4
 GAME = {
