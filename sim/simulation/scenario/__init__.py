@@ -10,7 +10,7 @@ rewrites both).
 Errors are one line that names the field (``users.count``) and says what would work.
 """
 
-from mdpsim.simulation.scenario.load import PACKAGED, ScenarioSource, load, packaged, resolve
+from mdpsim.simulation.scenario.sources import PACKAGED, ScenarioSource, load, packaged, resolve
 from mdpsim.simulation.scenario.reference import (
     DOCS_PATH,
     SCHEMA_PATH,
