@@ -15,9 +15,9 @@ import os
 import resource
 import time
 
+from mdpsim.experiments.run import run_model
 from mdpsim.geo.network import load_network
 from mdpsim.privacy.verifier import verify
-from mdpsim.experiments.run import run_model
 from mdpsim.simulation import scenario as scenarios
 from mdpsim.simulation.world import build_domain
 

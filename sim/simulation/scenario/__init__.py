@@ -10,7 +10,6 @@ rewrites both).
 Errors are one line that names the field (``users.count``) and says what would work.
 """
 
-from mdpsim.simulation.scenario.sources import PACKAGED, ScenarioSource, load, packaged, resolve
 from mdpsim.simulation.scenario.reference import (
     DOCS_PATH,
     SCHEMA_PATH,
@@ -19,6 +18,7 @@ from mdpsim.simulation.scenario.reference import (
     schema_text,
 )
 from mdpsim.simulation.scenario.schema import TABLES, Scenario, from_dict, json_schema
+from mdpsim.simulation.scenario.sources import PACKAGED, ScenarioSource, load, packaged, resolve
 from mdpsim.simulation.scenario.tables import Table
 
 __all__ = [
