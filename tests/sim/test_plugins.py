@@ -38,7 +38,7 @@ broken = fake_plugin_missing:Nothing
 wrong_base = fake_plugin_mod:NotAMechanism
 em = fake_plugin_mod:MyEM
 
-[mdpsim.agents.strategies.report_policy]
+[mdpsim.strategies.report]
 silent = fake_plugin_mod:Silent
 
 [mdpsim.networks]
