@@ -1,6 +1,7 @@
 """Environment speed: env steps per second against users and points, and the CartPole ratio.
 
-One process, one run: Gymnasium's ``CartPole-v1`` is stepped (random actions) right before
+Rates are per CPU second of the process (``time.process_time``, every thread counted), which a
+shared machine's load disturbs less than wall-clock time. One process, one run: Gymnasium's ``CartPole-v1`` is stepped (random actions) right before
 each mdpsim row, so the ratio compares like with like on a loaded machine. The single-agent
 env is a user's (``user_0`` reports every tick, the others follow the strategies; EM at
 eps 6, the default attacks and queries); the parallel env row counts agent-steps (every agent
@@ -37,12 +38,12 @@ def cartpole_steps_per_s(steps: int) -> float:
     env = gym.make("CartPole-v1")
     env.reset(seed=0)
     env.action_space.seed(0)
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(steps):
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
         if terminated or truncated:
             env.reset()
-    return steps / (time.perf_counter() - start)
+    return steps / (time.process_time() - start)
 
 
 def single_steps_per_s(n_users: int, n_points: int, steps: int) -> float:
@@ -50,21 +51,21 @@ def single_steps_per_s(n_users: int, n_points: int, steps: int) -> float:
     env.reset(seed=0)
     env.step(1)  # warm: the first tick tabulates what later ticks reuse
     env.reset(seed=0)
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(steps):
         _, _, _, done, _ = env.step(1)
         if done:
             env.reset(seed=0)  # the domain and the mechanism are cached per seed
-    return steps / (time.perf_counter() - start)
+    return steps / (time.process_time() - start)
 
 
 def parallel_agent_steps_per_s(n_users: int, n_points: int, steps: int) -> float:
     env = parallel_env(_scenario(n_users, n_points, ticks=steps))
     env.reset(seed=0)
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(steps):
         env.step(env.strategy_actions())
-    return steps * len(env.possible_agents) / (time.perf_counter() - start)
+    return steps * len(env.possible_agents) / (time.process_time() - start)
 
 
 def main() -> None:
@@ -76,7 +77,7 @@ def main() -> None:
     parser.add_argument("--plot", default=None, help="write steps/s against users here")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} at start\n")
-    print("| env | users | points | steps/s | CartPole steps/s | ratio |")
+    print("| env | users | points | steps per CPU s | CartPole steps per CPU s | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     rows = []
     for n_points in args.points:
