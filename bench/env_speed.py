@@ -1,13 +1,13 @@
 """Environment speed: env steps per second against users and points, and the CartPole ratio.
 
 Rates are per CPU second of the process (``time.process_time``, every thread counted), which a
-shared machine's load disturbs less than wall-clock time. One process, one run: Gymnasium's ``CartPole-v1`` is stepped (random actions) right before
-each mdpsim row, so the ratio compares like with like on a loaded machine. The single-agent
-env is a user's (``user_0`` reports every tick, the others follow the strategies; EM at
-eps 6, the default attacks and queries); the parallel env row counts agent-steps (every agent
-acts each step). Usage: ``python bench/env_speed.py [--users 5 50] [--points 80 200]
-[--steps 600] [--parallel-users 1000] [--plot docs/img/env_speed.png]``; prints a Markdown
-table.
+shared machine's load disturbs less than wall-clock time. One process, one run: Gymnasium's
+``CartPole-v1`` is stepped (random actions) right before each mdpsim row, so the ratio compares
+like with like. The single-agent env is a user's (``user_0`` reports every tick, the others
+follow the strategies; EM at eps 6, the default attacks and queries, 20-tick episodes); the
+parallel env row counts agent-steps (every agent acts each step). Usage:
+``python bench/env_speed.py [--users 5 50] [--points 80 200] [--steps 600]
+[--parallel-users 1000] [--plot docs/img/env_speed.png]``; prints a Markdown table.
 """
 
 from __future__ import annotations

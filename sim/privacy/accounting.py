@@ -22,7 +22,6 @@ make a conversion looser, never unsound.
 from __future__ import annotations
 
 import functools
-
 import math
 from dataclasses import dataclass
 
@@ -203,14 +202,14 @@ def gaussian_norm_bound(d: int, beta) -> np.ndarray:
     beta = np.asarray(beta, dtype=float)
     _check_beta(beta)
     if beta.ndim == 0:  # the elimination asks the same few quantiles every round
-        return _chi_isf(int(d), float(beta))
+        return np.asarray(_chi_isf(int(d), float(beta)))  # a fresh array: the cache is shared
     return stats.chi.isf(beta, df=int(d))
 
 
 @functools.lru_cache(maxsize=256)
-def _chi_isf(d: int, beta: float) -> np.ndarray:
+def _chi_isf(d: int, beta: float) -> float:
     """``stats.chi.isf(beta, df=d)`` of one ``beta``, kept (scipy's call costs 0.5 ms)."""
-    return stats.chi.isf(beta, df=d)
+    return float(stats.chi.isf(beta, df=d))
 
 
 def laurent_massart_bound(d: int, beta) -> np.ndarray:
