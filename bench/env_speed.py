@@ -18,8 +18,8 @@ import time
 
 import gymnasium as gym
 
-from mdpsim import scenario as sc
 from mdpsim.env import parallel_env, single_agent_env
+from mdpsim.simulation import scenario as sc
 
 
 def _scenario(n_users: int, n_points: int, ticks: int = 20):

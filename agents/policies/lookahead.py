@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mdpsim import scenario as sc
 from mdpsim.agents.policies.greedy import GreedyReporter
 from mdpsim.agents.policies.q_learning import level_user
 from mdpsim.env import RewardWeights, best_response, single_agent_env
+from mdpsim.simulation import scenario as sc
 
 LEVELS = [2.0, 6.0, 12.0]  # eps per km; the last is the default level
 GAME: dict[str, dict] = {

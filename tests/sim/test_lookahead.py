@@ -1,4 +1,4 @@
-"""agents/lookahead.py: a game where the exact best response beats greedy by at least 10 %."""
+"""agents/policies/lookahead.py: the exact best response beats greedy by at least 10 %."""
 
 from __future__ import annotations
 
