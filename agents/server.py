@@ -30,7 +30,7 @@ from mdpsim.agents.strategies.refresh import RefreshContext
 from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.suite import TickResult
 from mdpsim.mechanisms import Mechanism, make
-from mdpsim.mechanisms.base import mechanism_class
+from mdpsim.mechanisms.base import draw_reports, mechanism_class
 from mdpsim.privacy.filters import Charge
 
 
@@ -249,7 +249,7 @@ class CuriousServer(mesa.Agent):
             costs = np.where(willing, self.report_charge.cost, 0.0)
             paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
             users = np.nonzero(paid)[0]
-            outputs = self.mechanism.sample_many(pos[users], model.streams["reports"])
+            outputs = draw_reports(self.mechanism, pos[users], model.streams["reports"])
             levels = None
         else:
             chosen = np.full(len(willing), self.default_level) if level is None else level
@@ -262,7 +262,7 @@ class CuriousServer(mesa.Agent):
                 costs = np.where(mine, charge.cost, 0.0)
                 ok = model.filters.request(costs, component="reports", delta=charge.delta)
                 who = np.nonzero(ok)[0]
-                outputs[who] = mech.sample_many(pos[who], model.streams["reports"])
+                outputs[who] = draw_reports(mech, pos[who], model.streams["reports"])
                 paid |= ok
             users = np.nonzero(paid)[0]
             outputs, levels = outputs[users], np.asarray(chosen)[users]

@@ -1,19 +1,28 @@
 """The ``mdpsim`` command line.
 
-User mistakes (:class:`mdpsim.errors.InputError`) print one ``error:`` line and exit with status 2;
-anything else is a bug and keeps its traceback.
+Exit codes (README): 0 ok; 1 ``mdpsim audit`` found a violation (nothing else exits 1); 2 bad
+input or a plug-in's mistake (:class:`mdpsim.errors.InputError`, its
+:class:`~mdpsim.errors.PluginError` included), one ``error:`` line and nothing written;
+3 partial (``attack``, ``batch``: some settings failed, the others' results are written).
+``--traceback`` or ``MDPSIM_TRACEBACK=1`` prints the full traceback before that line (for a
+plug-in's author). Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 
-from mdpsim.errors import InputError, one_line
+from mdpsim.errors import InputError, one_line, plain
 
+EXIT_VIOLATION = 1
 EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+TRACEBACK_ENV = "MDPSIM_TRACEBACK"
 DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
 SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
 STRICT_HELP = "refuse a traces file with any bad row (exit 2) instead of dropping the bad rows"
@@ -35,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mdpsim",
         description="Metric differential privacy for mobile users on real road networks.",
+        epilog="exit codes: 0 ok, 1 audit violation, 2 bad input or plug-in, 3 partial",
+    )
+    parser.add_argument("--version", action="version", version=f"mdpsim {_version()}")
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help=f"on an error, print the full traceback too (or set {TRACEBACK_ENV}=1)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -216,8 +232,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if args.traceback or os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+            traceback.print_exception(exc, file=sys.stderr)
+        print(f"error: {plain(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("mdpsim")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _scenario(args: argparse.Namespace):
@@ -390,7 +417,21 @@ def _batch(args: argparse.Namespace) -> int:
     print(f"store            {out}/ (manifest.json, tasks/*.parquet, failures.json)")
     if outcome.failures:
         _print_failures(outcome.failures, out)
-    return 0 if outcome.ok else 1
+    return _failed_exit(outcome.failures.values()) if outcome.failures else 0
+
+
+def _failed_exit(errors) -> int:
+    """2 if any failure is a bad input or a plug-in's mistake (the same one line as a
+    single run's), else 3 (partial: the failed ones are bugs or solver failures)."""
+    from mdpsim.batch import error_line
+
+    for text in errors:
+        line = error_line(text)
+        kind, _, message = line.partition(": ")
+        if kind.rpartition(".")[2] in ("InputError", "PluginError"):
+            print(f"error: {message}", file=sys.stderr)
+            return EXIT_USAGE
+    return EXIT_PARTIAL
 
 
 def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
@@ -525,7 +566,7 @@ def _audit(args: argparse.Namespace) -> int:
     print(f"mechanism        {label} on {len(mech.domain_.dist_xx)} secrets")
     for line in result.lines():
         print(line)
-    return 0 if result.passed else 1
+    return 0 if result.passed else EXIT_VIOLATION
 
 
 def _audited_mechanism(args: argparse.Namespace):

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 
-from mdpsim._core.component import Component
+from mdpsim._core.component import Component, ReturnCheck
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_positive_int, check_scalar
 from mdpsim.errors import InputError
@@ -40,6 +41,18 @@ BUDGET_POLICIES: Registry[BudgetPolicy] = Registry("budget policy")
 
 class BudgetPolicy(Component, ABC):
     """A filter per user and the conversion of stated guarantees into its currency."""
+
+    component_kind: ClassVar[str] = "budget policy"
+    return_checks: ClassVar[dict[str, ReturnCheck]] = {
+        "charge": lambda result, guarantee: (
+            None if isinstance(result, Charge) else f"{type(result).__name__}, not a Charge"
+        ),
+        "new_filter": lambda result, n_users: (
+            None
+            if isinstance(result, PopulationFilter)
+            else f"{type(result).__name__}, not a PopulationFilter"
+        ),
+    }
 
     @property
     @abstractmethod

@@ -12,10 +12,11 @@ fact of the change, which it sees anyway.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 
-from mdpsim._core.component import Component
+from mdpsim._core.component import Component, ReturnCheck, array_problem
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_scalar
 
@@ -24,6 +25,13 @@ PSEUDONYM_STRATEGIES: Registry[PseudonymStrategy] = Registry("pseudonym strategy
 
 class PseudonymStrategy(Component, ABC):
     """Decides, for all users at once, the names their reports carry at each tick."""
+
+    component_kind: ClassVar[str] = "pseudonym strategy"
+    return_checks: ClassVar[dict[str, ReturnCheck]] = {
+        "names": lambda result, tick, current, rng: array_problem(
+            result, np.shape(current), "iu", "one integer pseudonym per user"
+        )
+    }
 
     @abstractmethod
     def names(self, tick: int, current: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from mdpsim._core.component import Component
+from mdpsim._core.component import Component, ReturnCheck, bool_problem
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_choice, check_scalar
 from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
@@ -49,6 +49,12 @@ class QueryRound:
 
 class QueryPlanner(Component, ABC):
     """When queries are asked and with which budgets."""
+
+    component_kind: ClassVar[str] = "query planner"
+    return_checks: ClassVar[dict[str, ReturnCheck]] = {
+        "due": lambda result, tick: bool_problem(result, "queries at this tick or not"),
+        "ask": lambda result, round_: _row_problem(result),
+    }
 
     def bind(self, settings: QuerySettings, *, horizon_ticks: int) -> None:
         """Called once before the run with the ``[queries]`` table and the run's length."""
@@ -217,3 +223,13 @@ def _saving(budgets: np.ndarray, spent: np.ndarray) -> float:
     """PrivSav: the fraction of the asked budget that users did not spend."""
     asked = budgets.sum()
     return float(1.0 - np.sum(spent) / asked) if asked > 0 else float("nan")
+
+
+def _row_problem(row: Any) -> str | None:
+    """Why a planner's ``ask`` result is not a ``{column: number}`` dict, or ``None``."""
+    if not isinstance(row, dict):
+        return f"{type(row).__name__}, not a dict of column -> number"
+    for key, value in row.items():
+        if not isinstance(key, str) or not isinstance(value, int | float | np.number):
+            return f"the entry {key!r}: {value!r}, not a column name and a number"
+    return None

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
-from mdpsim._core.component import Component
+from mdpsim._core.component import Component, ReturnCheck, bool_problem
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_scalar
 
@@ -33,6 +34,11 @@ class RefreshContext:
 
 class RefreshSchedule(Component, ABC):
     """Decides at the start of a tick whether to regenerate the mechanism."""
+
+    component_kind: ClassVar[str] = "refresh schedule"
+    return_checks: ClassVar[dict[str, ReturnCheck]] = {
+        "due": lambda result, ctx: bool_problem(result, "regenerate now or not")
+    }
 
     @abstractmethod
     def due(self, ctx: RefreshContext) -> bool:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from mdpsim._core.component import Component
+from mdpsim._core.component import Component, ReturnCheck, array_problem
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_scalar
 
@@ -41,6 +42,13 @@ class ReportContext:
 
 class ReportPolicy(Component, ABC):
     """Decides, for all users at once, who reports at the coming tick."""
+
+    component_kind: ClassVar[str] = "report policy"
+    return_checks: ClassVar[dict[str, ReturnCheck]] = {
+        "decide": lambda result, ctx: array_problem(
+            result, ctx.halted.shape, "b", "one bool per user"
+        )
+    }
 
     @abstractmethod
     def decide(self, ctx: ReportContext) -> np.ndarray:

@@ -24,8 +24,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from mdpsim._core.component import Component
-from mdpsim.errors import InputError, one_line
+from mdpsim._core.component import Component, build, describe, is_plugin
+from mdpsim.errors import InputError, PluginError, one_line
 
 #: ``"package.module:Name"`` marks a class given by its import path, not a registered name.
 IMPORT_SEP = ":"
@@ -128,14 +128,19 @@ class Registry[T: Component]:
         for old in params:
             if (new := cls.retired_params.get(old)) is not None:
                 raise InputError(f"{self.kind} {name!r}: parameter {old!r} is gone; use {new}")
-        accepted = cls.param_names()
+        try:
+            accepted = cls.param_names()
+        except TypeError as exc:  # *args / **kwargs in its __init__
+            if not is_plugin(cls):
+                raise
+            raise PluginError(f"{describe(cls)}: {exc}") from exc
         unknown = [p for p in params if p not in accepted]
         if unknown:
             allowed = ", ".join(accepted) or "none"
             raise InputError(
                 f"{self.kind} {name!r} has no parameter {unknown[0]!r}; parameters: {allowed}"
             )
-        return cls(**params)
+        return build(cls, params)
 
     def from_spec(self, spec: str | dict[str, Any] | T) -> T:
         """A strategy from a name, a ``{name = ..., **params}`` table, or an instance as is."""

@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -214,6 +214,8 @@ Estimate = LocationEstimate | PlacesEstimate | LinkEstimate
 class Attack(Component, ABC):
     """Base class of the server's attacks. Subclasses set parameters in ``__init__``."""
 
+    component_kind: ClassVar[str] = "attack"
+
     def start(self, context: Context) -> None:
         """Receive the public knowledge; called once before the first tick."""
         self.context = context
@@ -237,6 +239,61 @@ register = _ATTACKS.register
 available = _ATTACKS.available
 #: Construct a registered attack, e.g. ``make("tracking", method="smooth", lag_ticks=3)``.
 make = _ATTACKS.make
+
+
+# ---------------------------------------------------------------------- what the run checks
+def estimates_problem(estimates: Any, domain, n_users: int, ticks) -> str | None:
+    """Why what an attack's ``observe`` / ``finish`` returned is not a list of estimates the
+    scorer can read (``ticks``: the ticks observed so far), or ``None``. The run checks a
+    plug-in's every return with it (mdpsim.attacks.suite), and so does ``check_attack``."""
+    if not isinstance(estimates, list | tuple):
+        return f"{type(estimates).__name__}, not a list of estimates"
+    for n, est in enumerate(estimates):
+        problem = _estimate_problem(est, domain, n_users, ticks)
+        if problem is not None:
+            return f"estimate {n}: {problem}"
+    return None
+
+
+def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
+    if isinstance(est, PlacesEstimate | LinkEstimate):
+        return None  # read by their own scorers, which check what they need
+    if not isinstance(est, LocationEstimate):
+        return f"{type(est).__name__}, not a LocationEstimate, PlacesEstimate or LinkEstimate"
+    if est.tick not in ticks:
+        return f"tick {est.tick!r} is not a tick observed so far"
+    users, guess = est.users, est.guess
+    if not isinstance(users, np.ndarray) or users.ndim != 1 or users.dtype.kind not in "iu":
+        return "users is not a 1-D integer array"
+    if len(users) and (users.min() < 0 or users.max() >= n_users):
+        return f"users outside [0, {n_users})"
+    if est.space not in ("x", "y"):
+        return f"space {est.space!r}, not 'x' or 'y'"
+    size = domain.n_x if est.space == "x" else domain.n_y
+    if not isinstance(guess, np.ndarray) or guess.shape != users.shape:
+        got = np.shape(guess) if isinstance(guess, np.ndarray) else type(guess).__name__
+        return f"{got} guesses for {len(users)} users"
+    if guess.dtype.kind not in "iu":
+        return f"guesses of dtype {guess.dtype}, not integer indices"
+    if len(guess) and (guess.min() < 0 or guess.max() >= size):
+        return f"guesses outside [0, {size}) (space {est.space!r})"
+    post = est.posterior
+    if isinstance(post, np.ndarray):
+        if post.shape != (len(users), domain.n_x) or post.dtype.kind != "f":
+            want = f"({len(users)}, {domain.n_x}) floats"
+            return f"a posterior of shape {post.shape} ({post.dtype}), not {want}"
+        if not np.all(np.isfinite(post)) or (post.size and post.min() < 0):
+            return "a posterior with negative or non-finite entries"
+        worst = np.abs(post.sum(axis=1) - 1.0).max(initial=0.0)
+        if worst > 1e-4:
+            return f"posterior rows that sum to 1 +- {float(worst):.3g}"
+    elif post is not None and not isinstance(post, TabulatedPosterior):
+        return f"a posterior of type {type(post).__name__}"
+    for field_name in ("leakage_per_km", "top", "entropy_bits"):
+        value = getattr(est, field_name)
+        if value is not None and np.shape(value) != users.shape:
+            return f"{field_name} of shape {np.shape(value)} for {len(users)} users"
+    return None
 
 
 # ---------------------------------------------------------------------- scoring

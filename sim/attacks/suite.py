@@ -30,9 +30,11 @@ from mdpsim.attacks.base import (
     Release,
     Scores,
     Truth,
+    estimates_problem,
     make,
     score,
 )
+from mdpsim._core.component import contract_error, is_plugin
 from mdpsim.errors import InputError
 
 
@@ -95,6 +97,18 @@ class AttackSuite:
             attacks[label] = make(name, **params)
         return cls(attacks)
 
+    def _checked(self, label: str, method: str, estimates) -> list:
+        """A plug-in attack's estimates, refused in one line unless the scorer can read them."""
+        attack = self.attacks[label]
+        if not is_plugin(type(attack)):
+            return list(estimates)
+        problem = estimates_problem(
+            estimates, self.context.domain, self.context.n_users, self.truth.positions
+        )
+        if problem is not None:
+            raise contract_error(type(attack), f"{method} returned {problem}")
+        return list(estimates)
+
     def start(self, context: Context) -> None:
         """Hand every attack the public knowledge."""
         self.context = context
@@ -113,13 +127,14 @@ class AttackSuite:
         self.truth.record(obs.tick, true_positions, obs.pseudonyms, eps)
         out: dict[str, list[Scores]] = {}
         for label, attack in self.attacks.items():
-            out[label] = self._scored(label, attack.observe(obs))
+            out[label] = self._scored(label, self._checked(label, "observe", attack.observe(obs)))
         return TickResult(tick=obs.tick, scores=out)
 
     def finish(self) -> dict[str, list[Scores]]:
         """Whole-run estimates of every attack, scored."""
         return {
-            label: self._scored(label, attack.finish()) for label, attack in self.attacks.items()
+            label: self._scored(label, self._checked(label, "finish", attack.finish()))
+            for label, attack in self.attacks.items()
         }
 
     def _scored(self, label: str, estimates) -> list[Scores]:

@@ -31,6 +31,15 @@ verifier, sim/privacy/verifier.py, against ``domain_.dist_xx``; road metric: onl
 guarantee is one no matrix can be certified against (any PmDP part);
 ``info_["verified_epsilon"]`` keeps the certified value.
 
+Nothing is released that was not drawn from the certified matrix: ``fit``, ``sample``,
+``sample_many`` and ``expected_loss`` are mdpsim's, and a subclass that defines one of them is
+refused when the class is created (one ``TypeError`` line naming the method). The players
+draw every report with :func:`draw_reports`, mdpsim's exact sampler on the matrix ``fit``
+certified (never through an attribute of the instance), and refuse a mechanism whose
+``matrix_`` was replaced after ``fit``. A plug-in's mistakes (its ``_fit`` raising, a wrongly
+shaped or non-stochastic matrix, a matrix that fails the exact check) are one
+:class:`~mdpsim.errors.PluginError` line naming it (mdpsim.component).
+
 Conformance tests (tests/mechanisms/test_mechanism_conformance.py) run every registered mechanism on
 40-point domains. A mechanism with required extra parameters or a heavy fit declares the
 small-instance parameters to use there as a class attribute, e.g.
@@ -45,13 +54,13 @@ from typing import ClassVar, Self
 
 import numpy as np
 
-from mdpsim._core.component import Component
+from mdpsim._core.component import Component, contract_error, describe, is_plugin
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_epsilon
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, PluginError, plain
 from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, certify, check_guarantee
 from mdpsim.privacy.sampling import sample_rows
-from mdpsim.privacy.verifier import ROW_SUM_TOL
+from mdpsim.privacy.verifier import ROW_SUM_TOL, PluginPrivacyViolation, PrivacyViolation
 
 _MECHANISMS: Registry[Mechanism] = Registry("mechanism")
 #: Class decorator: make a mechanism available as ``make(name, ...)``.
@@ -73,10 +82,15 @@ class Uploads:
     slot: np.ndarray  # (U,) int64, one entry per user given to fit
 
 
+#: Methods only mdpsim defines: they fit, certify, sample and price the released matrix.
+FINAL_METHODS = ("fit", "sample", "sample_many", "expected_loss", "matrix_")
+
+
 class Mechanism(Component):
     """Base class of all location-privacy mechanisms over a finite domain."""
 
     name: ClassVar[str] = "?"
+    component_kind: ClassVar[str] = "mechanism"
     # True: fit(domain, users=...) builds the matrix from the users' uploads (module docstring).
     needs_users: ClassVar[bool] = False
     # Extra constructor parameters for the 40-point conformance test (see module docstring).
@@ -86,6 +100,13 @@ class Mechanism(Component):
         self.epsilon = check_epsilon(epsilon)
 
     def __init_subclass__(cls, **kwargs) -> None:
+        for method in FINAL_METHODS:
+            if method in vars(cls):
+                raise TypeError(
+                    f"{cls.__qualname__} defines {method}, which only mdpsim may: every report "
+                    "is drawn by mdpsim from the certified matrix_; implement _fit instead "
+                    "(docs/plugins.md)"
+                )
         super().__init_subclass__(**kwargs)
         hook = "_fit_users" if cls.needs_users else "_fit"
         if getattr(cls, hook) is getattr(Mechanism, hook):
@@ -137,7 +158,8 @@ class Mechanism(Component):
         ``users``: the (U,) secret indices of the users taking part, required when
         ``needs_users`` (ignored otherwise, like ``rng``, the fit's randomness).
         """
-        who = type(self).__name__
+        cls = type(self)
+        who = cls.__name__
         start = time.perf_counter()
         uploads: Uploads | None = None
         self.check_domain_size(domain.n_x, domain.n_y)
@@ -145,16 +167,33 @@ class Mechanism(Component):
             if users is None:
                 raise InputError(f"{who} needs its users: fit(domain, users=<secret indices>)")
             idx = _checked_users(users, domain)
-            matrix, info, uploads = self._fit_users(domain, idx, rng)
-            if uploads.slot.shape != idx.shape:
-                raise RuntimeError(f"{who} gave {uploads.slot.shape} upload slots for {idx.shape}")
+            fitted = self._fit_users(domain, idx, rng)
+            if not (isinstance(fitted, tuple) and len(fitted) == 3):
+                raise contract_error(cls, "_fit_users must return (matrix, info, uploads)")
+            matrix, info, uploads = fitted
+            slots = getattr(uploads, "slot", None)
+            if not isinstance(uploads, Uploads) or np.shape(slots) != idx.shape:
+                raise contract_error(
+                    cls, f"_fit_users gave {np.shape(slots)} upload slots for {idx.shape} users"
+                )
         else:
-            matrix, info = self._fit(domain)
+            fitted = self._fit(domain)
+            if not (isinstance(fitted, tuple) and len(fitted) == 2):
+                raise contract_error(cls, "_fit must return (matrix, info dict)")
+            matrix, info = fitted
+        if not isinstance(info, dict):
+            raise contract_error(cls, f"the fit's info is {type(info).__name__}, not a dict")
         elapsed = time.perf_counter() - start
-        matrix = _checked_matrix(matrix, domain, who)
+        matrix = _checked_matrix(matrix, domain, cls)
         report = check_guarantee(self.report_guarantee, "report guarantee")
-        verified = certify(report, matrix, domain, who=who)
+        try:
+            verified = certify(report, matrix, domain, who=who)
+        except PrivacyViolation as exc:
+            if not is_plugin(cls):
+                raise
+            raise PluginError(f"{describe(cls)}: fit refused: {plain(str(exc))}") from exc
         self.matrix_ = matrix
+        self.__certified = matrix
         self.domain_ = domain
         self.uploads_ = uploads
         self.info_ = {
@@ -172,11 +211,17 @@ class Mechanism(Component):
 
     def sample_many(self, indices, rng: np.random.Generator) -> np.ndarray:
         """Output indices drawn independently for each secret index in ``indices``."""
+        return draw_reports(self, indices, rng)
+
+    def _certified_matrix(self) -> np.ndarray:
+        """The matrix ``fit`` certified; refused if ``matrix_`` no longer is that matrix."""
         matrix = self._fitted_matrix()
-        idx = np.asarray(indices, dtype=np.int64)
-        if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= len(matrix))):
-            raise InputError(f"secret indices must lie in [0, {len(matrix)})")
-        return sample_rows(matrix, idx, rng)
+        certified = getattr(self, "_Mechanism__certified", None)
+        if certified is None or matrix is not certified:
+            raise contract_error(
+                type(self), "matrix_ is not the matrix fit certified (was it replaced?)"
+            )
+        return certified
 
     def expected_loss(self, cost: np.ndarray | None = None) -> float:
         """``sum_i pi_i sum_k Z[i,k] c(x_i, y_k)`` in km (``c = dist_xy`` by default)."""
@@ -191,6 +236,17 @@ class Mechanism(Component):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(domain)") from None
 
 
+def draw_reports(mechanism: Mechanism, indices, rng: np.random.Generator) -> np.ndarray:
+    """One report (output index) per secret index in ``indices``, drawn by mdpsim's exact
+    sampler (mdpsim.sampling) from the matrix ``mechanism.fit`` certified. The players release
+    reports through this function only, so no code of the mechanism's draws them."""
+    matrix = Mechanism._certified_matrix(mechanism)
+    idx = np.asarray(indices, dtype=np.int64)
+    if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= len(matrix))):
+        raise InputError(f"secret indices must lie in [0, {len(matrix)})")
+    return sample_rows(matrix, idx, rng)
+
+
 def _checked_users(users, domain) -> np.ndarray:
     idx = np.asarray(users)
     if idx.ndim != 1 or not (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
@@ -200,18 +256,23 @@ def _checked_users(users, domain) -> np.ndarray:
     return idx.astype(np.int64)
 
 
-def _checked_matrix(matrix: np.ndarray, domain, who: str) -> np.ndarray:
-    Z = np.array(matrix, dtype=np.float64, copy=True)
+def _checked_matrix(matrix: np.ndarray, domain, cls: type) -> np.ndarray:
+    try:
+        Z = np.array(matrix, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise contract_error(cls, f"the fit's matrix is not an array of floats ({exc})") from None
     if Z.shape != (domain.n_x, domain.n_y):
-        raise RuntimeError(
-            f"{who} produced a {Z.shape} matrix for a {domain.n_x}x{domain.n_y} domain"
+        raise contract_error(
+            cls, f"the fit produced a {Z.shape} matrix for a {domain.n_x}x{domain.n_y} domain"
         )
     if not np.all(np.isfinite(Z)) or np.any(Z < 0):
-        raise RuntimeError(f"{who} produced negative or non-finite probabilities")
+        raise contract_error(cls, "the fit produced negative or non-finite probabilities")
     sums = Z.sum(axis=1)
     if np.any(np.abs(sums - 1.0) > ROW_SUM_TOL):
         worst = int(np.argmax(np.abs(sums - 1.0)))
-        raise RuntimeError(f"{who}: row {worst} sums to {sums[worst]!r}, not 1")
+        raise contract_error(
+            cls, f"row {worst} of the fit's matrix sums to {float(sums[worst])!r}, not 1"
+        )
     Z /= sums[:, None]
     Z.setflags(write=False)
     return Z
