@@ -42,6 +42,14 @@ def _domain(metric: str):
     return road if metric == "road" else Domain.from_points(road.x_xy, metric=metric)
 
 
+def _original(exc: BaseException) -> str:
+    """``Type: message`` of what the checked code raised (a PluginError's cause)."""
+    from mdpsim.errors import PluginError, one_line
+
+    cause = exc.__cause__ if isinstance(exc, PluginError) else None
+    return one_line(cause if cause is not None else exc)
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return bool(np.array_equal(np.asarray(a), np.asarray(b)))
@@ -90,7 +98,7 @@ def check_mechanism(cls: type, **params: Any) -> None:
             try:
                 mech.fit(domain, users=USERS)
             except Exception as exc:  # the checked code: any failure is its own
-                raise AssertionError(f"{where}: fit raised {type(exc).__name__}: {exc}") from exc
+                raise AssertionError(f"{where}: fit raised {_original(exc)}") from exc
             Z = mech.matrix_
             assert Z.shape == (domain.n_x, domain.n_y), f"{where}: matrix_ is {Z.shape}"
             assert np.all(np.isfinite(Z)) and Z.min() >= 0, f"{where}: negative or NaN entries"

@@ -191,7 +191,8 @@ class Mechanism(Component):
         except PrivacyViolation as exc:
             if not is_plugin(cls):
                 raise
-            raise PluginError(f"{describe(cls)}: fit refused: {plain(str(exc))}") from exc
+            message = f"{describe(cls)}: fit refused: {plain(str(exc))}"
+            raise PluginPrivacyViolation(message) from exc
         self.matrix_ = matrix
         self.__certified = matrix
         self.domain_ = domain

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from mdpsim._core.validation import check_epsilon, check_positive_int, check_scalar
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, PluginError
 from mdpsim.geo.metric_checks import check_distances
 
 DEFAULT_RTOL = 1e-9
@@ -43,6 +43,10 @@ _BLOCK_ELEMS = 1 << 17  # elements of one work block (1 MiB): stays in cache
 
 class PrivacyViolation(RuntimeError):
     """A released matrix failed the exact mDP check (fail closed)."""
+
+
+class PluginPrivacyViolation(PluginError, PrivacyViolation):
+    """A plug-in's matrix failed the exact check: the plug-in's mistake (one line, exit 2)."""
 
 
 @dataclass(frozen=True)
