@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "mechanism",
         help="a registered mechanism name (em, lp, ...) or MODULE:FACTORY, an importable "
-        "callable returning a mechanism, fitted or not (see docs/reliability.md)",
+        "callable returning a mechanism, fitted or not, or a Mechanism subclass (built "
+        "with --epsilon; see docs/reliability.md)",
     )
     p.add_argument(
         "--epsilon",
@@ -578,7 +579,7 @@ def _audited_mechanism(args: argparse.Namespace):
     if ":" not in args.mechanism:
         mech = make(args.mechanism, epsilon=4.0 if args.epsilon is None else args.epsilon)
     else:
-        mech = _from_factory(args.mechanism)
+        mech = _from_factory(args.mechanism, args.epsilon)
         if hasattr(mech, "domain_"):  # fitted: audited on the domain it was fitted to
             return mech, f"{args.mechanism} (fitted by the factory)"
         if args.epsilon is None and not hasattr(mech, "epsilon"):
@@ -588,9 +589,10 @@ def _audited_mechanism(args: argparse.Namespace):
     return mech.fit(domain), f"{args.mechanism} ({args.metric})"
 
 
-def _from_factory(spec: str):
+def _from_factory(spec: str, epsilon: float | None = None):
     """Call ``MODULE:FACTORY`` (imported from the current folder or the installed packages)
-    and check that it returned something the auditor can sample."""
+    and check that it returned something the auditor can sample; a Mechanism subclass is
+    built with ``epsilon``."""
     import importlib
     import os
 
@@ -605,6 +607,14 @@ def _from_factory(spec: str):
         ) from exc
     if not callable(factory):
         raise InputError(f"mechanism={spec!r}: {attr} is not callable; use MODULE:FACTORY")
+    from mdpsim.mechanisms import Mechanism
+
+    if isinstance(factory, type) and issubclass(factory, Mechanism):  # a class: its epsilon
+        if epsilon is None:
+            raise InputError(f"mechanism={spec!r} is a Mechanism class: pass --epsilon")
+        from mdpsim.component import build
+
+        return build(factory, {"epsilon": epsilon})
     try:
         mech = factory()
     except Exception as exc:

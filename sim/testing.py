@@ -123,7 +123,10 @@ def check_mechanism(cls: type, **params: Any) -> None:
 def check_attack(cls: type, **params: Any) -> None:
     """``cls`` (an :class:`~mdpsim.attacks.Attack` subclass) builds from keyword parameters,
     round-trips get_params (no ``context`` among them), refuses an unknown parameter through
-    the registry's one line, and has a repr naming it."""
+    the registry's one line, has a repr naming it, and, run for a few ticks on a small domain
+    (EM releases, some users silent), returns from ``observe`` and ``finish`` only estimates
+    the run accepts (the checks of ``mdpsim.attacks.base.estimates_problem``: one guess per
+    user, integer indices in range, finite posteriors over the secrets)."""
     from mdpsim.attacks import Attack
 
     assert isinstance(cls, type) and issubclass(cls, Attack), f"{cls!r} is not an Attack"
@@ -132,6 +135,39 @@ def check_attack(cls: type, **params: Any) -> None:
     assert "context" not in got, f"{cls.__name__}: the context is not a parameter"
     assert repr(attack).startswith(cls.__name__ + "("), f"{cls.__name__}: repr {attack!r}"
     _check_unknown_parameter(cls, "attack")
+    _check_attack_run(cls, cls(**params))
+
+
+def _check_attack_run(cls: type, attack: Any, n_users: int = 5, ticks: int = 4) -> None:
+    from mdpsim.attacks.base import Context, Observation, Release, estimates_problem
+    from mdpsim.mechanisms import make
+
+    domain = _domain("road")
+    rng = np.random.default_rng(3)
+    mech = make("em", epsilon=4.0).fit(domain)
+    seen: set[int] = set()
+
+    def checked(method: str, call) -> None:
+        try:
+            estimates = call()
+        except Exception as exc:  # the checked code: any failure is its own
+            raise AssertionError(f"{cls.__name__}.{method} raised {_original(exc)}") from exc
+        problem = estimates_problem(estimates, domain, n_users, seen)
+        assert problem is None, f"{cls.__name__}.{method} returned {problem}"
+
+    try:
+        attack.start(Context(domain=domain, n_users=n_users, seed=0))
+        attack.release(Release(tick=1, mechanism=mech))
+    except Exception as exc:
+        raise AssertionError(f"{cls.__name__}: start/release raised {_original(exc)}") from exc
+    for tick in range(1, ticks + 1):
+        secrets = rng.integers(0, domain.n_x, n_users)
+        outputs = mech.sample_many(secrets, rng)
+        outputs[rng.random(n_users) < 0.3] = -1  # some users silent
+        seen.add(tick)
+        obs = Observation(tick=tick, outputs=outputs, pseudonyms=np.arange(n_users))
+        checked("observe", lambda obs=obs: attack.observe(obs))
+    checked("finish", attack.finish)
 
 
 def check_strategy(cls: type, **params: Any) -> None:
@@ -144,6 +180,44 @@ def check_strategy(cls: type, **params: Any) -> None:
     assert kinds, f"{cls!r} subclasses none of {', '.join(b.__name__ for b in BASES.values())}"
     _check_params(cls, cls(**params), [])
     _check_unknown_parameter(cls, "strategy")
+    _check_decisions(cls, cls(**params), kinds[0])
+
+
+def _check_decisions(cls: type, strategy: Any, kind: str, n_users: int = 6) -> None:
+    """A report policy's ``decide``, a pseudonym strategy's ``names`` and a refresh schedule's
+    ``due`` return what the run accepts (their base's ``return_checks``) over a few ticks."""
+    from mdpsim.strategies.refresh import RefreshContext
+    from mdpsim.strategies.report import ReportContext
+
+    checks = type(strategy).return_checks
+    rng = np.random.default_rng(5)
+    current = np.arange(n_users, dtype=np.int64)
+    for tick in range(1, 5):
+        if kind == "report":
+            args: tuple = (
+                ReportContext(
+                    tick=tick, horizon_ticks=4, remaining=np.full(n_users, 10.0 - tick),
+                    capacity=np.full(n_users, 10.0), halted=np.arange(n_users) == 0,
+                    report_cost=1.0, expected_loss_km=0.4,
+                ),
+            )  # fmt: skip
+            method = "decide"
+        elif kind == "pseudonyms":
+            args, method = (tick, current, rng), "names"
+        elif kind == "refresh":
+            args = (RefreshContext(tick=tick, generated_at=0, active_users=n_users,
+                                   silent_active_users=1),)  # fmt: skip
+            method = "due"
+        else:
+            return  # budgets and query planners: exercised by the runs that use them
+        try:
+            result = getattr(strategy, method)(*args)
+        except Exception as exc:  # the checked code: any failure is its own
+            raise AssertionError(f"{cls.__name__}.{method} raised {_original(exc)}") from exc
+        problem = checks[method](result, *args)
+        assert problem is None, f"{cls.__name__}.{method} returned {problem}"
+        if kind == "pseudonyms":
+            current = result
 
 
 def _check_unknown_parameter(cls: type, kind: str) -> None:

@@ -33,11 +33,13 @@ def is_plugin(cls: type) -> bool:
 
 
 def describe(cls: type) -> str:
-    """``"attack plug-in 'mode_guess' (mdpsim_example.ModeGuess)"``: how messages name it."""
+    """``"attack plug-in 'mode_guess' (mdpsim_example:ModeGuess)"``: how messages name it."""
     kind = getattr(cls, "component_kind", "component")
     name = getattr(cls, "name", "?")
-    named = "" if name in ("?", None) else f" {name!r}"
-    return f"{kind} plug-in{named} ({cls.__module__}.{cls.__qualname__})"
+    where = f"{cls.__module__}:{cls.__qualname__}"
+    if name in ("?", None, where):
+        return f"{kind} plug-in {where}"
+    return f"{kind} plug-in {name!r} ({where})"
 
 
 def contract_error(cls: type, message: str) -> Exception:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdpsim.errors import InputError, SolverError
+from mdpsim.errors import InputError, PluginError, SolverError
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms.base import mechanism_class
 from mdpsim.mechanisms.lp.stackelberg import (
@@ -104,6 +104,8 @@ def mechanism_points(
             try:
                 mech = make(name, epsilon=float(eps), **params)
                 mech.fit(domain, users=users, rng=np.random.default_rng(seed))
+            except PluginError:
+                raise  # a plug-in's mistake stops the command (one line, exit 2)
             except (InputError, SolverError) as exc:
                 row.update(quality_loss_km=np.nan, adversary_error_km=np.nan)
                 row["failed"] = str(exc).splitlines()[0]

@@ -78,9 +78,11 @@ def run_model(
         if bar is not None:
             bar.update(1)
 
-    model.run(n_ticks, progress=after_tick)
-    if bar is not None:
-        bar.close()
+    try:
+        model.run(n_ticks, progress=after_tick)
+    finally:  # an error's line starts on a line of its own
+        if bar is not None:
+            bar.close()
     return model
 
 

@@ -59,3 +59,40 @@ def test_a_non_subclass_is_refused():
         check_attack(Leaky)
     with pytest.raises(AssertionError, match="subclasses none of"):
         check_strategy(Leaky)
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("OneGuessTooFew", r"OneGuessTooFew.observe returned estimate 0: \(\d+,\) guesses for"),
+        ("GuessOutOfRange", r"GuessOutOfRange.observe returned estimate 0: guesses outside"),
+        ("FloatGuesses", "FloatGuesses.observe returned estimate 0: guesses of dtype float64"),
+        ("NaNPosterior", "NaNPosterior.observe returned estimate 0: a posterior with negative"),
+        ("ObserveReturnsNone", "ObserveReturnsNone.observe returned NoneType, not a list"),
+        ("ObserveRaises", "ObserveRaises.observe raised IndexError: index 7"),
+        ("FinishRaises", "FinishRaises.finish raised MemoryError: out of memory"),
+        ("StartRaises", "StartRaises: start/release raised TypeError: unexpected context"),
+    ],
+)
+def test_check_attack_refuses_what_the_run_refuses(name, why, helsinki_test_walk):
+    import broken_plugins  # tests/sim/broken_plugins.py: the corpus of broken plug-ins
+
+    with pytest.raises(AssertionError, match=why):
+        check_attack(getattr(broken_plugins, name))
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("DecideWrongShape", r"decide returned an array of shape \(7,\), not \(6,\)"),
+        ("DecideInts", "decide returned an array of dtype int64, not of one bool per user"),
+        ("DecideRaises", "DecideRaises.decide raised ValueError: budget table missing"),
+        ("FloatPseudonyms", "names returned an array of dtype float64"),
+        ("DueIsAString", "due returned str, not a bool"),
+    ],
+)
+def test_check_strategy_refuses_what_the_run_refuses(name, why):
+    import broken_plugins
+
+    with pytest.raises(AssertionError, match=why):
+        check_strategy(getattr(broken_plugins, name))
