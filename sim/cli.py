@@ -465,13 +465,28 @@ def _attack(args: argparse.Namespace) -> int:
         repetitions=args.repetitions,
     )
     out = new_folder(args.out or f"runs/{scenario.scenario.name}-attacks", overwrite=args.force)
-    summary, per_tick = harness.evaluate(
-        scenario, plan, ticks=args.ticks, progress=not args.no_progress
+    outcome = harness.evaluate(scenario, plan, ticks=args.ticks, progress=not args.no_progress)
+    paths = harness.write_outputs(
+        outcome.summary,
+        outcome.per_tick,
+        out,
+        overwrite=args.force,
+        failures=outcome.failures,
     )
-    paths = harness.write_outputs(summary, per_tick, out, overwrite=args.force)
-    print(harness.success_markdown(summary))
+    print(harness.success_markdown(outcome.summary))
     print(f"outputs          {', '.join(str(p) for p in paths)}")
-    return 0
+    if not outcome.failures:
+        return 0
+    from mdpsim.batch import error_line
+
+    for where, text in outcome.failures.items():
+        print(f"failed: {where}: {error_line(text)}", file=sys.stderr)
+    print(
+        f"{len(outcome.failures)} failed (the others' tables are written); tracebacks in "
+        f"{paths[-1]}",
+        file=sys.stderr,
+    )
+    return EXIT_PARTIAL
 
 
 @command("frontier")

@@ -13,12 +13,19 @@ Column names are ``{label}_{metric}`` (``tracking_error_km``, ``bayes_hit``); a 
 the means of the estimates produced at that tick (a fixed-lag smoother's estimate is about an
 earlier tick, see :attr:`~mdpsim.attacks.base.Scores.tick`); per-user columns hold the estimates
 about the current tick only. Every score, with the tick it is about, stays in :attr:`scores`.
+
+Inside :func:`keep_going` (``mdpsim attack``) a plug-in attack's mistake
+(:class:`~mdpsim.errors.PluginError`) drops that attack from the suite and is kept in
+:attr:`AttackSuite.failed`; the others go on. Elsewhere it stops the run (one line, exit 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,7 +42,19 @@ from mdpsim.attacks.base import (
     score,
 )
 from mdpsim._core.component import contract_error, is_plugin
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, PluginError
+
+_KEEP_GOING: ContextVar[bool] = ContextVar("attack_suite_keep_going", default=False)
+
+
+@contextmanager
+def keep_going() -> Iterator[None]:
+    """Suites built inside drop a plug-in attack that fails and keep the others."""
+    token = _KEEP_GOING.set(True)
+    try:
+        yield
+    finally:
+        _KEEP_GOING.reset(token)
 
 
 @dataclass
@@ -81,6 +100,23 @@ class AttackSuite:
         self._rows: list[dict] = []
         self._totals: dict[str, dict[str, list[float]]] = {label: {} for label in self.attacks}
         self._release: Release | None = None
+        self.keep_going = _KEEP_GOING.get()
+        #: label -> the one line of an attack dropped for a plug-in mistake (keep_going only)
+        self.failed: dict[str, str] = {}
+
+    def _each(self, call: Callable[[str, Attack], Any]) -> dict[str, Any]:
+        """``call(label, attack)`` for every attack still in; a failing one is dropped when
+        keeping going."""
+        out = {}
+        for label, attack in list(self.attacks.items()):
+            try:
+                out[label] = call(label, attack)
+            except PluginError as exc:
+                if not self.keep_going:
+                    raise
+                self.failed[label] = str(exc)
+                del self.attacks[label]
+        return out
 
     @classmethod
     def from_specs(cls, specs: Sequence[Mapping]) -> AttackSuite:
@@ -112,30 +148,31 @@ class AttackSuite:
     def start(self, context: Context) -> None:
         """Hand every attack the public knowledge."""
         self.context = context
-        for attack in self.attacks.values():
-            attack.start(context)
+        self._each(lambda _label, attack: attack.start(context))
 
     def release(self, release: Release) -> None:
         """A new mechanism: every attack sees it before the tick's reports."""
         self._release = release
-        for attack in self.attacks.values():
-            attack.release(release)
+        self._each(lambda _label, attack: attack.release(release))
 
     def observe(self, obs: Observation, true_positions: np.ndarray, *, progress=None) -> TickResult:
         """Feed one tick's reports to every attack and score what comes back."""
         eps = None if self._release is None else self._release.report_epsilon_per_km
         self.truth.record(obs.tick, true_positions, obs.pseudonyms, eps)
-        out: dict[str, list[Scores]] = {}
-        for label, attack in self.attacks.items():
-            out[label] = self._scored(label, self._checked(label, "observe", attack.observe(obs)))
+        out = self._each(
+            lambda label, attack: self._scored(
+                label, self._checked(label, "observe", attack.observe(obs))
+            )
+        )
         return TickResult(tick=obs.tick, scores=out)
 
     def finish(self) -> dict[str, list[Scores]]:
         """Whole-run estimates of every attack, scored."""
-        return {
-            label: self._scored(label, self._checked(label, "finish", attack.finish()))
-            for label, attack in self.attacks.items()
-        }
+        return self._each(
+            lambda label, attack: self._scored(
+                label, self._checked(label, "finish", attack.finish())
+            )
+        )
 
     def _scored(self, label: str, estimates) -> list[Scores]:
         scored = [score(e, self.truth, self.context.domain) for e in estimates]
@@ -153,7 +190,7 @@ class AttackSuite:
 
     def table(self) -> pd.DataFrame:
         """One row per (attack, tick about): the mean of every metric, and the users scored."""
-        return pd.DataFrame(self._rows)
+        return pd.DataFrame([row for row in self._rows if row["attack"] in self.attacks])
 
     def summary(self) -> pd.DataFrame:
         """One row per attack: metric means over all its scored (user, tick) values."""

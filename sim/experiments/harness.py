@@ -7,11 +7,18 @@ strategies as ``mdpsim run`` (``[attacks] report_probability``, the pseudonym st
 ``grant_true_mobility`` act as they do there). Repetition ``r`` runs seed ``scenario.seed + r``
 for every mechanism, so all mechanisms meet the same walks (common random numbers). The
 attacks' whole-run scores (Viterbi, places, linkage) are taken when the run ends.
+
+What succeeded is kept: a setting (mechanism, eps, repetition) that fails, or a plug-in attack
+that fails in one (then dropped from it), is one entry of ``failures`` (written to
+``failures.json`` beside the tables, like ``mdpsim batch``'s) and the rest goes on. Only when
+nothing succeeded is the first failure raised (a plug-in's mistake: one line, exit 2).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import traceback
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -57,16 +64,36 @@ def plan_of(scenario, *, mechanisms=None, epsilons=None, repetitions=None) -> Pl
         raise InputError(f"--repetitions={reps} must be >= 1")
     if not scenario.attacks.specs():
         raise InputError("attacks.run lists no attack that is switched on")
+    from mdpsim.attacks import AttackSuite
+
+    AttackSuite.from_specs(scenario.attacks.specs())  # an attack that cannot be built: now
     return Plan(mechanisms=list(names), epsilons=eps, repetitions=int(reps))
 
 
+@dataclass
+class Outcome:
+    """What :func:`evaluate` ran: one summary row per run and attack, the per-tick table, and
+    the failures (setting or attack -> its error text)."""
+
+    summary: pd.DataFrame
+    per_tick: pd.DataFrame
+    failures: dict[str, str] = field(default_factory=dict)
+
+    def __iter__(self):  # ``summary, per_tick = evaluate(...)``
+        return iter((self.summary, self.per_tick))
+
+
 def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool = False):
-    """Run the plan; ``(summary, per_tick)`` frames, one summary row per run and attack."""
+    """Run the plan; an :class:`Outcome` (unpacks as ``summary, per_tick``)."""
+    from mdpsim.attacks.suite import keep_going
+
     graph = load_graph(scenario)
     scenario = with_trace_counts(scenario, trace_fixes(scenario, graph))  # traces: the data's
     n_ticks = ticks or scenario.scenario.ticks
     summaries: list[pd.DataFrame] = []
     per_tick: list[pd.DataFrame] = []
+    failures: dict[str, str] = {}
+    first_error: Exception | None = None
     bar = None
     if progress:
         from tqdm import tqdm
@@ -87,11 +114,24 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
                             "scenario.ticks": n_ticks,
                         }
                     )
-                    model = PrivacyModel(varied, rng=seed, graph=graph, domain=domain)
-                    model.run(n_ticks, progress=None if bar is None else lambda _t: bar.update())
-                    suite = model.server.attacks
-                    assert suite is not None, "plan_of refuses a plan without attacks"
-                    suite.finish()
+                    where = f"mechanism {name} eps {eps:g} repetition {rep}"
+                    try:
+                        with keep_going():
+                            model = PrivacyModel(varied, rng=seed, graph=graph, domain=domain)
+                            model.run(
+                                n_ticks, progress=None if bar is None else lambda _t: bar.update()
+                            )
+                            suite = model.server.attacks
+                            assert suite is not None, "plan_of refuses a plan without attacks"
+                            suite.finish()
+                    except Exception as exc:  # noqa: BLE001 -- one setting must not stop the rest
+                        failures[where] = "".join(traceback.format_exception(exc))
+                        first_error = first_error or exc
+                        continue
+                    for label, line in suite.failed.items():
+                        failures[f"{where} attack {label}"] = line
+                    if not suite.attacks:
+                        continue
                     summary_frame = with_exploitability(suite.summary(), model.server.mechanism)
                     for frames, frame in ((summaries, summary_frame), (per_tick, suite.table())):
                         frames.append(
@@ -100,10 +140,20 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
     finally:
         if bar is not None:
             bar.close()
+    if not summaries:  # nothing succeeded: the first failure is the answer
+        if first_error is not None:
+            raise first_error
+        raise next(_failed(line) for line in failures.values())
     order = ["mechanism", "epsilon_per_km", "repetition", "attack"]
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary[order + [c for c in summary.columns if c not in order]]
-    return summary, pd.concat(per_tick, ignore_index=True)
+    return Outcome(summary, pd.concat(per_tick, ignore_index=True), failures)
+
+
+def _failed(line: str) -> Exception:
+    from mdpsim.errors import PluginError
+
+    return PluginError(line)
 
 
 def with_exploitability(summary: pd.DataFrame, mechanism) -> pd.DataFrame:
@@ -167,12 +217,25 @@ def heatmap(summary: pd.DataFrame, path, *, metric: str = "hit") -> None:
     plt.close(fig)
 
 
-def write_outputs(summary: pd.DataFrame, per_tick: pd.DataFrame, out, *, overwrite: bool):
-    """``attacks.parquet``, ``attacks_ticks.parquet``, ``attacks.md``, ``attack_success.png``,
-    written into a hidden sibling folder and renamed at the end; returns the paths."""
+def write_outputs(
+    summary: pd.DataFrame,
+    per_tick: pd.DataFrame,
+    out,
+    *,
+    overwrite: bool,
+    failures: dict[str, str] | None = None,
+):
+    """``attacks.parquet``, ``attacks_ticks.parquet``, ``attacks.md``, ``attack_success.png``
+    (and ``failures.json`` if anything failed), written into a hidden sibling folder and
+    renamed at the end; returns the paths."""
     out = new_folder(out, overwrite=overwrite)
     names = ["attacks.parquet", "attacks_ticks.parquet", "attacks.md", "attack_success.png"]
+    if failures:
+        names.append("failures.json")
     with atomic_folder(out) as tmp:
+        if failures:
+            text = json.dumps(failures, indent=2) + "\n"
+            (tmp / "failures.json").write_text(text, encoding="utf-8")
         summary.to_parquet(tmp / names[0], index=False)
         per_tick.to_parquet(tmp / names[1], index=False)
         (tmp / names[2]).write_text(success_markdown(summary) + "\n", encoding="utf-8")

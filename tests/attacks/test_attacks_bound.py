@@ -13,7 +13,7 @@ import pytest
 from mdpsim.attacks import AttackSuite, Context, Observation, Release
 from mdpsim.mechanisms import available, make
 from mdpsim.mechanisms.base import Mechanism, mechanism_class
-from mdpsim.sampling import sample_rows
+from mdpsim.privacy.sampling import sample_rows
 
 EPS = 4.0
 

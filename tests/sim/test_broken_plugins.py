@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mdpsim import attacks, mechanisms, strategies
@@ -164,11 +165,39 @@ def test_a_broken_mechanism_is_one_line_in_batch(corpus, world, tmp_path, capsys
 
 @pytest.mark.parametrize(("name", "why"), ATTACKS)
 def test_a_broken_attack_is_one_line_in_run_and_attack(corpus, world, tmp_path, capsys, name, why):
+    """``mdpsim attack`` alone keeps what succeeded (item 3): the other attack's tables are
+    written, the failure is in failures.json, exit 3. An attack that cannot be built is
+    refused before anything runs."""
     path = _write(tmp_path, world.raw(attacks={"run": ["bayes", _path(name)]}))
     out = tmp_path / "out"
     if name != "FinishRaises":  # mdpsim run scores per tick; finish is the harness's
         _refused(capsys, ["run", path, "--out", str(out)], why, out)
-    _refused(capsys, ["attack", path, "--out", str(out), "--no-progress"], why, out)
+    if name == "NoObserve":
+        _refused(capsys, ["attack", path, "--out", str(out), "--no-progress"], why, out)
+        return
+    assert main(["attack", path, "--out", str(out), "--no-progress"]) == 3
+    err = capsys.readouterr().err
+    assert f"failed: mechanism em eps 5 repetition 0 attack {_path(name)}: " in err and why in err
+    failures = json.loads((out / "failures.json").read_text())
+    assert list(failures) == [f"mechanism em eps 5 repetition 0 attack {_path(name)}"]
+    summary = pd.read_parquet(out / "attacks.parquet")
+    assert list(summary["attack"]) == ["bayes"]
+
+
+def test_attack_keeps_the_mechanisms_that_succeeded(corpus, world, tmp_path, capsys):
+    path = _write(tmp_path, world.raw())
+    out = tmp_path / "out"
+    flags = ["--mechanisms", "em,broken_plugins:FitRaises,laplace", "--no-progress"]
+    assert main(["attack", path, "--out", str(out), *flags]) == 3
+    err = capsys.readouterr().err
+    assert "failed: mechanism broken_plugins:FitRaises eps 5 repetition 0: mdpsim.errors.PluginError: " in err
+    summary = pd.read_parquet(out / "attacks.parquet")
+    assert sorted(set(summary["mechanism"])) == ["em", "laplace"]
+    failures = json.loads((out / "failures.json").read_text())
+    assert (
+        "_fit raised ValueError"
+        in failures["mechanism broken_plugins:FitRaises eps 5 repetition 0"]
+    )
 
 
 @pytest.mark.parametrize(("kind", "name", "why"), STRATEGIES)
