@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -167,17 +167,17 @@ class Mechanism(Component):
             if users is None:
                 raise InputError(f"{who} needs its users: fit(domain, users=<secret indices>)")
             idx = _checked_users(users, domain)
-            fitted = self._fit_users(domain, idx, rng)
-            if not (isinstance(fitted, tuple) and len(fitted) == 3):
+            with_uploads: Any = self._fit_users(domain, idx, rng)
+            if not (isinstance(with_uploads, tuple) and len(with_uploads) == 3):
                 raise contract_error(cls, "_fit_users must return (matrix, info, uploads)")
-            matrix, info, uploads = fitted
-            slots = getattr(uploads, "slot", None)
-            if not isinstance(uploads, Uploads) or np.shape(slots) != idx.shape:
+            matrix, info, uploads = with_uploads
+            if not isinstance(uploads, Uploads) or np.shape(uploads.slot) != idx.shape:
+                got = np.shape(uploads.slot) if isinstance(uploads, Uploads) else "no"
                 raise contract_error(
-                    cls, f"_fit_users gave {np.shape(slots)} upload slots for {idx.shape} users"
+                    cls, f"_fit_users gave {got} upload slots for {idx.shape} users"
                 )
         else:
-            fitted = self._fit(domain)
+            fitted: Any = self._fit(domain)
             if not (isinstance(fitted, tuple) and len(fitted) == 2):
                 raise contract_error(cls, "_fit must return (matrix, info dict)")
             matrix, info = fitted

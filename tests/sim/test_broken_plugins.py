@@ -190,7 +190,8 @@ def test_attack_keeps_the_mechanisms_that_succeeded(corpus, world, tmp_path, cap
     flags = ["--mechanisms", "em,broken_plugins:FitRaises,laplace", "--no-progress"]
     assert main(["attack", path, "--out", str(out), *flags]) == 3
     err = capsys.readouterr().err
-    assert "failed: mechanism broken_plugins:FitRaises eps 5 repetition 0: mdpsim.errors.PluginError: " in err
+    where = "mechanism broken_plugins:FitRaises eps 5 repetition 0"
+    assert f"failed: {where}: mdpsim.errors.PluginError: " in err
     summary = pd.read_parquet(out / "attacks.parquet")
     assert sorted(set(summary["mechanism"])) == ["em", "laplace"]
     failures = json.loads((out / "failures.json").read_text())
