@@ -156,7 +156,8 @@ def _check_attack_run(cls: type, attack: Any, n_users: int = 5, ticks: int = 4) 
         assert problem is None, f"{cls.__name__}.{method} returned {problem}"
 
     try:
-        attack.start(Context(domain=domain, n_users=n_users, seed=0))
+        reach_km = np.full(domain.n_x, float(domain.dist_xx.max()))  # any move is possible
+        attack.start(Context(domain=domain, n_users=n_users, reach_km=reach_km, seed=0))
         attack.release(Release(tick=1, mechanism=mech))
     except Exception as exc:
         raise AssertionError(f"{cls.__name__}: start/release raised {_original(exc)}") from exc

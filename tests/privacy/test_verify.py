@@ -312,7 +312,7 @@ def test_fit_refuses_a_matrix_over_part_of_the_domain(road_domain_small):
     d = road_domain_small
     sub = d.restrict(np.arange(0, d.n_x, 2))
     with pytest.raises(
-        PluginError, match=r"\(test_verify._Fixed\): the fit produced a .* matrix for a"
+        PluginError, match=r"test_verify:_Fixed: the fit produced a .* matrix for a"
     ):
         _Fixed(4.0, matrix=exponential_matrix(sub.dist_xy, 4.0)).fit(d)
     mech = _Fixed(4.0, matrix=exponential_matrix(d.dist_xy, 4.0)).fit(d)
