@@ -424,7 +424,7 @@ def _batch(args: argparse.Namespace) -> int:
 def _failed_exit(errors) -> int:
     """2 if any failure is a bad input or a plug-in's mistake (the same one line as a
     single run's), else 3 (partial: the failed ones are bugs or solver failures)."""
-    from mdpsim.batch import error_line
+    from mdpsim.experiments.batch import error_line
 
     for text in errors:
         line = error_line(text)
@@ -477,7 +477,7 @@ def _attack(args: argparse.Namespace) -> int:
     print(f"outputs          {', '.join(str(p) for p in paths)}")
     if not outcome.failures:
         return 0
-    from mdpsim.batch import error_line
+    from mdpsim.experiments.batch import error_line
 
     for where, text in outcome.failures.items():
         print(f"failed: {where}: {error_line(text)}", file=sys.stderr)
@@ -627,7 +627,7 @@ def _from_factory(spec: str, epsilon: float | None = None):
     if isinstance(factory, type) and issubclass(factory, Mechanism):  # a class: its epsilon
         if epsilon is None:
             raise InputError(f"mechanism={spec!r} is a Mechanism class: pass --epsilon")
-        from mdpsim.component import build
+        from mdpsim._core.component import build
 
         return build(factory, {"epsilon": epsilon})
     try:

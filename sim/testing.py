@@ -187,8 +187,8 @@ def check_strategy(cls: type, **params: Any) -> None:
 def _check_decisions(cls: type, strategy: Any, kind: str, n_users: int = 6) -> None:
     """A report policy's ``decide``, a pseudonym strategy's ``names`` and a refresh schedule's
     ``due`` return what the run accepts (their base's ``return_checks``) over a few ticks."""
-    from mdpsim.strategies.refresh import RefreshContext
-    from mdpsim.strategies.report import ReportContext
+    from mdpsim.agents.strategies.refresh import RefreshContext
+    from mdpsim.agents.strategies.report_policy import ReportContext
 
     checks = type(strategy).return_checks
     rng = np.random.default_rng(5)

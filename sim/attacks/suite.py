@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.component import contract_error, is_plugin
 from mdpsim.attacks.base import (
     Attack,
     Context,
@@ -41,7 +42,6 @@ from mdpsim.attacks.base import (
     make,
     score,
 )
-from mdpsim._core.component import contract_error, is_plugin
 from mdpsim.errors import InputError, PluginError
 
 _KEEP_GOING: ContextVar[bool] = ContextVar("attack_suite_keep_going", default=False)

@@ -57,7 +57,7 @@ import numpy as np
 from mdpsim._core.component import Component, contract_error, describe, is_plugin
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_epsilon
-from mdpsim.errors import InputError, PluginError, plain
+from mdpsim.errors import InputError, plain
 from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, certify, check_guarantee
 from mdpsim.privacy.sampling import sample_rows
 from mdpsim.privacy.verifier import ROW_SUM_TOL, PluginPrivacyViolation, PrivacyViolation

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdpsim.agents.strategies import PseudonymStrategy, RefreshSchedule, ReportPolicy
 from mdpsim.attacks import Attack, LocationEstimate
 from mdpsim.mechanisms import Mechanism
 from mdpsim.mechanisms.em import exponential_matrix
-from mdpsim.strategies import PseudonymStrategy, RefreshSchedule, ReportPolicy
 
 
 # ---------------------------------------------------------------------- mechanisms

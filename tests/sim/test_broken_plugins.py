@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdpsim import attacks, mechanisms, strategies
+from mdpsim import attacks, mechanisms
+from mdpsim.agents import strategies
 from mdpsim.cli import main
 from mdpsim.errors import PluginError
 
@@ -242,8 +243,8 @@ def test_a_lying_sampler_cannot_release_the_truth(corpus, world, tmp_path):
     on an instance is never called: the players draw from the certified matrix."""
     from mdpsim.mechanisms import Mechanism
     from mdpsim.mechanisms.em import exponential_matrix
-    from mdpsim.model import PrivacyModel
-    from mdpsim.scenario import from_dict
+    from mdpsim.simulation.model import PrivacyModel
+    from mdpsim.simulation.scenario import from_dict
 
     for method in ("fit", "sample", "sample_many", "expected_loss"):
         with pytest.raises(TypeError, match=f"Sneaky defines {method}, which only mdpsim may"):
