@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from mdpsim.errors import InputError, one_line, plain
+from mdpsim.errors import InputError, plain
 
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
@@ -563,9 +563,18 @@ def _dashboard(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from mdpsim.experiments.audit_target import audited_mechanism
     from mdpsim.privacy.audit import audit, mechanism_sampler
 
-    mech, label = _audited_mechanism(args)
+    mech, label = audited_mechanism(
+        args.mechanism,
+        epsilon=args.epsilon,
+        source=args.source,
+        network_type=args.network_type,
+        n_points=args.n_points,
+        metric=args.metric,
+        seed=args.seed,
+    )
     eps = args.epsilon if args.epsilon is not None else float(mech.epsilon)
     domain = mech.domain_
     result = audit(
@@ -583,63 +592,6 @@ def _audit(args: argparse.Namespace) -> int:
     for line in result.lines():
         print(line)
     return 0 if result.passed else EXIT_VIOLATION
-
-
-def _audited_mechanism(args: argparse.Namespace):
-    """The fitted mechanism named by ``args.mechanism`` and a label for it."""
-    from mdpsim.geo.domain import Domain
-    from mdpsim.geo.network import load_network
-    from mdpsim.mechanisms import make
-
-    if ":" not in args.mechanism:
-        mech = make(args.mechanism, epsilon=4.0 if args.epsilon is None else args.epsilon)
-    else:
-        mech = _from_factory(args.mechanism, args.epsilon)
-        if hasattr(mech, "domain_"):  # fitted: audited on the domain it was fitted to
-            return mech, f"{args.mechanism} (fitted by the factory)"
-        if args.epsilon is None and not hasattr(mech, "epsilon"):
-            raise InputError(f"mechanism={args.mechanism!r} has no .epsilon: pass --epsilon")
-    G = load_network(args.source, network_type=args.network_type)
-    domain = Domain.from_network(G, n_points=args.n_points, metric=args.metric, seed=args.seed)
-    return mech.fit(domain), f"{args.mechanism} ({args.metric})"
-
-
-def _from_factory(spec: str, epsilon: float | None = None):
-    """Call ``MODULE:FACTORY`` (imported from the current folder or the installed packages)
-    and check that it returned something the auditor can sample; a Mechanism subclass is
-    built with ``epsilon``."""
-    import importlib
-    import os
-
-    module_name, _, attr = spec.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except Exception as exc:  # the user's module: any failure is a bad argument
-        raise InputError(
-            f"mechanism={spec!r}: cannot import it ({one_line(exc)}); use MODULE:FACTORY"
-        ) from exc
-    if not callable(factory):
-        raise InputError(f"mechanism={spec!r}: {attr} is not callable; use MODULE:FACTORY")
-    from mdpsim.mechanisms import Mechanism
-
-    if isinstance(factory, type) and issubclass(factory, Mechanism):  # a class: its epsilon
-        if epsilon is None:
-            raise InputError(f"mechanism={spec!r} is a Mechanism class: pass --epsilon")
-        from mdpsim._core.component import build
-
-        return build(factory, {"epsilon": epsilon})
-    try:
-        mech = factory()
-    except Exception as exc:
-        raise InputError(f"mechanism={spec!r}: the factory raised {one_line(exc)}") from exc
-    if not hasattr(mech, "sample_many") or not (hasattr(mech, "fit") or hasattr(mech, "domain_")):
-        raise InputError(
-            f"mechanism={spec!r}: the factory returned {type(mech).__name__}, not a mechanism "
-            "(needs sample_many and fit, or a fitted domain_)"
-        )
-    return mech
 
 
 if __name__ == "__main__":
