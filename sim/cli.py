@@ -18,11 +18,13 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from mdpsim.errors import InputError, plain
+from mdpsim.experiments.plugins import installed_version
 
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
 TRACEBACK_ENV = "MDPSIM_TRACEBACK"
+BAD_ROWS_SHOWN = 20  # bad-row lines printed; all of them are in summary.json
 DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
 SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
 STRICT_HELP = "refuse a traces file with any bad row (exit 2) instead of dropping the bad rows"
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Metric differential privacy for mobile users on real road networks.",
         epilog="exit codes: 0 ok, 1 audit violation, 2 bad input or plug-in, 3 partial",
     )
-    parser.add_argument("--version", action="version", version=f"mdpsim {_version()}")
+    parser.add_argument("--version", action="version", version=f"mdpsim {installed_version()}")
     parser.add_argument(
         "--traceback",
         action="store_true",
@@ -192,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
         "gap (repeatable; lp_medoids, which gives the bound, and em are always shown)",
     )
 
+    sub.add_parser("plugins", help="list the installed plug-ins; a broken one with its error")
+
     p = sub.add_parser("dashboard", help="start the Streamlit dashboard (live runs, batches)")
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     p.add_argument(
@@ -239,15 +243,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
-def _version() -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("mdpsim")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def _scenario(args: argparse.Namespace):
     """The command's scenario (a path, a packaged name or a Scenario), ``--strict`` applied;
     a traces file is read once here so that its bad rows are told before anything runs."""
@@ -266,9 +261,7 @@ def _scenario(args: argparse.Namespace):
         warnings.simplefilter("ignore")  # told below, one line per bad row
         fixes = trace_fixes(scenario, load_graph(scenario))
     assert fixes is not None, "source = 'traces'"
-    for line in fixes.report.lines:
-        print(f"bad row: {line}", file=sys.stderr)
-    print(fixes.report.summary(), file=sys.stderr)
+    print("\n".join(fixes.report.told(BAD_ROWS_SHOWN)), file=sys.stderr)
     return scenario
 
 
@@ -536,6 +529,14 @@ def _report(args: argparse.Namespace) -> int:
 
     for path in write_report(args.store, args.out):
         print(path)
+    return 0
+
+
+@command("plugins")
+def _plugins(args: argparse.Namespace) -> int:
+    from mdpsim.experiments.plugins import plugin_table
+
+    print(plugin_table())
     return 0
 
 

@@ -97,6 +97,11 @@ def tables(model: PrivacyModel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
             for k in names
         }
     )
+    if len(users_df):  # each user's id as written in its traces file (synthetic: the index)
+        traces = model.world.traces
+        user = users_df["user"].to_numpy(dtype=np.int64)
+        ids = user if traces is None else traces.user_ids[user]
+        users_df.insert(list(users_df.columns).index("user") + 1, "user_id", ids)
     return ticks_df, users_df, pd.DataFrame(model.log.timings)
 
 

@@ -196,8 +196,14 @@ def certify(
     if isinstance(guarantee, NoGuarantee):
         return None
     if guarantee.kind != "pure":
+        parts = guarantee.parts if isinstance(guarantee, Composition) else (guarantee,)
+        what = (
+            "a PmDP guarantee"
+            if any(isinstance(p, PMDP) for p in parts)
+            else f"a {type(guarantee).__name__} of kind {guarantee.kind!r}, not 'pure',"
+        )
         raise PrivacyViolation(
-            f"{who} states {guarantee} for its released matrix: a PmDP guarantee cannot be "
+            f"{who} states {guarantee} for its released matrix: {what} cannot be "
             "certified exactly, and every released matrix must be; state a pure one"
         )
     eps = guarantee.epsilon_per_km

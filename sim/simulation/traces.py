@@ -5,13 +5,18 @@ Parquet timestamp) and either ``lat`` / ``lon`` (WGS 84) or ``x`` / ``y`` in a n
 (``[mobility] crs``). :func:`read_fixes` checks every row and says what is wrong with each bad
 one in one line naming the row (1-based, data rows) and the column:
 
-* a missing value, or a value that is not a (finite) number or a time;
+* a missing value, or a value that is not a (finite) number or a time of the column's kind
+  (the column's first value decides: seconds, or ISO 8601 / Parquet timestamps): a number
+  among times, a time among seconds, a time zone that cannot be read, a year outside
+  :data:`YEARS` (what a nanosecond timestamp holds);
 * a fix outside the network's extent (the bounding box of its nodes, plus
   :data:`EXTENT_MARGIN_M`);
 * a time going back, or repeating, within a user (against the user's latest good fix).
 
-Strict mode refuses a file with any bad row; otherwise the bad rows are dropped and counted
-(:class:`TraceReport`, printed by the CLI, recorded in summary.json, warned about in Python).
+ISO times without a time zone are read as UTC, and the report says so once
+(:attr:`TraceReport.notes`). Strict mode refuses a file with any bad row; otherwise the bad
+rows are dropped and counted (:class:`TraceReport`, printed by the CLI, recorded in
+summary.json, warned about in Python).
 
 :meth:`Fixes.walks` snaps every fix to the nearest secret of the domain (a KD-tree in the
 network's projected CRS: the secrets are points on the roads, so the snap is the map match;
@@ -19,13 +24,17 @@ docs/traces.md has the measurements against two map-matchers) and resamples to t
 ``t`` (1-based) is at ``t0 + (t - 1) tick_seconds``, ``t0`` the earliest good fix, and a user is
 before its first fix at its first, after its last at its last, and in between walks the
 shortest road path between two fixes (``resample = "road"``) or waits at the fix nearest in
-time (``"nearest"``). Users (sorted ids) and ticks (up to the latest fix) come from the data.
+time (``"nearest"``). Users and ticks (up to the latest fix) come from the data: user ``u`` of
+a run is ``Fixes.user_ids[u]``, the id as written in the file (users.parquet's ``user_id``, the
+exports' ``user``). Ids that are all integers (numbers, or text such as ``12``; not ``007``)
+are int64 and ordered as numbers; any other ids are text, ordered as text.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +54,10 @@ MAX_TICK_CELLS = 100_000_000
 SHOWN_LINES = 5
 #: The origin of tick times when a run has no traces (exports stamp tick t at origin + t-1 ticks).
 SYNTHETIC_ORIGIN = pd.Timestamp("1970-01-01T00:00:00Z")
-TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet")
+TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet", ".geojson")
+#: The years a time may lie in (first, last): the range of a nanosecond timestamp.
+YEARS = (1678, 2261)
+NAIVE_NOTE = "times without a time zone were read as UTC (add Z or +HH:MM to say otherwise)"
 WGS84 = "EPSG:4326"
 
 
@@ -62,6 +74,7 @@ class TraceReport:
     n_kept: int
     lines: tuple[str, ...] = ()  # one per bad row, in row order
     n_filtered: int = 0  # rows of another trace kind (an mdpsim export's reported rows)
+    notes: tuple[str, ...] = ()  # what the reading assumed, said once (naive times: UTC)
 
     @property
     def n_dropped(self) -> int:
@@ -76,6 +89,15 @@ class TraceReport:
             f"{self.n_dropped} bad rows dropped{other}"
         )
 
+    def told(self, shown: int) -> list[str]:
+        """What the CLI prints: the first ``shown`` bad rows, how many more, the notes, the
+        summary (all the bad rows are in summary.json)."""
+        lines = [f"bad row: {line}" for line in self.lines[:shown]]
+        if len(self.lines) > shown:
+            more = len(self.lines) - shown
+            lines.append(f"bad row: ... and {more} more (all in summary.json's traces.bad_rows)")
+        return [*lines, *(f"note: {note}" for note in self.notes), self.summary()]
+
     def as_dict(self) -> dict:
         """For summary.json."""
         return {
@@ -84,6 +106,8 @@ class TraceReport:
             "fixes_kept": self.n_kept,
             "bad_rows_dropped": self.n_dropped,
             "other_trace_rows_skipped": self.n_filtered,
+            "notes": list(self.notes),
+            "bad_rows": list(self.lines),
         }
 
 
@@ -91,7 +115,7 @@ class TraceReport:
 class Fixes:
     """The good fixes of a traces file, in the network's projected CRS, by user and time."""
 
-    user_ids: np.ndarray  # (U,) the data's ids, sorted
+    user_ids: np.ndarray  # (U,) the data's ids: int64 in numeric order, or text (module docstring)
     user: np.ndarray  # (F,) index into user_ids
     seconds: np.ndarray  # (F,) since origin
     xy: np.ndarray  # (F, 2) metres, the network's CRS
@@ -237,12 +261,37 @@ def read_table(path: Path) -> pd.DataFrame:
     name = path.name.lower()
     try:
         if name.endswith(".csv"):
-            return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            return _read_csv(path)
         if name.endswith((".parquet", ".geoparquet")):
             return pd.read_parquet(path)
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        if name.endswith(".geojson"):  # an mdpsim export: its lon/lat and time properties
+            import geopandas as gpd
+
+            return pd.DataFrame(gpd.read_file(path).drop(columns="geometry"))
+    except (OSError, ValueError, RuntimeError, pd.errors.ParserError) as exc:
         raise InputError(f"traces file {str(path)!r} cannot be read: {exc}") from None
     raise InputError(f"field mobility.path = {str(path)!r} must end in {', '.join(TRACE_SUFFIXES)}")
+
+
+#: Marks, in its first cell, a CSV row with the wrong number of fields (then one bad row).
+MALFORMED = "\x00malformed row: "
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A CSV as text; a row with more or fewer fields than the header is kept as one row whose
+    first cell says so (:data:`MALFORMED`), so it is one bad row, not a refused file."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    except pd.errors.ParserError:  # a malformed row: read again, the slow way, marking it
+        n = len(pd.read_csv(path, nrows=0).columns)
+
+        def mark(fields: list[str]) -> list[str]:
+            return [f"{MALFORMED}{len(fields)} fields, the header has {n}"] + [""] * (n - 1)
+
+        return pd.read_csv(
+            path, dtype=str, keep_default_na=False, na_values=[""], engine="python",
+            on_bad_lines=mark,
+        )  # fmt: skip
 
 
 def coordinate_columns(table: pd.DataFrame, path: Path, crs: str) -> tuple[str, str, str]:
@@ -307,6 +356,9 @@ def read_fixes(
             if i not in problems:
                 problems[i] = make_line(i)
 
+    first_cells = table.iloc[:, 0].astype(str)
+    malformed = first_cells.str.startswith(MALFORMED).to_numpy()
+    flag(malformed, lambda i: f"row {rows[i]}: {first_cells.iloc[i][len(MALFORMED) :]}")
     raw_user = table["user"]
     flag(raw_user.isna().to_numpy(), lambda i: f"row {rows[i]}, column user: missing value")
     coords = {}
@@ -320,7 +372,7 @@ def read_fixes(
                 f"row {rows[i]}, column {col}: {table[col].iloc[i]!r} is not a finite number"
             ),
         )
-    seconds, origin, bad_time, missing_time, kind = _times(table["time"])
+    seconds, origin, bad_time, missing_time, kind, naive = _times(table["time"])
     flag(missing_time, lambda i: f"row {rows[i]}, column time: missing value")
     flag(
         bad_time,
@@ -361,7 +413,8 @@ def read_fixes(
             f"traces file {str(path)!r} has no good fix"
             + (f" ({len(lines)} bad rows: {shown})" if lines else "")
         )
-    report = TraceReport(str(path), n_rows, int(good.sum()), lines, n_filtered)
+    notes = (NAIVE_NOTE,) if naive else ()
+    report = TraceReport(str(path), n_rows, int(good.sum()), lines, n_filtered, notes)
     if lines:
         warnings.warn(f"{report.summary()}: {shown}", TraceWarning, stacklevel=2)
     return _fixes(raw_user[good], seconds[good], xy[good], origin, report)
@@ -376,28 +429,37 @@ def _numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _times(column: pd.Series):
-    """``(seconds since the earliest, origin timestamp or None, bad, missing, kind)``.
+    """``(seconds since the earliest, origin timestamp or None, bad, missing, kind, naive)``.
 
     The column's first value decides its kind: a number (seconds) or a time (ISO 8601 text
-    or a timestamp column); a value of the other kind is bad."""
+    or a timestamp column); a value of the other kind, a time zone that cannot be read or a
+    year outside :data:`YEARS` is bad. ``naive``: some time had no time zone (read as UTC)."""
     missing = column.isna().to_numpy()
     numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     present = np.nonzero(~missing)[0]
     if pd.api.types.is_datetime64_any_dtype(column):
+        naive = getattr(column.dtype, "tz", None) is None and bool(len(present))
         stamps = pd.to_datetime(column, utc=True)
     elif not len(present) or np.isfinite(numbers[present[0]]):
-        return numbers, None, ~missing & ~np.isfinite(numbers), missing, "a number of seconds"
+        bad = ~missing & ~np.isfinite(numbers)
+        return numbers, None, bad, missing, "a number of seconds", False
     else:
-        stamps = pd.to_datetime(column, utc=True, errors="coerce", format="ISO8601")
-    ns = stamps.to_numpy(dtype="datetime64[ns]")
-    ok = ~np.isnat(ns)
+        text = column.astype(str).str.strip()
+        stamps = pd.to_datetime(text.where(~missing), utc=True, errors="coerce", format="ISO8601")
+        zoned = text.str.contains(r"(?:Z|[T ]\d.*[+-]\d\d(?::?\d\d)?)$", case=False, regex=True)
+        naive = bool((stamps.notna() & ~zoned).any())
+    lo = pd.Timestamp(f"{YEARS[0]}-01-01", tz="UTC")
+    hi = pd.Timestamp(f"{YEARS[1]}-12-31T23:59:59", tz="UTC")
+    ok = (stamps.notna() & (stamps >= lo) & (stamps <= hi)).to_numpy()
     seconds = np.full(len(column), np.nan)
     origin = None
     if ok.any():
-        first = ns[ok].min()
+        ns = stamps[ok].to_numpy(dtype="datetime64[ns]")
+        first = ns.min()
         origin = pd.Timestamp(first).tz_localize("UTC")
-        seconds[ok] = (ns[ok] - first).astype(np.int64) / 1e9
-    return seconds, origin, ~missing & ~ok, missing, "an ISO 8601 time"
+        seconds[ok] = (ns - first).astype(np.int64) / 1e9
+    kind = f"an ISO 8601 time in the years {YEARS[0]}-{YEARS[1]}"
+    return seconds, origin, ~missing & ~ok, missing, kind, naive
 
 
 def _project(a: np.ndarray, b: np.ndarray, crs: str, graph_crs: str) -> np.ndarray:
@@ -447,11 +509,7 @@ def _flag_time_order(raw_user, seconds, good, rows, raw_time, flag) -> None:
 
 def _fixes(raw_user: pd.Series, seconds, xy, origin, report: TraceReport) -> Fixes:
     """Sort the good fixes by user then time; times from the earliest good fix."""
-    ids = raw_user.to_numpy()
-    try:
-        user_ids, user = np.unique(ids, return_inverse=True)
-    except TypeError:  # mixed types (numbers and text): ids compared as text
-        user_ids, user = np.unique(ids.astype(str), return_inverse=True)
+    user_ids, user = np.unique(_ids(raw_user.to_numpy()), return_inverse=True)
     start = float(seconds.min())
     shifted = seconds - start
     if origin is not None:
@@ -466,6 +524,20 @@ def _fixes(raw_user: pd.Series, seconds, xy, origin, report: TraceReport) -> Fix
         origin_s=start,
         report=report,
     )
+
+
+def _ids(ids: np.ndarray) -> np.ndarray:
+    """The users' ids as int64 if every one is an integer written plainly (``12``, ``-3``,
+    a Parquet integer), else as text (module docstring)."""
+    if ids.dtype.kind in "iu":
+        return ids.astype(np.int64)
+    text = np.array([str(v) for v in ids], dtype=object)
+    if len(text) and all(_PLAIN_INT.fullmatch(t) for t in text):
+        return np.array([int(t) for t in text], dtype=np.int64)
+    return text.astype(str)
+
+
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9]\d{0,17})")
 
 
 class TracePopulation:

@@ -6,6 +6,7 @@ network entry point that raises, written here."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -84,6 +85,8 @@ def corpus(tmp_path_factory):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-net\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[mdpsim.networks]\nbroken_net = broken_plugins:no_network\n"
+        "[mdpsim.mechanisms]\ngood_mech = broken_plugins:FitRaises\n"
+        "bad_mech = import_error:Anything\n"
     )
     sys.path[:0] = [str(HERE), str(extra)]
     registries = [mechanisms.base._MECHANISMS, attacks.base._ATTACKS,
@@ -267,3 +270,46 @@ def test_a_lying_sampler_cannot_release_the_truth(corpus, world, tmp_path):
             model.server.collect_reports(np.ones(40, dtype=bool))
     finally:
         mechanisms.base._MECHANISMS._classes.pop("patches_itself")
+
+
+def test_plugins_lists_every_discovered_component(corpus, capsys):
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"good_mech +mechanism +broken-net +broken_plugins:FitRaises +ok", out), out
+    bad = [line for line in out.splitlines() if line.startswith("bad_mech ")]
+    assert len(bad) == 1 and re.match(r"bad_mech +mechanism +broken-net +import_error:", bad[0])
+    assert "error: mechanism 'bad_mech' (entry point import_error:Anything) cannot be " in bad[0]
+    assert "ModuleNotFoundError" in bad[0]
+    assert re.search(r"broken_net +network +broken-net +broken_plugins:no_network", out), out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and re.fullmatch(r"mdpsim \S+\n", capsys.readouterr().out)
+
+
+def test_a_guarantee_refused_for_its_type_is_named_as_what_it_is(helsinki_test_walk):
+    from mdpsim.geo.domain import Domain
+    from mdpsim.mechanisms import Mechanism
+    from mdpsim.mechanisms.em import exponential_matrix
+    from mdpsim.privacy import PrivacyViolation
+    from mdpsim.privacy.guarantees import PureMDP
+
+    class Odd(PureMDP):
+        kind = "odd"  # a PureMDP that says it is something else
+
+    class SaysOdd(Mechanism):
+        def _fit(self, domain):
+            return exponential_matrix(domain.dist_xy, self.epsilon), {}
+
+        @property
+        def report_guarantee(self):
+            return Odd(self.epsilon)
+
+    domain = Domain.from_network(helsinki_test_walk, n_points=20, seed=1)
+    with pytest.raises(
+        PrivacyViolation, match="a Odd of kind 'odd', not 'pure', cannot be"
+    ) as info:
+        SaysOdd(4.0).fit(domain)
+    assert "PmDP" not in str(info.value)

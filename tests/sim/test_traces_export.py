@@ -91,14 +91,16 @@ def test_geojson_is_lon_lat_feature_collection_with_the_same_points(exported):
     assert np.allclose(a.lon, b.lon) and list(a.trace) == list(b.trace)
 
 
-def test_round_trip_true_traces_land_on_their_secrets(exported):
+@pytest.mark.parametrize("name", ["t.parquet", "t.geojson"])
+def test_round_trip_true_traces_land_on_their_secrets(exported, name):
     tmp, users = exported
-    (tmp / "replay.toml").write_text(TOML + '[mobility]\nsource = "traces"\npath = "t.parquet"\n')
-    assert main(["run", str(tmp / "replay.toml"), "--out", str(tmp / "c")]) == 0
-    again = pd.read_parquet(tmp / "c" / "users.parquet")
+    (tmp / "replay.toml").write_text(TOML + f'[mobility]\nsource = "traces"\npath = "{name}"\n')
+    out = tmp / f"c-{name}"
+    assert main(["run", str(tmp / "replay.toml"), "--out", str(out)]) == 0
+    again = pd.read_parquet(out / "users.parquet")
     same = (again["secret"].to_numpy() == users["secret"].to_numpy()).mean()
     assert same >= 0.99, same
-    summary = json.loads((tmp / "c" / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
     assert summary["traces"]["fixes_kept"] == len(users)
     assert summary["traces"]["bad_rows_dropped"] == 0
     assert summary["traces"]["other_trace_rows_skipped"] > 0  # reported, estimated: not read
