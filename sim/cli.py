@@ -567,15 +567,15 @@ def _audit(args: argparse.Namespace) -> int:
     from mdpsim.experiments.audit_target import audited_mechanism
     from mdpsim.privacy.audit import audit, mechanism_sampler
 
-    mech, label = audited_mechanism(
-        args.mechanism,
-        epsilon=args.epsilon,
-        source=args.source,
-        network_type=args.network_type,
-        n_points=args.n_points,
-        metric=args.metric,
-        seed=args.seed,
-    )
+    def built():  # the audited domain, unless the factory fitted the mechanism
+        from mdpsim.geo.domain import Domain
+        from mdpsim.geo.network import load_network
+
+        G = load_network(args.source, network_type=args.network_type)
+        return Domain.from_network(G, n_points=args.n_points, metric=args.metric, seed=args.seed)
+
+    mech, label = audited_mechanism(args.mechanism, epsilon=args.epsilon, domain=built)
+    label = label.replace("{metric}", args.metric)
     eps = args.epsilon if args.epsilon is not None else float(mech.epsilon)
     domain = mech.domain_
     result = audit(

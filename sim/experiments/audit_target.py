@@ -5,25 +5,16 @@ docs/reliability.md. Every mistake of the user's module is one InputError line."
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from mdpsim.errors import InputError, one_line
 
 
-def audited_mechanism(
-    spec: str,
-    *,
-    epsilon: float | None,
-    source: str,
-    network_type: str,
-    n_points: int,
-    metric: str,
-    seed: int,
-):
+def audited_mechanism(spec: str, *, epsilon: float | None, domain: Callable[[], Any]):
     """The fitted mechanism ``spec`` names (a registered name or ``MODULE:FACTORY``) and a
-    label for it; fitted on the domain the network arguments describe unless the factory
-    fitted it."""
-    from mdpsim.geo.domain import Domain
-    from mdpsim.geo.network import load_network
+    label for it (``{metric}`` where the domain's metric goes); fitted on ``domain()`` unless
+    the factory fitted it."""
     from mdpsim.mechanisms import make
 
     if ":" not in spec:
@@ -34,9 +25,7 @@ def audited_mechanism(
             return mech, f"{spec} (fitted by the factory)"
         if epsilon is None and not hasattr(mech, "epsilon"):
             raise InputError(f"mechanism={spec!r} has no .epsilon: pass --epsilon")
-    G = load_network(source, network_type=network_type)
-    domain = Domain.from_network(G, n_points=n_points, metric=metric, seed=seed)
-    return mech.fit(domain), f"{spec} ({metric})"
+    return mech.fit(domain()), f"{spec} ({{metric}})"
 
 
 def from_factory(spec: str, epsilon: float | None = None):
