@@ -69,9 +69,11 @@ def strategy_names(scenario: Scenario) -> dict[str, str]:
 def with_strategies(base: Scenario, names: dict[str, str]) -> Scenario:
     """``base`` running the picked strategies; a kind whose name is unchanged keeps its spec.
 
-    A new budget policy keeps the page's budget (``users.budget_rho_per_km2``) where it has
-    one (cgp, renewing), a new ``every`` schedule keeps ``mechanism.refresh_every_ticks``.
-    Raises :class:`~mdpsim.errors.InputError` for a name that is not registered.
+    A new strategy of a kind with a shorthand (``scenario.SHORTHANDS``: the budget's
+    ``users.budget_rho_per_km2``, the refresh's ``mechanism.refresh_every_ticks``) keeps the
+    page's value when it takes that parameter (read from the registry), and the shorthand
+    goes back to its default. Raises :class:`~mdpsim.errors.InputError` for a name that is
+    not registered.
     """
     current = strategy_names(base)
     changes: dict = {}
@@ -83,14 +85,12 @@ def with_strategies(base: Scenario, names: dict[str, str]) -> Scenario:
         if name == current[kind]:
             continue
         spec: str | dict = name
-        if kind == "budget":
-            if name in ("cgp", "renewing"):
-                spec = {"name": name, "rho_per_km2": base.users.budget_rho_per_km2}
-            changes["users.budget_rho_per_km2"] = _default("users", "budget_rho_per_km2")
-        elif kind == "refresh":
-            if name == "every":
-                spec = {"name": name, "ticks": base.mechanism.refresh_every_ticks}
-            changes["mechanism.refresh_every_ticks"] = _default("mechanism", "refresh_every_ticks")
+        for table, field, shorthand_kind, param in scenario_mod.SHORTHANDS:
+            if shorthand_kind != kind:
+                continue
+            if param in REGISTRIES[kind].get(name).param_names():
+                spec = {"name": name, param: getattr(getattr(base, table), field)}
+            changes[f"{table}.{field}"] = _default(table, field)
         REGISTRIES[kind].from_spec(spec)  # an unknown name fails here, with the choices
         changes[f"strategies.{kind}"] = spec
     return base.replace(**changes) if changes else base

@@ -275,6 +275,13 @@ class Domain:
             return self._road_pairs
         return implied_free_pairs(self.dist_xx)
 
+    @property
+    def verified_pairs(self) -> np.ndarray | None:
+        """The pairs the exact verifier checks a matrix on (``verify(..., pairs=)``): road
+        metric, :attr:`constraint_pairs` (few, exact by chaining); lp norms, ``None`` (every
+        pair: almost every pair chains there, so the full check costs no more)."""
+        return self.constraint_pairs if self.metric == "road" else None
+
     def summary_lines(self) -> list[str]:
         """Human-readable lines for the CLI."""
         pairs = self.constraint_pairs

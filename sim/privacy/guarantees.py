@@ -207,8 +207,7 @@ def certify(
             "certified exactly, and every released matrix must be; state a pure one"
         )
     eps = guarantee.epsilon_per_km
-    pairs = domain.constraint_pairs if domain.metric == "road" else None
-    result = verify(matrix, domain.dist_xx, eps, pairs=pairs)
+    result = verify(matrix, domain.dist_xx, eps, pairs=domain.verified_pairs)
     if not result.smallest_epsilon <= eps * (1 + CERTIFY_RTOL):
         raise PrivacyViolation(f"{who} released a matrix that is not {eps:g}/km-mDP: {result}")
     return result.smallest_epsilon

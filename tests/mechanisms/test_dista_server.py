@@ -110,7 +110,7 @@ def test_same_seed_gives_same_matrix(fitted, road_domain_small):
 
 @pytest.mark.parametrize("upload", ["none", "location"])
 def test_pure_modes_compose_exactly_and_verify_over_x(upload, road_domain_small):
-    mech = make("dista_lp", epsilon=6.0, upload=upload, tile_size=20, sweeps=1)
+    mech = make("dista_lp", epsilon=6.0, upload=upload)
     mech.fit(road_domain_small, users=THREE_USERS)
     g, up, rep = mech.guarantee, mech.upload_guarantee, mech.report_guarantee
     assert g.kind == rep.kind == "pure" and g.epsilon_per_km == pytest.approx(6.0)
@@ -153,8 +153,8 @@ def test_the_default_planner_is_the_best_measured_one_for_the_mode(
 
 
 def test_the_matrix_does_not_depend_on_the_true_locations_without_uploads(road_domain_small):
-    a = make("dista_lp", epsilon=6.0, tile_size=20, sweeps=1)
-    b = make("dista_lp", epsilon=6.0, tile_size=20, sweeps=1)
+    a = make("dista_lp", epsilon=6.0)
+    b = make("dista_lp", epsilon=6.0)
     np.testing.assert_array_equal(
         a.fit(road_domain_small, users=np.array([0, 5])).matrix_,
         b.fit(road_domain_small, users=np.array([7, 30, 31])).matrix_,
@@ -162,7 +162,7 @@ def test_the_matrix_does_not_depend_on_the_true_locations_without_uploads(road_d
 
 
 def test_fit_leaves_public_parameters_unchanged(road_domain_small):
-    mech = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1)
+    mech = make("dista_lp", epsilon=6.0, upload="location")
     before = mech.get_params()
     mech.fit(road_domain_small, users=THREE_USERS[:2])
     assert mech.get_params() == before
@@ -187,7 +187,9 @@ def test_fit_leaves_public_parameters_unchanged(road_domain_small):
         ({"gap": 0.0}, "gap"),
         ({"margin": 0.9}, "margin"),
         ({"gamma_km": -1.0}, "gamma"),
-        ({"tile_size": 1}, "tile_size"),
+        ({"planner": "blocks", "tile_size": 1}, "tile_size"),
+        ({"tile_size": 20}, "tile_size applies to planner='blocks' only"),
+        ({"upload": "location", "sweeps": 1}, "sweeps applies to planner='blocks' only"),
         ({"planner": "simplex"}, "planner"),
         ({"upload": "strict", "planner": "lp_medoids"}, "planner"),
     ],
@@ -214,15 +216,15 @@ def test_uploading_modes_need_a_user(road_domain_small):
 
 
 def test_users_sharing_a_secret_share_one_upload(road_domain_small):
-    mech = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1)
+    mech = make("dista_lp", epsilon=6.0, upload="location")
     mech.fit(road_domain_small, users=np.array([7, 3, 7, 12]))
     np.testing.assert_array_equal(mech.info_["users"], [3, 7, 12])
     np.testing.assert_array_equal(mech.uploads_.slot, [1, 0, 1, 2])
-    drawn = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1)
+    drawn = make("dista_lp", epsilon=6.0, upload="location")
     users = np.array([3, 7])
     drawn.fit(road_domain_small, users=users, rng=np.random.default_rng(1))
     same_seed = int(np.random.default_rng(1).integers(2**31))
-    again = make("dista_lp", epsilon=6.0, upload="location", tile_size=20, sweeps=1, seed=same_seed)
+    again = make("dista_lp", epsilon=6.0, upload="location", seed=same_seed)
     again.fit(road_domain_small, users=users)
     np.testing.assert_array_equal(drawn.matrix_, again.matrix_)  # seed drawn from the rng
     assert drawn.get_params()["seed"] is None

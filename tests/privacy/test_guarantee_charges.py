@@ -36,7 +36,7 @@ def _model(make_scenario, name: str, domain, graph, budget: dict, **extra) -> Pr
 
 
 # DistA-LP's upload modes state different upload guarantees (none, pure, PmDP)
-STRICT = {"upload": "strict", **CHEAP_STRICT}
+STRICT = {"upload": "strict", **CHEAP_STRICT, "tile_size": 20, "sweeps": 1}
 UPLOADS = {"location": {"upload": "location"}}
 CASES = [
     *(pytest.param(name, {}, id=name) for name in available()),

@@ -54,6 +54,13 @@ def test_old_shorthands_still_load_and_mean_what_they_meant(world):
     assert built.refresh.name == "every" and built.refresh.ticks == 3
     with pytest.raises(InputError, match="keep strategies.budget and drop users.budget_rho"):
         world(strategies={"budget": "pure_gp"}, users={"budget_rho_per_km2": 5.0})
+    with pytest.raises(InputError, match="keep strategies.pseudonyms and drop attacks.pseudonym"):
+        world(
+            strategies={"pseudonyms": {"name": "change_at", "tick": 9}},
+            attacks={"pseudonym_change_tick": 5},
+        )
+    with pytest.raises(InputError, match="keep strategies.refresh and drop mechanism.refresh"):
+        world(strategies={"refresh": "on_release"}, mechanism={"refresh_every_ticks": 2})
     renewing = world(strategies={"budget": {"name": "renewing", "window_ticks": 4}})
     assert renewing.replace(**{"users.count": 3}).strategies.budget == renewing.strategies.budget
 

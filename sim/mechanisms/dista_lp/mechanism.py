@@ -74,7 +74,8 @@ class DistALP(Mechanism):
         Users' random choices (permutations, noise, released locations; ``None``: drawn from
         the ``rng`` given to ``fit``, else 0).
     tile_size, n_near, sweeps
-        The blocks planner (planner.py); ``None``: 40, 15, 2.
+        The blocks planner (planner.py); ``None``: 40, 15, 2. Refused under the
+        ``"lp_medoids"`` planner, which has no tiles.
     upload_share, eps_dx, ..., release_neighbours
         The scheme's own parameters (uploads/location.py, uploads/surrogate.py,
         uploads/strict.py, uploads/paper.py); ``None``: not given (the scheme's default). A
@@ -90,7 +91,7 @@ class DistALP(Mechanism):
     calibrations: ClassVar[CalibrationCache] = CalibrationCache()
     #: The upload schemes by mode (a subclass may swap one, e.g. a noise-free ablation).
     schemes: ClassVar[dict[str, type[UploadScheme]]] = SCHEMES
-    conformance_params: ClassVar[dict] = {"tile_size": 20, "sweeps": 1}
+    conformance_params: ClassVar[dict] = {}
 
     def __init__(
         self,
@@ -150,6 +151,14 @@ class DistALP(Mechanism):
                     f"uploads; use one of {', '.join(map(repr, scheme.planners))} or None"
                 )
         self.planner = planner
+        blocks_given = [k for k, v in (("tile_size", tile_size), ("n_near", n_near),
+                                       ("sweeps", sweeps)) if v is not None]  # fmt: skip
+        in_use = planner if planner is not None else scheme.planners[0]
+        if blocks_given and in_use != "blocks":
+            raise InputError(
+                f"dista_lp: {blocks_given[0]} applies to planner='blocks' only, and the planner "
+                f"here is {in_use!r}; drop {blocks_given[0]} or set planner='blocks'"
+            )
         self.margin = check_margin(margin, MAX_MARGIN, include_boundaries="left")
         self.seed = None if seed is None else check_positive_int(seed, "seed", minimum=0)
         self._scheme = scheme(epsilon=self.epsilon, **given)

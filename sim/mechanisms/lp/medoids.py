@@ -47,7 +47,12 @@ from mdpsim.mechanisms.lp.certificate import LowerBound, price_certificate, ray_
 from mdpsim.mechanisms.lp.highs import HighsLP, HighsOptions, HighsSettings
 from mdpsim.mechanisms.lp.outputs import tight_constraints
 from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, MAX_MARGIN
-from mdpsim.mechanisms.lp.solver import FEASIBILITY_TOL, directed_constraints, release_optimal
+from mdpsim.mechanisms.lp.solver import (
+    FEASIBILITY_TOL,
+    directed_constraints,
+    mdp_rows,
+    release_optimal,
+)
 
 _LLOYD_STEPS = 30
 SUBSET_SIZE = 100  # secrets per part of the split bound (docs/lp.md, "The split bound")
@@ -172,7 +177,9 @@ def cluster_lower_bound(
     )
     lp = HighsLP(
         cost,
-        sparse.vstack([row_sums, _mdp_rows(src, dst, gain, con, col, var, len(rows))]),
+        sparse.vstack(
+            [row_sums, mdp_rows(var[src[con], col], var[dst[con], col], gain[con], len(rows))]
+        ),
         np.concatenate([np.ones(n), np.full(len(con), -np.inf)]),
         np.concatenate([np.ones(n), np.zeros(len(con))]),
         options=options,
@@ -192,7 +199,13 @@ def cluster_lower_bound(
         if not len(new_con):
             break
         in_model[new_con, new_col] = True
-        lp.add_rows(-np.inf, 0.0, _mdp_rows(src, dst, gain, new_con, new_col, var, len(rows)))
+        lp.add_rows(
+            -np.inf,
+            0.0,
+            mdp_rows(
+                var[src[new_con], new_col], var[dst[new_con], new_col], gain[new_con], len(rows)
+            ),
+        )
         con, col = np.concatenate([con, new_con]), np.concatenate([col, new_col])
         lp.set_option("solver", "simplex")  # added rows: the last basis stays dual feasible
         done += 1
@@ -293,16 +306,6 @@ def _group_distances(domain, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarra
     for g, label in enumerate(present):
         dist[:, g] = dist_xy[:, group == label].min(axis=1)
     return dist, medoids[present]
-
-
-def _mdp_rows(src, dst, gain, con, col, var: np.ndarray, n_cols: int) -> sparse.csr_array:
-    """Rows ``Z[src,g] - gain Z[dst,g] <= 0`` over ``n_cols`` columns; ``var[i, g]`` is the
-    LP column of ``Z[i,g]``."""
-    m = len(con)
-    rows = np.repeat(np.arange(m), 2)
-    cols = np.column_stack([var[src[con], col], var[dst[con], col]]).ravel()
-    vals = np.column_stack([np.ones(m), -gain[con]]).ravel()
-    return sparse.csr_array((vals, (rows, cols)), shape=(m, n_cols))
 
 
 @register("lp_medoids")

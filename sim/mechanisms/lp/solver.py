@@ -90,6 +90,16 @@ def directed_constraints(pairs: np.ndarray, pair_dist_km: np.ndarray, epsilon: f
     return src, dst, np.concatenate([gain, gain])
 
 
+def mdp_rows(src_cols, dst_cols, gain, n_cols: int) -> sparse.csr_array:
+    """The mDP rows ``z[src_cols[r]] - gain[r] z[dst_cols[r]] <= 0`` of an LP over ``n_cols``
+    columns, one row per entry (the one builder of the LP family's constraint rows)."""
+    m = len(src_cols)
+    rows = np.repeat(np.arange(m), 2)
+    cols = np.column_stack([src_cols, dst_cols]).ravel()
+    vals = np.column_stack([np.ones(m), -np.asarray(gain, dtype=float)]).ravel()
+    return sparse.csr_array((vals, (rows, cols)), shape=(m, n_cols))
+
+
 def simplex_options(options: HighsOptions | None, **extra) -> HighsOptions:
     """``options`` (default ``HighsOptions()``) for the simplex: feasibility tolerances
     ``FEASIBILITY_TOL`` where unset, HiGHS settings ``extra`` unless ``options.extra`` sets them

@@ -60,6 +60,7 @@ from mdpsim.mechanisms.lp.solver import (
     DUAL_SIMPLEX,
     FEASIBILITY_TOL,
     directed_constraints,
+    mdp_rows,
     simplex_options,
 )
 from mdpsim.privacy.guarantees import NoGuarantee
@@ -314,9 +315,8 @@ class UnconstrainedStackelberg(_StackelbergBase, Mechanism):
         cost, D = self._metrics(domain)
         Z, sol = solve_stackelberg(domain.prior, cost, D, self.quality_km, options=self._options())
         info = self._info(domain, Z, sol)
-        pairs = domain.constraint_pairs if domain.metric == "road" else None
         info["measured_epsilon_per_km"] = verify(
-            Z, domain.dist_xx, 1.0, pairs=pairs
+            Z, domain.dist_xx, 1.0, pairs=domain.verified_pairs
         ).smallest_epsilon
         return Z, info
 
@@ -483,7 +483,7 @@ class _OutputMaster:
         self.lp.add_rows(np.full(m, -np.inf), np.zeros(m), rows)
         self.have[self.outputs[slots], estimates] = True
 
-    def _mdp_rows(self, F: np.ndarray) -> int:
+    def _add_violated_mdp_rows(self, F: np.ndarray) -> int:
         """Add every mDP row of the model's outputs that ``F`` violates; how many."""
         added = 0
         for slot in range(len(self.outputs)):
@@ -493,8 +493,9 @@ class _OutputMaster:
             if not len(rows):
                 continue
             m = len(rows)
-            block = _mdp_rows(self.src[rows], self.dst[rows], self.gain[rows], self.column(slot),
-                              self.lp.shape[1])  # fmt: skip
+            col = self.column(slot)
+            block = mdp_rows(col + self.src[rows], col + self.dst[rows], self.gain[rows],
+                             self.lp.shape[1])  # fmt: skip
             self.lp.add_rows(np.full(m, -np.inf), np.zeros(m), block)
             self.mdp_in[slot][rows] = True
             added += m
@@ -512,7 +513,7 @@ class _OutputMaster:
             self.rounds += 1
             self.iterations += sol.iterations
             F, z = self._blocks(sol)
-            added = self._mdp_rows(F)
+            added = self._add_violated_mdp_rows(F)
             risk = self.D @ (self.pi[:, None] * F)
             best = risk.argmin(axis=0)
             beaten = np.flatnonzero(z - risk[best, np.arange(len(z))] > tol)
@@ -536,15 +537,6 @@ class _OutputMaster:
         return Z / Z.sum(axis=1, keepdims=True)
 
 
-def _mdp_rows(src, dst, gain, offset: int, width: int) -> sparse.csr_array:
-    """The mDP rows ``f[src] - gain f[dst] <= 0``: ``1`` at column ``offset + src``, ``-gain``
-    at ``offset + dst`` (``width`` columns)."""
-    r = np.arange(len(src))
-    vals = np.r_[np.ones(len(src)), -gain]
-    return sparse.csr_array((vals, (np.r_[r, r], np.r_[offset + src, offset + dst])),
-                            shape=(len(src), width))  # fmt: skip
-
-
 class _ExactPricer:
     """``max {min_e a_e . f - b . f : f in C, sum f = 1}`` for any ``b``, in dual form::
 
@@ -560,7 +552,7 @@ class _ExactPricer:
         cols = np.r_[np.arange(n), np.tile(np.arange(n), n)]
         vals = np.r_[np.ones(n), -a.ravel()]
         w_block = sparse.csc_array((vals, (rows, cols)), shape=(n + 1, n))
-        v_block = _mdp_rows(src, dst, gain, 1, n + 1).T  # M^T
+        v_block = mdp_rows(1 + src, 1 + dst, gain, n + 1).T  # M^T
         mu = sparse.csc_array(np.r_[0.0, np.ones(n)][:, None])
         A = sparse.hstack([w_block, v_block, mu], format="csc")
         c = np.r_[np.zeros(n + m), 1.0]

@@ -17,7 +17,13 @@ from mdpsim.simulation.scenario.reference import (
     reference_markdown,
     schema_text,
 )
-from mdpsim.simulation.scenario.schema import TABLES, Scenario, from_dict, json_schema
+from mdpsim.simulation.scenario.schema import (
+    SHORTHANDS,
+    TABLES,
+    Scenario,
+    from_dict,
+    json_schema,
+)
 from mdpsim.simulation.scenario.sources import PACKAGED, ScenarioSource, load, packaged, resolve
 from mdpsim.simulation.scenario.tables import Table
 
@@ -25,6 +31,7 @@ __all__ = [
     "DOCS_PATH",
     "PACKAGED",
     "SCHEMA_PATH",
+    "SHORTHANDS",
     "TABLES",
     "Scenario",
     "ScenarioSource",

@@ -35,6 +35,15 @@ from mdpsim.simulation.scenario.tables import (
 )
 
 
+#: The older files' shorthands of a ``[strategies]`` parameter, (table, field, strategy kind,
+#: the strategy's parameter it gives): one of the two may be set, never both.
+SHORTHANDS: tuple[tuple[str, str, str, str], ...] = (
+    ("users", "budget_rho_per_km2", "budget", "rho_per_km2"),
+    ("mechanism", "refresh_every_ticks", "refresh", "ticks"),
+    ("attacks", "pseudonym_change_tick", "pseudonyms", "tick"),
+)
+
+
 class Scenario(BaseModel):
     """A validated scenario: one attribute per table (``scenario.users.count``), every default
     filled in, plus the ``sweep`` of a batch run (``{"table.field": [values], "repetitions": n}``).
@@ -65,11 +74,7 @@ class Scenario(BaseModel):
     def _one_way_to_say_it(self) -> Scenario:
         """A shorthand and its ``[strategies]`` entry may not both be given (a shorthand left at
         its default is not given)."""
-        pairs = (
-            ("users", "budget_rho_per_km2", "budget"),
-            ("mechanism", "refresh_every_ticks", "refresh"),
-        )
-        for table, name, kind in pairs:
+        for table, name, kind, _ in SHORTHANDS:
             given = getattr(self, table)
             # a value other than the default (replace() re-validates every field as "set")
             changed = getattr(given, name) != type(given).model_fields[name].default
