@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +43,7 @@ from mdpsim.privacy.accounting import (
     gp_to_cgp,
 )
 from mdpsim.privacy.guarantees import (
+    PMDP,
     Composition,
     Guarantee,
     NoGuarantee,
@@ -102,22 +105,48 @@ def _checked_costs(costs, n: int | None = None) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- notions
+def _by_type(table: dict, obj, what: str):
+    """``table``'s entry for ``obj``'s type (or a base class of it), else InputError."""
+    for cls in type(obj).__mro__:
+        if cls in table:
+            return table[cls]
+    names = ", ".join(t.__name__ for t in table)
+    raise InputError(f"{what}={obj!r} must be {names}")
+
+
+#: Per budget notion: its currency and its additive capacity in that currency.
+_BUDGETS: dict[type, tuple[str, Callable[[Any], float]]] = {
+    PureGP: ("epsilon_per_km", lambda b: b.epsilon_per_km),
+    CGP: ("rho_per_km2", lambda b: b.rho_per_km2),
+    ApproxGP: (
+        "rho_per_km2",
+        lambda b: approx_gp_to_cgp_budget(b.epsilon_per_km, delta=b.delta, lambda_km=b.lambda_km),
+    ),
+}
+#: A cost notion in a currency: (currency, cost type) -> its amount; a missing pair is refused.
+_COSTS: dict[tuple[str, type], Callable[[Any], float]] = {
+    ("epsilon_per_km", PureGP): lambda c: c.epsilon_per_km,
+    ("rho_per_km2", PureGP): lambda c: gp_to_cgp(c.epsilon_per_km),
+    ("rho_per_km2", CGP): lambda c: c.rho_per_km2,
+}
+_COST_REFUSED = {
+    "epsilon_per_km": "a pure GP budget only accepts pure GP costs (CGP is not pure)",
+    "rho_per_km2": "a CGP-currency budget accepts pure GP and CGP costs",
+}
+#: Cost notions no filter composes, whatever the budget.
+_UNCOMPOSABLE = {
+    ApproxGP: "an (epsilon, delta)-GP cost cannot be composed by a filter; use CGP",
+}
+
+
 def currency_of(budget: Notion) -> str:
     """``"epsilon_per_km"`` for a pure GP budget, ``"rho_per_km2"`` otherwise."""
-    return "epsilon_per_km" if isinstance(budget, PureGP) else "rho_per_km2"
+    return _by_type(_BUDGETS, budget, "budget")[0]
 
 
 def capacity_of(budget: Notion) -> float:
     """The additive capacity in the filter's currency."""
-    if isinstance(budget, PureGP):
-        return budget.epsilon_per_km
-    if isinstance(budget, CGP):
-        return budget.rho_per_km2
-    if isinstance(budget, ApproxGP):
-        return approx_gp_to_cgp_budget(
-            budget.epsilon_per_km, delta=budget.delta, lambda_km=budget.lambda_km
-        )
-    raise InputError(f"budget={budget!r} must be PureGP, CGP or ApproxGP")
+    return _by_type(_BUDGETS, budget, "budget")[1](budget)
 
 
 def cost_in(budget: Notion, cost: Notion) -> float:
@@ -127,15 +156,13 @@ def cost_in(budget: Notion, cost: Notion) -> float:
     costs converted by ``epsilon^2 / 2``. An approximate-GP *cost* does not compose additively
     and is refused.
     """
-    if isinstance(cost, ApproxGP):
-        raise InputError("an (epsilon, delta)-GP cost cannot be composed by a filter; use CGP")
-    if isinstance(budget, PureGP):
-        if not isinstance(cost, PureGP):
-            raise InputError("a pure GP budget only accepts pure GP costs (CGP is not pure)")
-        return cost.epsilon_per_km
-    if isinstance(cost, PureGP):
-        return gp_to_cgp(cost.epsilon_per_km)
-    return cost.rho_per_km2
+    currency = currency_of(budget)
+    if type(cost) in _UNCOMPOSABLE:
+        raise InputError(_UNCOMPOSABLE[type(cost)])
+    amount = _COSTS.get((currency, type(cost)))
+    if amount is None:
+        raise InputError(_COST_REFUSED[currency])
+    return amount(cost)
 
 
 @dataclass(frozen=True)
@@ -158,7 +185,8 @@ def charge_of(budget: Notion, guarantee: Guarantee) -> Charge:
     * :class:`Composition`: the sum of its parts' charges (costs and deltas add up).
 
     :class:`NoGuarantee` (claims nothing) and a guarantee the budget cannot charge raise
-    :class:`InputError`; anything that is not a guarantee type, :class:`TypeError`.
+    :class:`InputError`; anything that is not a guarantee type, :class:`TypeError`. One
+    function per guarantee type (:data:`_CHARGES`): a new type adds its own.
     """
     return _charge(budget, guarantee, audited=True)
 
@@ -173,17 +201,27 @@ def check_chargeable(budget: Notion, guarantee: Guarantee) -> None:
 def _charge(budget: Notion, guarantee: Guarantee, *, audited: bool) -> Charge:
     """:func:`charge_of`; ``audited=False``: an unaudited PmDP claim is not refused."""
     check_guarantee(guarantee, "a charged guarantee")
-    if isinstance(guarantee, NoGuarantee):
-        raise InputError(f"a guarantee of kind 'none' ({guarantee}) cannot be charged by a filter")
-    if isinstance(guarantee, Composition):
-        cost, delta = 0.0, 0.0
-        for part in guarantee.parts:
-            charge = _charge(budget, part, audited=audited)
-            cost, delta = add_up(cost, charge.cost), add_up(delta, charge.delta)
-        return Charge(cost, delta)
-    if isinstance(guarantee, PureMDP):
-        return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)))
-    if isinstance(budget, PureGP):
+    return _by_type(_CHARGES, guarantee, "guarantee")(budget, guarantee, audited)
+
+
+def _charge_none(budget: Notion, guarantee: NoGuarantee, audited: bool) -> Charge:
+    raise InputError(f"a guarantee of kind 'none' ({guarantee}) cannot be charged by a filter")
+
+
+def _charge_composition(budget: Notion, guarantee: Composition, audited: bool) -> Charge:
+    cost, delta = 0.0, 0.0
+    for part in guarantee.parts:
+        charge = _charge(budget, part, audited=audited)
+        cost, delta = add_up(cost, charge.cost), add_up(delta, charge.delta)
+    return Charge(cost, delta)
+
+
+def _charge_pure(budget: Notion, guarantee: PureMDP, audited: bool) -> Charge:
+    return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)))
+
+
+def _charge_pmdp(budget: Notion, guarantee: PMDP, audited: bool) -> Charge:
+    if currency_of(budget) == "epsilon_per_km":
         raise InputError(
             "a pure GP budget cannot charge an (eps, delta)-PmDP guarantee (its delta "
             "does not compose as pure GP); use the cgp or renewing budget policy"
@@ -196,12 +234,21 @@ def _charge(budget: Notion, guarantee: Guarantee, *, audited: bool) -> Charge:
     return Charge(cost_in(budget, PureGP(guarantee.epsilon_per_km)), delta)
 
 
+#: The charge of each guarantee type (check_guarantee refuses any other type first).
+_CHARGES: dict[type, Callable[[Notion, Any, bool], Charge]] = {
+    NoGuarantee: _charge_none,
+    Composition: _charge_composition,
+    PureMDP: _charge_pure,
+    PMDP: _charge_pmdp,
+}
+
+
 def query_costs_in(budget: Notion, rho_per_km2) -> np.ndarray:
     """Per-user CGP query spends ``rho`` (1/km^2) in the budget's currency.
 
     Only CGP-currency budgets can pay them (pure GP cannot compose a Gaussian release).
     """
-    if isinstance(budget, PureGP):
+    if currency_of(budget) == "epsilon_per_km":
         raise InputError(
             "a pure GP budget cannot pay the Gaussian (CGP) queries; set queries.every_ticks = 0 "
             "or use the cgp or renewing budget policy"
