@@ -34,7 +34,6 @@ from mdpsim.simulation.scenario.tables import (
     _refuse,
 )
 
-
 #: The older files' shorthands of a ``[strategies]`` parameter, (table, field, strategy kind,
 #: the strategy's parameter it gives): one of the two may be set, never both.
 SHORTHANDS: tuple[tuple[str, str, str, str], ...] = (
