@@ -134,7 +134,7 @@ _COST_REFUSED = {
     "rho_per_km2": "a CGP-currency budget accepts pure GP and CGP costs",
 }
 #: Cost notions no filter composes, whatever the budget.
-_UNCOMPOSABLE = {
+_UNCOMPOSABLE: dict[type, str] = {
     ApproxGP: "an (epsilon, delta)-GP cost cannot be composed by a filter; use CGP",
 }
 
