@@ -20,7 +20,14 @@ import pandas as pd
 
 from mdpsim.errors import InputError
 from mdpsim.experiments import report
-from mdpsim.experiments.store import ID_COLUMNS, MANIFEST, load_manifest, load_ticks, load_timings
+from mdpsim.experiments.store import (
+    ID_COLUMNS,
+    MANIFEST,
+    load_manifest,
+    load_ticks,
+    load_timings,
+    verify,
+)
 from mdpsim.simulation.columns import tick_metrics
 
 #: Filters every batch has (tick-table column -> label), whatever it sweeps.
@@ -44,6 +51,7 @@ class Batch:
     n_tasks: int
     ticks: pd.DataFrame
     tasks: pd.DataFrame
+    damaged: tuple[str, ...] = ()  # one line per damaged task, left out (store.verify)
 
     @property
     def has_ticks(self) -> bool:
@@ -78,12 +86,19 @@ def _find(root: str | Path, marker: str, depth: int) -> list[Path]:
 
 
 def load(folder: str | Path) -> Batch:
-    """Read a store or a report folder; InputError if it is neither or has no finished task."""
+    """Read a store or a report folder; InputError if it is neither or has no finished task.
+
+    A store's damaged tasks (files missing, truncated or altered) are left out and named in
+    ``damaged``."""
     folder = Path(folder)
     if not (folder / MANIFEST).is_file() and (folder / REPORT_TASKS).is_file():
         return _load_report(folder)
     manifest = load_manifest(folder)
-    ticks = load_ticks(folder)
+    checked = verify(folder)
+    done = list(checked.done)
+    ticks = load_ticks(folder, done)
+    if ticks.empty and checked.damaged:
+        raise InputError(f"{folder}: no task can be read; {'; '.join(checked.warnings(folder))}")
     if ticks.empty:
         raise InputError(f"{folder} has no finished task yet; run or resume `mdpsim batch` first")
     return Batch(
@@ -93,7 +108,8 @@ def load(folder: str | Path) -> Batch:
         repetitions=int(manifest["repetitions"]),
         n_tasks=len(manifest["tasks"]),
         ticks=ticks,
-        tasks=report.per_task(ticks, load_timings(folder), manifest),
+        tasks=report.per_task(ticks, load_timings(folder, done), manifest),
+        damaged=tuple(checked.warnings(folder)),
     )
 
 

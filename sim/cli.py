@@ -3,7 +3,8 @@
 Exit codes (README): 0 ok; 1 ``mdpsim audit`` found a violation (nothing else exits 1); 2 bad
 input or a plug-in's mistake (:class:`mdpsim.errors.InputError`, its
 :class:`~mdpsim.errors.PluginError` included), one ``error:`` line and nothing written;
-3 partial (``attack``, ``batch``: some settings failed, the others' results are written).
+3 partial (``attack``, ``batch``: some settings failed, the others' results are written);
+130 Ctrl-C, one ``interrupted:`` line (what finished, how to go on).
 ``--traceback`` or ``MDPSIM_TRACEBACK=1`` prints the full traceback before that line (for a
 plug-in's author). Anything else is a bug and keeps its traceback.
 """
@@ -17,7 +18,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from mdpsim.errors import InputError, plain
+from mdpsim.errors import InputError, Interrupted, plain
 from mdpsim.experiments.plugins import installed_version
 
 EXIT_VIOLATION = 1
@@ -25,6 +26,7 @@ EXIT_USAGE = 2
 EXIT_PARTIAL = 3
 TRACEBACK_ENV = "MDPSIM_TRACEBACK"
 BAD_ROWS_SHOWN = 20  # bad-row lines printed; all of them are in summary.json
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
 SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
 STRICT_HELP = "refuse a traces file with any bad row (exit 2) instead of dropping the bad rows"
@@ -241,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exception(exc, file=sys.stderr)
         print(f"error: {plain(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        said = str(exc) if isinstance(exc, Interrupted) else ""
+        print(f"interrupted: {said or 'stopped by Ctrl-C; nothing was written'}", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _scenario(args: argparse.Namespace):
@@ -388,7 +394,7 @@ def _batch(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     if args.ticks is not None:
         scenario = scenario.replace(**{"scenario.ticks": args.ticks})
-    out = Path(args.out or f"runs/{scenario.scenario.name}-batch")
+    out = _out(args, f"runs/{scenario.scenario.name}-batch")
     outcome = run_batch(
         scenario,
         out,
@@ -401,6 +407,7 @@ def _batch(args: argparse.Namespace) -> int:
         seeding="common" if args.common_seeds else "per-task",
         progress=not args.no_progress,
         threads_per_task=args.threads_per_task,
+        notify=lambda line: print(f"damaged: {line}", file=sys.stderr),
     )
     print(
         f"tasks            {outcome.n_done} of {outcome.n_tasks} finished "
@@ -410,7 +417,7 @@ def _batch(args: argparse.Namespace) -> int:
     print(f"time             {outcome.seconds:.1f} s")
     print(f"store            {out}/ (manifest.json, tasks/*.parquet, failures.json)")
     if outcome.failures:
-        _print_failures(outcome.failures, out)
+        _print_failures(outcome.failures, Path(out))
     return _failed_exit(outcome.failures.values()) if outcome.failures else 0
 
 
@@ -426,6 +433,11 @@ def _failed_exit(errors) -> int:
             print(f"error: {message}", file=sys.stderr)
             return EXIT_USAGE
     return EXIT_PARTIAL
+
+
+def _out(args: argparse.Namespace, default: str) -> str:
+    """``--out`` as given (an empty one is refused by the path checks), else ``default``."""
+    return default if args.out is None else args.out
 
 
 def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
@@ -527,7 +539,8 @@ def _csv(text: str | None, kind: type, flag: str) -> list | None:
 def _report(args: argparse.Namespace) -> int:
     from mdpsim.experiments.report import write_report
 
-    for path in write_report(args.store, args.out):
+    warn = lambda line: print(f"warning: {line}", file=sys.stderr)  # noqa: E731
+    for path in write_report(args.store, args.out, warn=warn):
         print(path)
     return 0
 

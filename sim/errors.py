@@ -39,3 +39,8 @@ _NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex|str)\w*\(([^()]*
 def plain(text: str) -> str:
     """``text`` on one line, numpy scalar reprs (``np.float64(0.9)``) replaced by values."""
     return _NUMPY_REPR.sub(r"\1", " ".join(text.split()))
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with one line saying what finished and how to go on (the CLI prints it and
+    exits with status 130)."""

@@ -11,7 +11,7 @@ from mdpsim._core.paths import source_checkout
 from mdpsim.dashboard import batch_data as bd
 from mdpsim.dashboard import charts as ch
 from mdpsim.errors import InputError
-from mdpsim.experiments.store import MANIFEST, TASKS, finished_ids, load_manifest
+from mdpsim.experiments.store import MANIFEST, TASKS, load_manifest, verify
 
 X_TICK = "tick"
 
@@ -29,9 +29,11 @@ def _load(folder: str, stamp: tuple) -> bd.Batch:
 
 
 def _stamp(folder: Path) -> tuple:
+    """Changes when a task finishes and when any task file changes (damage included)."""
     marks = [folder / MANIFEST, folder / bd.REPORT_TASKS]
-    n_done = len(list((folder / TASKS).glob("*.parquet"))) if (folder / TASKS).is_dir() else 0
-    return (*(m.stat().st_mtime if m.is_file() else 0.0 for m in marks), n_done)
+    tasks = sorted((folder / TASKS).iterdir()) if (folder / TASKS).is_dir() else []
+    files = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in tasks)
+    return (*(m.stat().st_mtime if m.is_file() else 0.0 for m in marks), files)
 
 
 def available() -> dict[str, str]:
@@ -67,14 +69,18 @@ def open_batch() -> bd.Batch | None:
         st.info("Run `mdpsim batch scenarios/mechanism_compare.toml` and pick its folder here.")
         return None
     try:
-        if (Path(folder) / MANIFEST).is_file() and not finished_ids(folder):
+        checked = verify(folder) if (Path(folder) / MANIFEST).is_file() else None
+        if checked is not None and not checked.done and not checked.damaged:
             n_tasks = len(load_manifest(folder)["tasks"])
             st.info(  # a store `mdpsim batch` has only begun to write: nothing wrong with it
                 f"{folder}: none of its {n_tasks} tasks has finished yet; refresh the page "
                 "once `mdpsim batch` has written some"
             )
             return None
-        return _load(folder, _stamp(Path(folder)))
+        batch = _load(folder, _stamp(Path(folder)))
+        for line in batch.damaged:
+            st.warning(line)
+        return batch
     except InputError as exc:
         st.error(str(exc))
         return None

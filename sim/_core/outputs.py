@@ -1,4 +1,12 @@
-"""Output folders written whole or not at all."""
+"""Output paths checked before any work, and folders and files written whole or not at all.
+
+Every command that writes checks its targets first (:func:`check_folder`, :func:`check_file`):
+an empty path, a file where a folder should be (or in the way of one), a folder that cannot be
+written. Writability is probed by creating and deleting a temporary file in the nearest folder
+that exists, since permission bits say nothing when running as root and a read-only mount
+shows only on a write. A write that fails after the work (a full disk) removes what it had
+written and says so in one line (:func:`atomic_folder`, :func:`atomic_file`).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +17,65 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, one_line
 
 
-def new_folder(out: str | Path, *, overwrite: bool) -> Path:
-    """``out`` as a path, refused if it exists unless ``overwrite`` (the CLI's ``--force``)."""
+def check_folder(out: str | Path, *, flag: str = "--out", inside: bool = False) -> Path:
+    """``out`` as a path, refused if it cannot be a folder this process creates and writes.
+
+    Refused: an empty path, an existing file, a file among its parents, and a folder that
+    cannot be written: ``out`` itself if ``inside`` (a store is written inside its folder) and
+    it exists, else the nearest existing parent (a new folder is made beside it and renamed).
+    """
+    text = str(out)
+    if not text.strip():
+        raise InputError(f"{flag} {text!r} is empty; give a folder, or leave {flag} out")
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{flag} {text!r} is a file, not a folder; choose another {flag}")
+    _check_writable(out if inside and out.is_dir() else out.parent, flag, text)
+    return out
+
+
+def check_file(path: str | Path, *, flag: str) -> Path:
+    """``path`` as a file this process can write (atomically, beside it); else InputError."""
+    text = str(path)
+    if not text.strip():
+        raise InputError(f"{flag} {text!r} is empty; give a file name")
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{flag} {text!r} is a folder; give a file name")
+    _check_writable(path.parent, flag, text)
+    return path
+
+
+def _check_writable(folder: Path, flag: str, text: str) -> None:
+    """The nearest existing folder of ``folder`` (itself or a parent) accepts a new file."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(
+            f"{flag} {text!r}: {str(existing)!r} is a file, so the folder cannot be made "
+            f"there; choose another {flag}"
+        )
+    try:
+        fd, name = tempfile.mkstemp(prefix=".mdpsim-probe-", dir=existing)
+    except OSError as exc:
+        raise InputError(
+            f"{flag} {text!r}: cannot write in {str(existing)!r} ({one_line(exc)}); choose "
+            f"another {flag}"
+        ) from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def new_folder(out: str | Path, *, overwrite: bool, flag: str = "--out") -> Path:
+    """``out`` checked (:func:`check_folder`), refused if it exists unless ``overwrite`` (the
+    CLI's ``--force``)."""
+    out = check_folder(out, flag=flag)
     if out.exists() and not overwrite:
-        raise InputError(f"output folder {str(out)!r} exists; choose another --out or --force")
+        raise InputError(f"output folder {str(out)!r} exists; choose another {flag} or --force")
     return out
 
 
@@ -24,34 +83,53 @@ def new_folder(out: str | Path, *, overwrite: bool) -> Path:
 def atomic_folder(out: Path) -> Iterator[Path]:
     """Yield a hidden sibling folder of ``out`` to write into; on success it replaces ``out``.
 
-    If the body raises, the partial folder is removed and ``out`` is left as it was.
+    If the body raises, the partial folder is removed and ``out`` is left as it was; an
+    ``OSError`` (a full disk, a folder made read-only meanwhile) becomes one InputError line.
     """
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as exc:
+        raise _write_error(out, exc) from None
     try:
         yield tmp
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
+    except OSError as exc:
+        raise _write_error(out, exc) from None
     finally:
         if tmp.exists():
-            shutil.rmtree(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager
 def atomic_file(out: Path) -> Iterator[Path]:
     """Yield a hidden temporary path beside ``out`` to write; on success it replaces ``out``.
 
-    If the body raises, the partial file is removed and ``out`` is left as it was.
+    If the body raises, the partial file is removed and ``out`` is left as it was; an
+    ``OSError`` becomes one InputError line.
     """
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=out.parent)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=out.parent)
+    except OSError as exc:
+        raise _write_error(out, exc) from None
     os.close(fd)
     tmp = Path(name)
     tmp.unlink()  # a name no one else has: some writers (GDAL's) refuse an existing file
     try:
         yield tmp
         os.replace(tmp, out)
+    except OSError as exc:
+        raise _write_error(out, exc) from None
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _write_error(out: Path, exc: OSError) -> InputError:
+    return InputError(
+        f"cannot write {str(out)!r} ({one_line(exc)}); nothing was written there and no "
+        "partial results are kept: free space or choose another output path, and run again"
+    )

@@ -9,8 +9,10 @@ loses nor duplicates a task, and remote Dask workers need no shared file system.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
+import math
 import time
 import traceback
 from collections.abc import Callable, Generator
@@ -22,9 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.outputs import check_folder
 from mdpsim._core.threads import available_cores, thread_budget, threads_per_worker
 from mdpsim._core.validation import check_positive_int
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, Interrupted, one_line
 from mdpsim.experiments import store
 from mdpsim.experiments.store import canonical_json
 from mdpsim.simulation.scenario import Scenario
@@ -68,6 +71,7 @@ class BatchOutcome:
     workers: int = 1  # concurrent tasks; 0 on an external cluster
     threads_per_task: int = 1
     cores: int = 1
+    redone: dict[str, str] = field(default_factory=dict)  # damaged task -> what was wrong
 
     @property
     def ok(self) -> bool:
@@ -285,11 +289,7 @@ def connect_dask(
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
-        if "://" not in scheduler:
-            raise InputError(
-                f"--scheduler {scheduler!r} must be an address like tcp://HOST:PORT "
-                "(as printed by `dask scheduler`)"
-            )
+        check_scheduler(scheduler)
         try:
             return Client(scheduler, timeout=f"{connect_timeout_s}s", set_as_default=False)
         except (OSError, TimeoutError) as exc:
@@ -326,6 +326,7 @@ def run_batch(
     progress: bool = True,
     threads_per_task: int | None = None,
     on_result: Callable[[Task, TaskResult], None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> BatchOutcome:
     """Run every unfinished task of ``scenario``'s sweep and store the results in ``out_dir``.
 
@@ -351,26 +352,121 @@ def run_batch(
         ``scheduler``, whose machines the driver does not know.
     on_result
         Called in the driver after each task's outcome has been stored.
+    notify
+        Told one line per task found damaged in the store (:func:`mdpsim.experiments.store.verify`),
+        which then runs again.
+
+    Everything is checked (options, the output folder, every task, the Dask scheduler)
+    before the store is created, so a refusal leaves nothing behind. Ctrl-C raises
+    :class:`~mdpsim.errors.Interrupted` saying what finished and how to resume.
     """
+    check_options(
+        workers=workers,
+        scheduler=scheduler,
+        dask_workers=dask_workers,
+        connect_timeout_s=connect_timeout_s,
+        threads_per_task=threads_per_task,
+        resume=resume,
+        overwrite=overwrite,
+    )
+    start = time.perf_counter()
+    out = check_folder(out_dir, inside=True)
+    store.check_store_folder(out, resume=resume, overwrite=overwrite)
+    tasks = expand(scenario, seeding=seeding)
+    check_tasks(scenario, tasks)
+    manifest = store.new_manifest(scenario, [asdict(t) for t in tasks], seeding)
+    client = None
+    if scheduler is not None or dask_workers is not None:  # reached before a store exists
+        client = connect_dask(
+            scheduler=scheduler,
+            dask_workers=dask_workers,
+            processes=dask_processes,
+            connect_timeout_s=connect_timeout_s,
+        )
+    try:
+        return _drive(
+            scenario, out, tasks, manifest, client,
+            workers=workers, scheduler=scheduler, dask_workers=dask_workers, resume=resume,
+            overwrite=overwrite, progress=progress, threads_per_task=threads_per_task,
+            on_result=on_result, notify=notify, start=start,
+        )  # fmt: skip
+    finally:
+        if client is not None:
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+MAX_WORKERS = 1024  # local processes, Dask workers or threads per task: more is a typo
+MAX_CONNECT_TIMEOUT_S = 3600.0
+
+
+def check_options(
+    *, workers: int, scheduler: str | None, dask_workers: int | None, connect_timeout_s: float,
+    threads_per_task: int | None, resume: bool, overwrite: bool,
+) -> None:  # fmt: skip
+    """Refuse bad backend options (one line naming the flag) before anything is read or run."""
     if scheduler is not None and dask_workers is not None:
         raise InputError(
             "give either --scheduler (an existing cluster) or --dask-workers, not both"
         )
-    if workers < 1:
-        raise InputError(f"--workers={workers} must be >= 1")
-    if threads_per_task is not None:
-        check_positive_int(threads_per_task, "--threads-per-task")
+    for value, flag in (
+        (workers, "--workers"),
+        (dask_workers, "--dask-workers"),
+        (threads_per_task, "--threads-per-task"),
+    ):
+        if value is not None:
+            check_positive_int(value, flag)
+            if value > MAX_WORKERS:
+                raise InputError(f"{flag}={value} must be <= {MAX_WORKERS}")
+    timeout = connect_timeout_s
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise InputError(f"--connect-timeout={timeout!r} must be a number of seconds")
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_CONNECT_TIMEOUT_S):
+        raise InputError(
+            f"--connect-timeout={timeout!r} must be seconds, > 0 and <= {MAX_CONNECT_TIMEOUT_S:g}"
+        )
+    if scheduler is not None:
+        check_scheduler(scheduler)
     if resume and overwrite:
         raise InputError("give either --resume (keep finished tasks) or --overwrite, not both")
-    start = time.perf_counter()
-    out = Path(out_dir)
-    tasks = expand(scenario, seeding=seeding)
-    check_tasks(scenario, tasks)
-    manifest = store.new_manifest(scenario, [asdict(t) for t in tasks], seeding)
+
+
+def check_scheduler(address: str) -> None:
+    """Refuse a Dask scheduler address that is not ``SCHEME://HOST:PORT`` (one line)."""
+    from distributed.comm import get_address_host_port
+
+    problem = "" if "://" in address else "no scheme"
+    if not problem:
+        try:
+            get_address_host_port(address)
+        except ValueError as exc:
+            problem = one_line(exc)
+    if problem:
+        raise InputError(
+            f"--scheduler {address!r} must be an address like tcp://HOST:PORT, as printed by "
+            f"`dask scheduler` ({problem})"
+        )
+
+
+def _drive(
+    scenario: Scenario, out: Path, tasks: list[Task], manifest: dict, client, *, workers: int,
+    scheduler: str | None, dask_workers: int | None, resume: bool, overwrite: bool,
+    progress: bool, threads_per_task: int | None,
+    on_result: Callable[[Task, TaskResult], None] | None,
+    notify: Callable[[str], None] | None, start: float,
+) -> BatchOutcome:  # fmt: skip
+    """Open the store, run the unfinished tasks and store their outcomes (:func:`run_batch`)."""
     if overwrite and (out / store.MANIFEST).is_file():
         store.discard(out)
     failures = store.open_store(out, manifest, resume=resume)
-    done = {t.task_id for t in tasks if (out / store.TASKS / f"{t.task_id}.parquet").is_file()}
+    checked = store.verify(out, [t.task_id for t in tasks])
+    done = dict(checked.done)
+    for tid, why in checked.damaged.items():
+        store.forget_task(out, tid)
+        if notify is not None:
+            notify(f"task {tid}: {why}; running it again")
     todo = [t for t in tasks if t.task_id not in done]
     n_skipped = len(done)
     failures = {k: v for k, v in failures.items() if k not in done}
@@ -390,15 +486,9 @@ def run_batch(
         from tqdm import tqdm
 
         bar = tqdm(total=len(tasks), initial=len(done), unit="task", desc=_name(scenario))
-    client = pool = None
+    pool = None
     try:
-        if scheduler is not None or dask_workers is not None:
-            client = connect_dask(
-                scheduler=scheduler,
-                dask_workers=dask_workers,
-                processes=dask_processes,
-                connect_timeout_s=connect_timeout_s,
-            )
+        if client is not None:
             results = _pooled(client.get_executor(pure=False), scenario, todo, threads_per_task)
         elif concurrent > 1:
             pool = _process_pool(concurrent)
@@ -409,14 +499,20 @@ def run_batch(
         try:
             for task, result in results:
                 if result.ticks is not None and result.timings is not None:
-                    store.write_task(
-                        out,
-                        result.task_id,
-                        ticks=result.ticks,
-                        timings=result.timings,
-                        users=result.users,
-                    )
-                    done.add(task.task_id)
+                    try:
+                        done[task.task_id] = store.write_task(
+                            out,
+                            result.task_id,
+                            ticks=result.ticks,
+                            timings=result.timings,
+                            users=result.users,
+                        )
+                    except OSError as exc:
+                        raise InputError(
+                            f"cannot write task {task.task_id} to {out} ({one_line(exc)}); "
+                            f"{_where(done, len(tasks), out)}: free space and run the same "
+                            "command with --resume"
+                        ) from None
                     failures.pop(task.task_id, None)
                 else:
                     failures[task.task_id] = result.error or "the task returned no tables"
@@ -433,15 +529,16 @@ def run_batch(
             results.close()
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"batch interrupted; {_where(done, len(tasks), out)}: run the same command with "
+            "--resume to continue"
+        ) from None
     finally:
         if bar is not None:
             bar.close()
-        if client is not None:
-            cluster = client.cluster
-            client.close()
-            if cluster is not None:
-                cluster.close()
-        store.write_state(out, manifest, done, failures)
+        with contextlib.suppress(OSError):  # a full disk: the records say what has finished
+            store.write_state(out, manifest, done, failures)
     return BatchOutcome(
         n_tasks=len(tasks),
         n_done=len(done),
@@ -452,7 +549,13 @@ def run_batch(
         workers=concurrent,
         threads_per_task=threads_per_task,
         cores=cores,
+        redone=dict(checked.damaged),
     )
+
+
+def _where(done: dict, n_tasks: int, out: Path) -> str:
+    """Where the finished tasks are, for a line about a batch that stopped."""
+    return f"{len(done)} of {n_tasks} tasks finished and are kept in {out}"
 
 
 def _name(scenario: Scenario) -> str:

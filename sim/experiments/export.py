@@ -16,13 +16,15 @@ its ``true`` rows back (``keep_trace``), the round trip of tests/sim/test_traces
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from mdpsim._core.outputs import atomic_file
+from mdpsim._core.outputs import atomic_file, check_file
 from mdpsim.errors import InputError
 from mdpsim.simulation.traces import SYNTHETIC_ORIGIN, WGS84
 
@@ -35,7 +37,8 @@ COLUMNS = ["trace", "attack", "user", "tick", "time", "lon", "lat"]
 
 
 def check_target(fmt: str, path: str | Path) -> Path:
-    """The export's path, checked before the run (format, suffix, folder)."""
+    """The export's path, checked before the run: format, suffix, a file this process can
+    write (:func:`mdpsim.outputs.check_file`)."""
     if fmt not in FORMATS:
         raise InputError(f"--export {fmt!r} must be one of {', '.join(FORMATS)}")
     path = Path(path)
@@ -43,9 +46,7 @@ def check_target(fmt: str, path: str | Path) -> Path:
         raise InputError(
             f"--export {fmt} {str(path)!r}: the file name must end in {' or '.join(SUFFIXES[fmt])}"
         )
-    if path.is_dir():
-        raise InputError(f"--export {fmt} {str(path)!r} is a folder; give a file name")
-    return path
+    return check_file(path, flag=f"--export {fmt}")
 
 
 class TraceRecorder:
@@ -120,6 +121,15 @@ class TraceRecorder:
 
 def write(table: pd.DataFrame, fmt: str, path: str | Path) -> Path:
     """Write :meth:`TraceRecorder.table` as ``fmt`` to ``path`` (whole or not at all)."""
+    with writing(table, fmt, path) as target:
+        return target
+
+
+@contextmanager
+def writing(table: pd.DataFrame, fmt: str, path: str | Path) -> Iterator[Path]:
+    """Write the table to a temporary file beside ``path``, yield ``path``, and rename the
+    file to it when the body ends well: ``mdpsim run`` writes its folder in the body, so a
+    failing export leaves no run folder and a failing run folder no export."""
     import geopandas as gpd
 
     path = check_target(fmt, path)
@@ -132,4 +142,4 @@ def write(table: pd.DataFrame, fmt: str, path: str | Path) -> Path:
         else:
             frame = frame.assign(time=frame["time"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
             frame.to_file(tmp, driver="GeoJSON", engine="pyogrio")
-    return path
+        yield path

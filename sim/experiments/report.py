@@ -12,13 +12,15 @@ Outputs in ``DIR/report/``: ``summary.md``, ``summary.csv`` (one row per sweep p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.outputs import atomic_folder, check_folder
 from mdpsim.errors import InputError
 from mdpsim.experiments.store import (
     load_failures,
@@ -26,6 +28,7 @@ from mdpsim.experiments.store import (
     load_ticks,
     load_timings,
     scenario_value,
+    verify,
 )
 from mdpsim.queries import available_kinds
 from mdpsim.simulation.columns import (
@@ -285,18 +288,49 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
 
 
 # ---------------------------------------------------------------------- the report
-def write_report(store: str | Path, out_dir: str | Path | None = None) -> list[Path]:
-    """Write ``summary.md``, ``summary.csv``, ``tasks.csv`` and the PNGs; return their paths."""
+def write_report(
+    store: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    warn: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Write ``summary.md``, ``summary.csv``, ``tasks.csv`` and the PNGs; return their paths.
+
+    The report folder is checked before the store is read and written whole or not at all;
+    an existing one is replaced only if it is a report (or empty). Damaged tasks
+    (:func:`mdpsim.experiments.store.verify`) are left out, each told to ``warn`` in one line
+    naming the file (default: :func:`warnings.warn`) and listed in ``summary.md``."""
     store = Path(store)
+    out = check_folder(store / "report" if out_dir is None else out_dir)
+    if out.is_dir() and any(out.iterdir()) and not (out / "summary.md").is_file():
+        raise InputError(
+            f"--out {str(out)!r} exists and is not a report folder (no summary.md); choose "
+            "another --out"
+        )
     manifest = load_manifest(store)
-    ticks = load_ticks(store)
+    checked = verify(store)
+    for line in checked.warnings(store):
+        (warn or warnings.warn)(line)
+    ticks = load_ticks(store, list(checked.done))
     if ticks.empty:
         raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
-    tasks = per_task(ticks, load_timings(store), manifest)
+    tasks = per_task(ticks, load_timings(store, list(checked.done)), manifest)
+    with atomic_folder(out) as tmp:
+        plots = _write_report_files(tmp, store, manifest, tasks, ticks, checked.damaged)
+    return [out / "summary.md", out / "summary.csv", out / "tasks.csv", *(out / p for p in plots)]
+
+
+def _write_report_files(
+    out: Path,
+    store: Path,
+    manifest: dict,
+    tasks: pd.DataFrame,
+    ticks: pd.DataFrame,
+    damaged: dict[str, str],
+) -> list[str]:
+    """The report's files in ``out``; the plots' file names."""
     by = list(manifest["swept_fields"])
     summary = summarize(tasks, by)
-    out = Path(out_dir) if out_dir is not None else store / "report"
-    out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv", index=False)
     tasks.to_csv(out / "tasks.csv", index=False)
     plots = write_plots(tasks, ticks, by, out)
@@ -305,7 +339,8 @@ def write_report(store: str | Path, out_dir: str | Path | None = None) -> list[P
     lines = [
         f"# Batch report: {name}",
         "",
-        f"- tasks finished: {len(tasks)} of {len(manifest['tasks'])}; failed: {len(failures)}",
+        f"- tasks finished: {len(tasks)} of {len(manifest['tasks'])}; failed: {len(failures)}"
+        + (f"; damaged: {len(damaged)}" if damaged else ""),
         f"- swept: {', '.join(by) if by else '(nothing)'}; "
         f"repetitions: {manifest['repetitions']}; seeding: {manifest['seeding']}",
         f"- ticks per run: {manifest['scenario']['scenario']['ticks']}; "
@@ -323,5 +358,9 @@ def write_report(store: str | Path, out_dir: str | Path | None = None) -> list[P
         lines += ["## Failed tasks", ""]
         lines += [f"- `{tid}`: {text.strip().splitlines()[-1]}" for tid, text in failures.items()]
         lines.append("")
+    if damaged:
+        lines += ["## Damaged tasks (left out; `mdpsim batch --resume` runs them again)", ""]
+        lines += [f"- `{tid}`: {why}" for tid, why in damaged.items()]
+        lines.append("")
     (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
-    return [out / "summary.md", out / "summary.csv", out / "tasks.csv", *plots]
+    return [p.name for p in plots]

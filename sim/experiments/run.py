@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +137,8 @@ def run_scenario(
     export: tuple[str, str | Path] | None = None,
 ) -> dict:
     """Run and write ``ticks.parquet``, ``users.parquet`` and ``summary.json`` atomically;
-    ``export = (format, path)`` also writes the traces (:mod:`mdpsim.experiments.export`)."""
+    ``export = (format, path)`` also writes the traces (:mod:`mdpsim.experiments.export`): both
+    or neither. The output paths are checked before the network is loaded."""
     out = new_folder(out_dir, overwrite=overwrite)
     recorder = None
     if export is not None:
@@ -145,17 +147,19 @@ def run_scenario(
     model = run_model(scenario, seed=seed, ticks=ticks, progress=progress, recorder=recorder)
     used_seed = scenario.scenario.seed if seed is None else seed
     guarantee = model.budget.statement(model.tick)
-    summary = write_outputs(
-        out,
-        model.config,
-        used_seed,
-        tables(model),
-        budget_guarantee=guarantee,
-        traces=trace_summary(model),
-    )
-    if recorder is not None and export is not None:
-        exporting.write(recorder.table(), *export)
-    return summary
+    with (
+        exporting.writing(recorder.table(), *export)
+        if recorder is not None and export is not None
+        else nullcontext()
+    ):  # the export is renamed into place only once the run folder is
+        return write_outputs(
+            out,
+            model.config,
+            used_seed,
+            tables(model),
+            budget_guarantee=guarantee,
+            traces=trace_summary(model),
+        )
 
 
 def trace_summary(model: PrivacyModel) -> dict | None:

@@ -11,26 +11,33 @@ Layout of a store ``DIR`` (docs/batch.md):
 * ``tasks/<task_id>.timings.parquet``: wall-clock seconds per tick and phase (kept apart so
   that the per-tick tables are byte-identical whatever the backend or worker count);
 * ``tasks/<task_id>.users.parquet``: one row per (tick, user) when ``output.per_user`` is on;
+* ``tasks/<task_id>.done.json``: the task's record, written last: each of its files' size in
+  bytes and SHA-256. Its existence, and every file matching it, is what marks a task as
+  finished (the manifest's tasks carry a copy, ``files``);
 * ``failures.json``: ``task_id`` -> error text (the traceback) of tasks that failed.
 
-Every file is written atomically (temporary file + rename, the per-tick table last). Readers
-go by the files: a task counts as finished when its ``tasks/<task_id>.parquet`` exists,
-whatever the manifest's ``status`` says (the manifest is rewritten at most once a second while
-a batch runs, so it can lag behind after a crash).
+Every file is written atomically (temporary file + rename, the record last). Readers go by the
+records: a task counts as finished when its record exists and each file it lists has the
+recorded size and checksum, whatever the manifest's ``status`` says (the manifest is rewritten
+at most once a second while a batch runs, so it can lag behind after a crash). A task whose
+files are missing, truncated or altered is *damaged*: ``--resume`` runs it again, readers leave
+it out with a warning naming the file (:func:`verify`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, one_line
 
 if TYPE_CHECKING:
     from mdpsim.simulation.scenario import Scenario
@@ -38,7 +45,9 @@ if TYPE_CHECKING:
 MANIFEST = "manifest.json"
 FAILURES = "failures.json"
 TASKS = "tasks"
+RECORD = ".done.json"  # tasks/<task_id>.done.json: the finished task's files, sizes, checksums
 ID_COLUMNS = ("task_id", "repetition", "seed")
+SUFFIXES = (".users", ".timings", "")  # a task's tables, in the order they are written
 
 
 # ---------------------------------------------------------------------- writing
@@ -56,19 +65,41 @@ def new_manifest(scenario: Scenario, tasks: list[dict[str, Any]], seeding: str) 
     }
 
 
-def open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[str, str]:
-    """Create or reopen the store for ``manifest``; return the recorded failures.
-
-    Refuses a folder that is not a store, an existing store without ``resume``, and a store of
-    another scenario, seeding or task list; removes leftover temporary files."""
-    path = out / MANIFEST
-    if path.is_file():
-        if not resume:
+def check_store_folder(out: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse, before any work, a folder that is not a store and an existing store without
+    ``resume`` or ``overwrite`` (a store where nothing has finished or failed yet, left by a
+    batch stopped before its first task, is accepted: a plain re-run replaces it)."""
+    if (out / MANIFEST).is_file():
+        if not resume and not overwrite and not _is_empty_store(out):
             raise InputError(
                 f"{out} already holds a batch; pass --resume to continue it, --overwrite to "
                 "discard it and start again, or choose another --out"
             )
-        old = json.loads(path.read_text(encoding="utf-8"))
+    elif out.is_dir() and any(out.iterdir()):
+        raise InputError(
+            f"output folder {str(out)!r} exists and is not a batch store; choose another --out"
+        )
+
+
+def _is_empty_store(out: Path) -> bool:
+    """A store with no finished, damaged or failed task: nothing in it to keep."""
+    tasks = out / TASKS
+    has_files = tasks.is_dir() and any(not p.name.startswith(".") for p in tasks.iterdir())
+    return not has_files and not load_failures(out)
+
+
+def open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[str, str]:
+    """Create or reopen the store for ``manifest``; return the recorded failures.
+
+    Refuses a folder that is not a store, an existing store without ``resume``, and a store of
+    another scenario, seeding or task list; removes leftover temporary files. An empty store
+    (:func:`check_store_folder`) is replaced."""
+    check_store_folder(out, resume=resume, overwrite=False)
+    path = out / MANIFEST
+    if path.is_file() and _is_empty_store(out):
+        shutil.rmtree(out)
+    if path.is_file():
+        old = load_manifest(out)
         for key in ("scenario", "seeding"):
             if old.get(key) != manifest[key]:
                 raise InputError(
@@ -81,15 +112,10 @@ def open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[str
                 f"{out}: the stored task list differs from this scenario's sweep; "
                 "pass --overwrite to start it again with this sweep, or choose another --out"
             )
-    elif out.exists() and any(out.iterdir()):
-        raise InputError(
-            f"output folder {str(out)!r} exists and is not a batch store; choose another --out"
-        )
     (out / TASKS).mkdir(parents=True, exist_ok=True)
     for stale in (out / TASKS).glob(".*.tmp-*"):
         stale.unlink()
-    fpath = out / FAILURES
-    return json.loads(fpath.read_text(encoding="utf-8")) if fpath.is_file() else {}
+    return load_failures(out)
 
 
 def _task_keys(tasks: list[dict]) -> list[dict]:
@@ -97,11 +123,16 @@ def _task_keys(tasks: list[dict]) -> list[dict]:
     return json.loads(canonical_json([{k: t[k] for k in keys} for t in tasks]))
 
 
-def write_state(out: Path, manifest: dict, done: set[str], failures: dict[str, str]) -> None:
-    """Rewrite the manifest's task statuses and ``failures.json``."""
+def write_state(out: Path, manifest: dict, done: dict[str, dict], failures: dict[str, str]) -> None:
+    """Rewrite the manifest's task statuses (with the finished tasks' records, ``done``:
+    task_id -> file name -> size and checksum) and ``failures.json``."""
     for t in manifest["tasks"]:
         tid = t["task_id"]
         t["status"] = "done" if tid in done else "failed" if tid in failures else "pending"
+        if tid in done:
+            t["files"] = done[tid]
+        else:
+            t.pop("files", None)
     _write_json(out / MANIFEST, manifest)
     _write_json(out / FAILURES, failures)
 
@@ -113,13 +144,28 @@ def write_task(
     ticks: pd.DataFrame,
     timings: pd.DataFrame,
     users: pd.DataFrame | None = None,
-) -> None:
-    """Write one task's tables atomically; the per-tick table last (it marks completion)."""
+) -> dict[str, dict]:
+    """Write one task's tables atomically, then its record (which marks completion); return
+    the record: file name -> ``{"bytes", "sha256"}``."""
     folder = out / TASKS
-    if users is not None:
-        _write_parquet(users, folder / f"{task_id}.users.parquet")
-    _write_parquet(timings, folder / f"{task_id}.timings.parquet")
-    _write_parquet(ticks, folder / f"{task_id}.parquet")
+    tables = {".users": users, ".timings": timings, "": ticks}
+    files: dict[str, dict] = {}
+    for suffix in SUFFIXES:
+        df = tables[suffix]
+        if df is not None:
+            path = folder / f"{task_id}{suffix}.parquet"
+            _write_parquet(df, path)
+            files[path.name] = _fingerprint(path)
+    _write_json(_record_path(folder, task_id), {"task_id": task_id, "files": files})
+    return files
+
+
+def forget_task(out: Path, task_id: str) -> None:
+    """Delete a task's record and files (a damaged task, before it runs again)."""
+    folder = out / TASKS
+    _record_path(folder, task_id).unlink(missing_ok=True)
+    for suffix in SUFFIXES:
+        (folder / f"{task_id}{suffix}.parquet").unlink(missing_ok=True)
 
 
 def write_failures(out: Path, failures: dict[str, str]) -> None:
@@ -136,6 +182,19 @@ def discard(out: Path) -> None:
 
 def _write_json(path: Path, doc: Any) -> None:
     _atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2), encoding="utf-8"))
+
+
+def _record_path(folder: Path, task_id: str) -> Path:
+    return folder / f"{task_id}{RECORD}"
+
+
+def _fingerprint(path: Path) -> dict[str, Any]:
+    """A file's size in bytes and SHA-256 (hex)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def _write_parquet(df: pd.DataFrame, path: Path) -> None:
@@ -164,9 +223,12 @@ def load_manifest(store: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise InputError(f"{store} is not a batch store (no {MANIFEST}); run `mdpsim batch` first")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON: {exc}") from None
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if not all(isinstance(t["task_id"], str) for t in manifest["tasks"]):
+            raise ValueError("a task_id is not a string")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path} is damaged, not a batch manifest ({one_line(exc)})") from None
+    return manifest
 
 
 def swept_fields(store: str | Path) -> list[str]:
@@ -177,28 +239,110 @@ def swept_fields(store: str | Path) -> list[str]:
 def load_failures(store: str | Path) -> dict[str, str]:
     """``task_id`` -> error text of the tasks that failed and have not succeeded since."""
     path = Path(store) / FAILURES
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        failures = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"{path} is damaged ({one_line(exc)}); delete it (it only holds the failed tasks' "
+            "error texts, which --resume retries) and run again"
+        ) from None
+    if not isinstance(failures, dict):
+        raise InputError(f"{path} is damaged (not a JSON object); delete it and run again")
+    return failures
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What :func:`verify` found: the finished tasks' records (manifest order) and, for each
+    damaged task, one line naming the file and what is wrong with it."""
+
+    done: dict[str, dict] = field(default_factory=dict)
+    damaged: dict[str, str] = field(default_factory=dict)
+
+    def warnings(self, store: str | Path) -> list[str]:
+        """One line per damaged task: which file, what is wrong, what to do."""
+        return [
+            f"task {tid}: {why}; left out (`mdpsim batch ... --out {store} --resume` runs it again)"
+            for tid, why in self.damaged.items()
+        ]
+
+
+def verify(store: str | Path, task_ids: list[str] | None = None) -> Verified:
+    """Check every task's record against its files (default: every task of the manifest).
+
+    A task with no record and no file has not run (neither finished nor damaged); a file
+    without a record, a record that does not parse, a listed file that is missing or whose
+    size or SHA-256 differs from the record make the task damaged."""
+    folder = Path(store) / TASKS
+    ids = [t["task_id"] for t in load_manifest(store)["tasks"]] if task_ids is None else task_ids
+    present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    done: dict[str, dict] = {}
+    damaged: dict[str, str] = {}
+    for tid in ids:
+        files = [f"{tid}{suffix}.parquet" for suffix in SUFFIXES]
+        record = f"{tid}{RECORD}"
+        if record not in present:
+            if any(name in present for name in files):
+                stray = next(name for name in reversed(files) if name in present)
+                damaged[tid] = f"{TASKS}/{stray} has no record ({TASKS}/{record}): unfinished"
+            continue
+        problem, listed = _check_record(folder, record, tid)
+        if problem is None:
+            done[tid] = listed
+        else:
+            damaged[tid] = problem
+    return Verified(done=done, damaged=damaged)
+
+
+def _check_record(folder: Path, record: str, tid: str) -> tuple[str | None, dict]:
+    """(None, the record's files) if every file matches, else (what is wrong, {})."""
+    try:
+        files = json.loads((folder / record).read_text(encoding="utf-8"))["files"]
+        if f"{tid}.parquet" not in files:
+            raise ValueError(f"it lists no {tid}.parquet")
+        expected = {name: (int(f["bytes"]), str(f["sha256"])) for name, f in files.items()}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"{TASKS}/{record} is damaged ({one_line(exc)})", {}
+    for name, (size, sha) in expected.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{TASKS}/{name} is missing", {}
+        found = path.stat().st_size
+        if found == 0:
+            return f"{TASKS}/{name} is empty (recorded {size:,} bytes)", {}
+        if found != size:
+            return f"{TASKS}/{name} is truncated or extended ({found:,} of {size:,} bytes)", {}
+        if _fingerprint(path)["sha256"] != sha:
+            return f"{TASKS}/{name} is altered (its SHA-256 differs from the record)", {}
+    return None, files
 
 
 def finished_ids(store: str | Path) -> list[str]:
-    """Ids of the finished tasks, in manifest order."""
-    folder = Path(store) / TASKS
-    return [
-        t["task_id"]
-        for t in load_manifest(store)["tasks"]
-        if (folder / f"{t['task_id']}.parquet").is_file()
-    ]
+    """Ids of the finished (verified) tasks, in manifest order."""
+    return list(verify(store).done)
 
 
 def task_table(store: str | Path) -> pd.DataFrame:
-    """One row per task: id columns, swept values, ``status`` (from the files) and failure."""
+    """One row per task: id columns, swept values, ``status`` (from the records: done,
+    damaged, failed or pending) and the failure or damage."""
     manifest = load_manifest(store)
-    done = set(finished_ids(store))
+    checked = verify(store)
     failures = load_failures(store)
     rows = []
     for t in manifest["tasks"]:
         tid = t["task_id"]
-        status = "done" if tid in done else "failed" if tid in failures else "pending"
+        status = (
+            "done"
+            if tid in checked.done
+            else "damaged"
+            if tid in checked.damaged
+            else "failed"
+            if tid in failures
+            else "pending"
+        )
+        error = {"failed": failures.get(tid), "damaged": checked.damaged.get(tid)}.get(status)
         rows.append(
             {
                 "task_id": tid,
@@ -206,20 +350,20 @@ def task_table(store: str | Path) -> pd.DataFrame:
                 "seed": t["seed"],
                 **t["params"],
                 "status": status,
-                "error": failures.get(tid) if status == "failed" else None,
+                "error": error,
             }
         )
     return pd.DataFrame(rows)
 
 
-def load_ticks(store: str | Path) -> pd.DataFrame:
-    """The per-tick tables of all finished tasks, stacked (manifest order)."""
-    return _stack(store, "")
+def load_ticks(store: str | Path, task_ids: list[str] | None = None) -> pd.DataFrame:
+    """The per-tick tables of the given (default: all finished) tasks, stacked."""
+    return _stack(store, "", task_ids)
 
 
-def load_timings(store: str | Path) -> pd.DataFrame:
-    """Wall-clock seconds per tick and phase of all finished tasks, stacked."""
-    return _stack(store, ".timings")
+def load_timings(store: str | Path, task_ids: list[str] | None = None) -> pd.DataFrame:
+    """Wall-clock seconds per tick and phase of the given (default: all finished) tasks."""
+    return _stack(store, ".timings", task_ids)
 
 
 def load_users(store: str | Path, task_ids: list[str] | None = None) -> pd.DataFrame:
@@ -236,6 +380,16 @@ def scenario_value(manifest: dict[str, Any], dotted: str) -> Any:
 def _stack(store: str | Path, suffix: str, task_ids: list[str] | None = None) -> pd.DataFrame:
     folder = Path(store) / TASKS
     ids = finished_ids(store) if task_ids is None else task_ids
-    paths = [folder / f"{tid}{suffix}.parquet" for tid in ids]
-    frames = [pd.read_parquet(p) for p in paths if p.is_file()]
+    frames = []
+    for tid in ids:
+        path = folder / f"{tid}{suffix}.parquet"
+        if not path.is_file():
+            continue
+        try:
+            frames.append(pd.read_parquet(path))
+        except Exception as exc:  # noqa: BLE001 -- pyarrow's errors: a file that does not read
+            raise InputError(
+                f"{path} cannot be read ({one_line(exc)}); `mdpsim batch ... --resume` runs "
+                f"task {tid} again"
+            ) from None
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -458,15 +458,29 @@ def test_dashboard_command_rejects_a_bad_port(capsys):
 def test_batch_explorer_on_a_store_being_written_shows_what_has_finished(explorer, store, tmp_path):
     # a store as `mdpsim batch` leaves it mid-way: the manifest, some finished tasks' files
     partial = tmp_path / "partial"
-    shutil.copytree(store, partial, ignore=shutil.ignore_patterns("*.parquet"))
+    shutil.copytree(store, partial, ignore=shutil.ignore_patterns("*.parquet", "*.done.json"))
     explorer.text_input(key="batch_dir").set_value(str(partial)).run()
     _no_failures(explorer)  # before: "has no finished task yet" as an error
     assert any("none of its 8 tasks has finished yet" in i.value for i in explorer.info)
     for task in ("0000", "0003", "0005"):
-        for suffix in (".timings.parquet", ".parquet"):  # in the writer's order
-            shutil.copy(store / "tasks" / f"{task}{suffix}", partial / "tasks")
+        for suffix in (".users.parquet", ".timings.parquet", ".parquet", ".done.json"):
+            if (store / "tasks" / f"{task}{suffix}").is_file():  # in the writer's order
+                shutil.copy(store / "tasks" / f"{task}{suffix}", partial / "tasks")
     explorer.run()  # a refresh
     _no_failures(explorer)
     assert "3 of 8 tasks finished" in explorer.caption[0].value
     assert set(explorer.dataframe[0].value["n"]) <= {1, 2}
+    assert len(_charts(explorer)) == 1
+
+
+def test_batch_explorer_names_a_damaged_task_and_shows_the_others(explorer, store, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(store, damaged)
+    path = damaged / "tasks" / "0001.parquet"
+    path.write_bytes(path.read_bytes()[:100])  # truncated: before, a pyarrow traceback
+    explorer.text_input(key="batch_dir").set_value(str(damaged)).run()
+    _no_failures(explorer)
+    warned = [w.value for w in explorer.warning if "tasks/0001.parquet is truncated" in w.value]
+    assert len(warned) == 1 and "--resume" in warned[0]
+    assert "7 of 8 tasks finished" in explorer.caption[0].value
     assert len(_charts(explorer)) == 1

@@ -106,7 +106,7 @@ def test_round_trip_true_traces_land_on_their_secrets(exported, name):
     assert summary["traces"]["other_trace_rows_skipped"] > 0  # reported, estimated: not read
 
 
-def test_export_is_whole_or_absent(tmp_path, monkeypatch):
+def test_export_is_whole_or_absent(tmp_path, monkeypatch, capsys):
     (tmp_path / "s.toml").write_text(TOML.replace("ticks = 6", "ticks = 2"))
 
     def broken(self, path, **kw):
@@ -116,11 +116,13 @@ def test_export_is_whole_or_absent(tmp_path, monkeypatch):
 
     monkeypatch.setattr(gpd.GeoDataFrame, "to_parquet", broken)
     target = tmp_path / "t.parquet"
-    with pytest.raises(OSError, match="disk full"):
-        main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "a"), "--export",
-              "geoparquet", str(target)])  # fmt: skip
+    assert main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "a"), "--export",
+                 "geoparquet", str(target)]) == 2  # fmt: skip
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(f"error: cannot write '{target}' (OSError: disk full)"), err
     assert not target.exists()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".t.parquet")] == []
+    assert not (tmp_path / "a").exists()  # no run folder that looks complete without it
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_export_target_is_checked_before_the_run(tmp_path):
