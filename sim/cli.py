@@ -348,7 +348,6 @@ def _bound(args: argparse.Namespace) -> int:
 
 @command("run")
 def _run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from mdpsim.experiments.run import run_scenario, summary_table
 
@@ -357,13 +356,12 @@ def _run(args: argparse.Namespace) -> int:
         from mdpsim.experiments.export import check_target
 
         check_target(*export)  # before the run: a wrong format costs nothing
-    scenario = _scenario(args)
-    seed = scenario.scenario.seed if args.seed is None else args.seed
-    out = Path(args.out or f"runs/{scenario.scenario.name}-seed{seed}")
+    _check_out(args)
+    scenario = _overridden(_scenario(args), {"--seed": args.seed, "--ticks": args.ticks})
+    out = _out(args, f"runs/{scenario.scenario.name}-seed{scenario.scenario.seed}")
     summary = run_scenario(
         scenario,
         out,
-        seed=seed,
         ticks=args.ticks,
         progress=True,
         overwrite=args.force,
@@ -391,9 +389,7 @@ def _batch(args: argparse.Namespace) -> int:
     from mdpsim._core.threads import available_cores
     from mdpsim.experiments.batch import run_batch
 
-    scenario = _scenario(args)
-    if args.ticks is not None:
-        scenario = scenario.replace(**{"scenario.ticks": args.ticks})
+    scenario = _overridden(_scenario(args), {"--ticks": args.ticks})
     out = _out(args, f"runs/{scenario.scenario.name}-batch")
     outcome = run_batch(
         scenario,
@@ -440,6 +436,35 @@ def _out(args: argparse.Namespace, default: str) -> str:
     return default if args.out is None else args.out
 
 
+def _check_out(args: argparse.Namespace) -> None:
+    """A given ``--out`` checked before the scenario's network or traces are read (the
+    default one, named after the scenario, is checked once the scenario is known)."""
+    from mdpsim._core.outputs import new_folder
+
+    if args.out is not None:
+        new_folder(args.out, overwrite=args.force)
+
+
+#: flag -> the scenario field it overrides
+OVERRIDES = {
+    "--seed": "scenario.seed",
+    "--ticks": "scenario.ticks",
+}
+
+
+def _overridden(scenario, flags: dict):
+    """``scenario`` with the given flags' values, validated as the fields they override: the
+    same rule and the same one line as in a scenario file, after the flag's name."""
+    for flag, value in flags.items():
+        if value is None:
+            continue
+        try:
+            scenario = scenario.replace(**{OVERRIDES[flag]: value})
+        except InputError as exc:
+            raise InputError(f"{flag} {value}: {exc}") from None
+    return scenario
+
+
 def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
     """One line per failed task on stderr (the first ``show``), then where the rest is."""
     from mdpsim.experiments.batch import error_line
@@ -460,16 +485,15 @@ def _attack(args: argparse.Namespace) -> int:
     from mdpsim._core.outputs import new_folder
     from mdpsim.experiments import harness
 
-    scenario = _scenario(args)
-    if args.ticks is not None and args.ticks < 1:
-        raise InputError(f"--ticks={args.ticks} must be >= 1")
+    _check_out(args)
+    scenario = _overridden(_scenario(args), {"--ticks": args.ticks})
     plan = harness.plan_of(
         scenario,
         mechanisms=_csv(args.mechanisms, str, "--mechanisms"),
         epsilons=_csv(args.epsilons, float, "--epsilons"),
         repetitions=args.repetitions,
     )
-    out = new_folder(args.out or f"runs/{scenario.scenario.name}-attacks", overwrite=args.force)
+    out = new_folder(_out(args, f"runs/{scenario.scenario.name}-attacks"), overwrite=args.force)
     outcome = harness.evaluate(scenario, plan, ticks=args.ticks, progress=not args.no_progress)
     paths = harness.write_outputs(
         outcome.summary,
@@ -500,10 +524,11 @@ def _frontier(args: argparse.Namespace) -> int:
     from mdpsim.experiments import frontier
     from mdpsim.mechanisms.lp.stackelberg import check_metric
 
+    _check_out(args)
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")
     check_metric(args.adversary_metric, "--adversary-metric")
-    out = new_folder(args.out or f"runs/{scenario.scenario.name}-frontier", overwrite=args.force)
+    out = new_folder(_out(args, f"runs/{scenario.scenario.name}-frontier"), overwrite=args.force)
     domain, curve, points, cap = frontier.run(
         scenario,
         qualities=_csv(args.qualities, float, "--qualities"),

@@ -41,12 +41,12 @@ def check_target(fmt: str, path: str | Path) -> Path:
     write (:func:`mdpsim.outputs.check_file`)."""
     if fmt not in FORMATS:
         raise InputError(f"--export {fmt!r} must be one of {', '.join(FORMATS)}")
-    path = Path(path)
+    path = check_file(path, flag=f"--export {fmt}")
     if not path.name.lower().endswith(SUFFIXES[fmt]):
         raise InputError(
             f"--export {fmt} {str(path)!r}: the file name must end in {' or '.join(SUFFIXES[fmt])}"
         )
-    return check_file(path, flag=f"--export {fmt}")
+    return path
 
 
 class TraceRecorder:

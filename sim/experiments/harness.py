@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mdpsim._core.outputs import atomic_folder, new_folder
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, Interrupted
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
@@ -101,6 +101,7 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
         bar = tqdm(
             total=plan.n_runs * n_ticks, unit="tick", desc=f"{scenario.scenario.name} attacks"
         )
+    n_done = 0
     try:
         for rep in range(plan.repetitions):
             seed = scenario.scenario.seed + rep
@@ -137,6 +138,12 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
                         frames.append(
                             frame.assign(mechanism=name, epsilon_per_km=eps, repetition=rep)
                         )
+                    n_done += 1
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"attack evaluation interrupted after {n_done} of {plan.n_runs} runs; nothing was "
+            "written: run the same command again (same seeds, same results)"
+        ) from None
     finally:
         if bar is not None:
             bar.close()

@@ -23,12 +23,13 @@ import numpy as np
 import pandas as pd
 
 from mdpsim._core.outputs import atomic_folder, new_folder
-from mdpsim.errors import InputError
+from mdpsim.errors import InputError, Interrupted
 from mdpsim.experiments import export as exporting
 from mdpsim.experiments.export import TraceRecorder
 from mdpsim.simulation.columns import tick_metrics
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
+from mdpsim.simulation.scenario.tables import MAX_TICKS
 from mdpsim.simulation.traces import TracePopulation, moves_beyond_reach
 
 
@@ -65,8 +66,8 @@ def run_model(
     if recorder is not None:
         recorder.start(model)
     n_ticks = model.config.scenario.ticks if ticks is None else ticks
-    if n_ticks < 1:
-        raise InputError(f"ticks={n_ticks} must be >= 1")
+    if isinstance(n_ticks, bool) or not isinstance(n_ticks, int) or not 1 <= n_ticks <= MAX_TICKS:
+        raise InputError(f"ticks={n_ticks!r} must be an integer, >= 1 and <= {MAX_TICKS:,}")
     bar = None
     if progress:
         from tqdm import tqdm
@@ -81,6 +82,11 @@ def run_model(
 
     try:
         model.run(n_ticks, progress=after_tick)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"run interrupted after {model.tick} of {n_ticks} ticks; nothing was written: run "
+            "the same command again (same seed, same results)"
+        ) from None
     finally:  # an error's line starts on a line of its own
         if bar is not None:
             bar.close()
@@ -197,7 +203,10 @@ def write_outputs(
     out = Path(out_dir)
     ticks_df, users_df, timings_df = run_tables
     summary = summarize(ticks_df, timings_df)
-    doc = {"scenario": scenario.to_dict(), "seed": seed, "summary": summary}
+    used = {"scenario.seed": seed, "scenario.ticks": summary["ticks"]}
+    if any(scenario.get(k) != v for k, v in used.items()):  # a seed or ticks given apart
+        scenario = scenario.replace(**used)
+    doc = {"scenario": scenario.to_dict(), "summary": summary}
     if budget_guarantee is not None:
         doc["budget_guarantee"] = budget_guarantee
     if traces is not None:

@@ -136,7 +136,8 @@ def test_cli_run_writes_outputs_and_prints_a_summary(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "utility_loss_km" in printed and "bayes_hit" in printed
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["seed"] == 9 and summary["summary"]["ticks"] == 2
+    assert summary["scenario"]["scenario"]["seed"] == 9 and "seed" not in summary
+    assert summary["scenario"]["scenario"]["ticks"] == summary["summary"]["ticks"] == 2
     assert len(pd.read_parquet(out / "users.parquet")) == 20
 
 

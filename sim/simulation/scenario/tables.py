@@ -18,6 +18,8 @@ from mdpsim.errors import InputError
 from mdpsim.geo.network import NetworkType
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+MAX_TICKS = 1_000_000  # ~12 days of 1 s ticks; the per-tick log of a run is kept in memory
+MAX_SEED = 2**63 - 1  # seeds are stored as int64 (batch task tables)
 
 
 def _refuse(problem: str, *, field: str | None = None) -> PydanticCustomError:
@@ -36,8 +38,10 @@ class RunTable(Table):
     """``[scenario]``: the run as a whole."""
 
     name: str = Field(default="unnamed", description="a short name used in outputs")
-    seed: int = Field(default=0, ge=0, description="the one seed every random choice flows from")
-    ticks: int = Field(default=20, ge=1, description="number of ticks to simulate")
+    seed: int = Field(
+        default=0, ge=0, le=MAX_SEED, description="the one seed every random choice flows from"
+    )
+    ticks: int = Field(default=20, ge=1, le=MAX_TICKS, description="number of ticks to simulate")
     tick_seconds: Positive = Field(default=60.0, description="simulated seconds per tick")
 
 
