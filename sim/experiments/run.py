@@ -206,7 +206,7 @@ def write_outputs(
     used = {"scenario.seed": seed, "scenario.ticks": summary["ticks"]}
     if any(scenario.get(k) != v for k, v in used.items()):  # a seed or ticks given apart
         scenario = scenario.replace(**used)
-    doc = {"scenario": scenario.to_dict(), "summary": summary}
+    doc: dict[str, object] = {"scenario": scenario.to_dict(), "summary": summary}
     if budget_guarantee is not None:
         doc["budget_guarantee"] = budget_guarantee
     if traces is not None:
