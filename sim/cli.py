@@ -348,7 +348,7 @@ def _bound(args: argparse.Namespace) -> int:
 
 @command("run")
 def _run(args: argparse.Namespace) -> int:
-
+    from mdpsim.experiments import overrides
     from mdpsim.experiments.run import run_scenario, summary_table
 
     export = getattr(args, "export", None)
@@ -357,7 +357,7 @@ def _run(args: argparse.Namespace) -> int:
 
         check_target(*export)  # before the run: a wrong format costs nothing
     _check_out(args)
-    scenario = _overridden(_scenario(args), {"--seed": args.seed, "--ticks": args.ticks})
+    scenario = overrides.apply(_scenario(args), {"--seed": args.seed, "--ticks": args.ticks})
     out = _out(args, f"runs/{scenario.scenario.name}-seed{scenario.scenario.seed}")
     summary = run_scenario(
         scenario,
@@ -387,9 +387,10 @@ def _batch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mdpsim._core.threads import available_cores
+    from mdpsim.experiments import overrides
     from mdpsim.experiments.batch import run_batch
 
-    scenario = _overridden(_scenario(args), {"--ticks": args.ticks})
+    scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
     out = _out(args, f"runs/{scenario.scenario.name}-batch")
     outcome = run_batch(
         scenario,
@@ -437,32 +438,11 @@ def _out(args: argparse.Namespace, default: str) -> str:
 
 
 def _check_out(args: argparse.Namespace) -> None:
-    """A given ``--out`` checked before the scenario's network or traces are read (the
-    default one, named after the scenario, is checked once the scenario is known)."""
+    """A given ``--out`` checked before the network is read (the default: once it is named)."""
     from mdpsim._core.outputs import new_folder
 
     if args.out is not None:
         new_folder(args.out, overwrite=args.force)
-
-
-#: flag -> the scenario field it overrides
-OVERRIDES = {
-    "--seed": "scenario.seed",
-    "--ticks": "scenario.ticks",
-}
-
-
-def _overridden(scenario, flags: dict):
-    """``scenario`` with the given flags' values, validated as the fields they override: the
-    same rule and the same one line as in a scenario file, after the flag's name."""
-    for flag, value in flags.items():
-        if value is None:
-            continue
-        try:
-            scenario = scenario.replace(**{OVERRIDES[flag]: value})
-        except InputError as exc:
-            raise InputError(f"{flag} {value}: {exc}") from None
-    return scenario
 
 
 def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
@@ -483,10 +463,10 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 @command("attack")
 def _attack(args: argparse.Namespace) -> int:
     from mdpsim._core.outputs import new_folder
-    from mdpsim.experiments import harness
+    from mdpsim.experiments import harness, overrides
 
     _check_out(args)
-    scenario = _overridden(_scenario(args), {"--ticks": args.ticks})
+    scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
     plan = harness.plan_of(
         scenario,
         mechanisms=_csv(args.mechanisms, str, "--mechanisms"),
