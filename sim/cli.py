@@ -1,12 +1,10 @@
 """The ``mdpsim`` command line.
 
 Exit codes (README): 0 ok; 1 ``mdpsim audit`` found a violation (nothing else exits 1); 2 bad
-input or a plug-in's mistake (:class:`mdpsim.errors.InputError`, its
-:class:`~mdpsim.errors.PluginError` included), one ``error:`` line and nothing written;
-3 partial (``attack``, ``batch``: some settings failed, the others' results are written);
-130 Ctrl-C, one ``interrupted:`` line (what finished, how to go on).
-``--traceback`` or ``MDPSIM_TRACEBACK=1`` prints the full traceback before that line (for a
-plug-in's author). Anything else is a bug and keeps its traceback.
+input or a plug-in's mistake (:class:`~mdpsim.errors.InputError`, PluginError included): one
+``error:`` line, nothing written; 3 partial (``attack``, ``batch``: some settings failed, the
+others' results are written); 130 Ctrl-C: one ``interrupted:`` line. ``--traceback`` or
+``MDPSIM_TRACEBACK=1`` prints the traceback before the line. Anything else keeps its traceback.
 """
 
 from __future__ import annotations
@@ -356,9 +354,9 @@ def _run(args: argparse.Namespace) -> int:
         from mdpsim.experiments.export import check_target
 
         check_target(*export)  # before the run: a wrong format costs nothing
-    _check_out(args)
+    overrides.check_out(args.out, force=args.force)
     scenario = overrides.apply(_scenario(args), {"--seed": args.seed, "--ticks": args.ticks})
-    out = _out(args, f"runs/{scenario.scenario.name}-seed{scenario.scenario.seed}")
+    out = overrides.out_or(args.out, f"runs/{scenario.scenario.name}-seed{scenario.scenario.seed}")
     summary = run_scenario(
         scenario,
         out,
@@ -391,7 +389,7 @@ def _batch(args: argparse.Namespace) -> int:
     from mdpsim.experiments.batch import run_batch
 
     scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
-    out = _out(args, f"runs/{scenario.scenario.name}-batch")
+    out = overrides.out_or(args.out, f"runs/{scenario.scenario.name}-batch")
     outcome = run_batch(
         scenario,
         out,
@@ -432,19 +430,6 @@ def _failed_exit(errors) -> int:
     return EXIT_PARTIAL
 
 
-def _out(args: argparse.Namespace, default: str) -> str:
-    """``--out`` as given (an empty one is refused by the path checks), else ``default``."""
-    return default if args.out is None else args.out
-
-
-def _check_out(args: argparse.Namespace) -> None:
-    """A given ``--out`` checked before the network is read (the default: once it is named)."""
-    from mdpsim._core.outputs import new_folder
-
-    if args.out is not None:
-        new_folder(args.out, overwrite=args.force)
-
-
 def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
     """One line per failed task on stderr (the first ``show``), then where the rest is."""
     from mdpsim.experiments.batch import error_line
@@ -462,10 +447,9 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 
 @command("attack")
 def _attack(args: argparse.Namespace) -> int:
-    from mdpsim._core.outputs import new_folder
     from mdpsim.experiments import harness, overrides
 
-    _check_out(args)
+    overrides.check_out(args.out, force=args.force)
     scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
     plan = harness.plan_of(
         scenario,
@@ -473,7 +457,7 @@ def _attack(args: argparse.Namespace) -> int:
         epsilons=_csv(args.epsilons, float, "--epsilons"),
         repetitions=args.repetitions,
     )
-    out = new_folder(_out(args, f"runs/{scenario.scenario.name}-attacks"), overwrite=args.force)
+    out = overrides.folder(args.out, f"runs/{scenario.scenario.name}-attacks", args.force)
     outcome = harness.evaluate(scenario, plan, ticks=args.ticks, progress=not args.no_progress)
     paths = harness.write_outputs(
         outcome.summary,
@@ -500,15 +484,14 @@ def _attack(args: argparse.Namespace) -> int:
 
 @command("frontier")
 def _frontier(args: argparse.Namespace) -> int:
-    from mdpsim._core.outputs import new_folder
-    from mdpsim.experiments import frontier
+    from mdpsim.experiments import frontier, overrides
     from mdpsim.mechanisms.lp.stackelberg import check_metric
 
-    _check_out(args)
+    overrides.check_out(args.out, force=args.force)
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")
     check_metric(args.adversary_metric, "--adversary-metric")
-    out = new_folder(_out(args, f"runs/{scenario.scenario.name}-frontier"), overwrite=args.force)
+    out = overrides.folder(args.out, f"runs/{scenario.scenario.name}-frontier", args.force)
     domain, curve, points, cap = frontier.run(
         scenario,
         qualities=_csv(args.qualities, float, "--qualities"),

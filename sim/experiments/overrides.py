@@ -1,9 +1,12 @@
-"""CLI flags that override scenario fields, validated as those fields (one rule, one message)."""
+"""CLI flags: those that override scenario fields, validated as those fields (one rule, one
+message), and ``--out``, checked before any work."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from mdpsim._core.outputs import new_folder
 from mdpsim.errors import InputError
 from mdpsim.simulation.scenario import Scenario
 
@@ -25,3 +28,19 @@ def apply(scenario: Scenario, flags: dict[str, Any]) -> Scenario:
         except InputError as exc:
             raise InputError(f"{flag} {value}: {exc}") from None
     return scenario
+
+
+def out_or(out: str | None, default: str) -> str:
+    """``--out`` as given (an empty one is refused by the path checks), else ``default``."""
+    return default if out is None else out
+
+
+def check_out(out: str | None, *, force: bool) -> None:
+    """A given ``--out`` checked before the network is read (the default: once it is named)."""
+    if out is not None:
+        new_folder(out, overwrite=force)
+
+
+def folder(out: str | None, default: str, force: bool) -> Path:
+    """The output folder (``--out`` or ``default``), checked (:func:`new_folder`)."""
+    return new_folder(out_or(out, default), overwrite=force)
