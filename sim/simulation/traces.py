@@ -54,6 +54,8 @@ MAX_TICK_CELLS = 100_000_000
 SHOWN_LINES = 5
 #: The origin of tick times when a run has no traces (exports stamp tick t at origin + t-1 ticks).
 SYNTHETIC_ORIGIN = pd.Timestamp("1970-01-01T00:00:00Z")
+#: The columns a traces file is read by (``[mobility] columns`` maps a file's own names).
+TRACE_COLUMNS = ("user", "time", "lat", "lon", "x", "y", "trace")
 TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet", ".geojson")
 #: The years a time may lie in (first, last): the range of a nanosecond timestamp.
 YEARS = (1678, 2261)
@@ -273,6 +275,22 @@ def read_table(path: Path) -> pd.DataFrame:
     raise InputError(f"field mobility.path = {str(path)!r} must end in {', '.join(TRACE_SUFFIXES)}")
 
 
+def renamed(table: pd.DataFrame, columns: dict[str, str], path: Path) -> pd.DataFrame:
+    """``table`` with the file's column names of ``[mobility] columns`` read as mdpsim's."""
+    for name, source in columns.items():
+        if source not in table.columns:
+            raise InputError(
+                f"field mobility.columns: {name} = {source!r} is not a column of "
+                f"{str(path)!r}; its columns: {', '.join(map(str, table.columns))}"
+            )
+        if name in table.columns and name not in columns.values():
+            raise InputError(
+                f"field mobility.columns: {name} = {source!r}, but {str(path)!r} also has a "
+                f"column {name!r}; map that one too, or drop the entry"
+            )
+    return table.rename(columns={source: name for name, source in columns.items()})
+
+
 #: Marks, in its first cell, a CSV row with the wrong number of fields (then one bad row).
 MALFORMED = "\x00malformed row: "
 
@@ -331,15 +349,16 @@ def read_fixes(
     crs: str = "",
     keep_trace: str = "true",
     strict: bool = False,
+    columns: dict[str, str] | None = None,
 ) -> Fixes:
     """Read and check a traces file (module docstring); bad rows refused (``strict``) or dropped.
 
     ``extent_xy`` is ``(xmin, ymin, xmax, ymax)`` of the network in ``graph_crs`` metres.
     A file with a ``trace`` column (an mdpsim export) keeps the rows whose trace is
-    ``keep_trace``.
+    ``keep_trace``. ``columns`` maps a column mdpsim reads to the file's name for it.
     """
     path = Path(path)
-    table = read_table(path)
+    table = renamed(read_table(path), columns or {}, path)
     n_rows = len(table)
     first, second, crs = coordinate_columns(table, path, crs)
     n_filtered = 0

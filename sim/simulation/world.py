@@ -162,16 +162,28 @@ def trace_fixes(scenario: Scenario, graph) -> Fixes | None:
         return None
     path = scenario.trace_path()
     stat = path.stat() if path.is_file() else None
-    key = (str(path), stat and (stat.st_size, stat.st_mtime_ns), mob.crs, mob.keep_trace)
+    key = (
+        str(path),
+        stat and (stat.st_size, stat.st_mtime_ns),
+        mob.crs,
+        mob.keep_trace,
+        tuple(sorted(mob.columns.items())),
+    )
     crs = str(graph.graph["crs"])
     return _read_fixes(key, mob.strict, crs, network_extent(graph))
 
 
 @functools.lru_cache(maxsize=8)
 def _read_fixes(key: tuple, strict: bool, graph_crs: str, extent: tuple) -> Fixes:
-    path, _, crs, keep_trace = key
+    path, _, crs, keep_trace, columns = key
     return read_fixes(
-        path, graph_crs=graph_crs, extent_xy=extent, crs=crs, keep_trace=keep_trace, strict=strict
+        path,
+        graph_crs=graph_crs,
+        extent_xy=extent,
+        crs=crs,
+        keep_trace=keep_trace,
+        strict=strict,
+        columns=dict(columns),
     )
 
 

@@ -257,3 +257,33 @@ def test_a_missing_traces_file_is_refused_at_load(tmp_path):
     with pytest.raises(InputError, match=r"mobility.path = 'gone.csv': no such file \(read from"):
         sc.load(tmp_path / "s.toml")
     assert main(["run", str(tmp_path / "s.toml")]) == 2
+
+
+def test_mobility_columns_map_a_files_own_names(tmp_path, helsinki_test_walk, centre):
+    lon, lat = centre
+    rows = [f"u{i % 2},{60 * i},{lat},{lon}" for i in range(4)]
+    plain = _read(_csv(tmp_path, rows), helsinki_test_walk)
+    own = tmp_path / "own"
+    own.mkdir()
+    path = _csv(own, rows, header="User,Seconds,latitude,longitude")
+    names = {"user": "User", "time": "Seconds", "lat": "latitude", "lon": "longitude"}
+    mapped = _read(path, helsinki_test_walk, columns=names)
+    assert list(mapped.user_ids) == list(plain.user_ids)
+    assert np.array_equal(mapped.seconds, plain.seconds) and np.allclose(mapped.xy, plain.xy)
+    scenario = _scenario(path, columns=names)  # the same through the scenario and the world
+    assert build_world(scenario, seed=0).scenario.users.count == 2
+
+
+def test_mobility_columns_are_checked_in_one_line(tmp_path, helsinki_test_walk, centre):
+    path = _csv(tmp_path, _good_rows(centre), header="User,time,lat,lon")
+    with pytest.raises(InputError, match=r"mobility.columns: user = 'Name' is not a column of"):
+        _read(path, helsinki_test_walk, columns={"user": "Name"})
+    both = _csv(tmp_path, [r + ",x" for r in _good_rows(centre)], header="user,time,lat,lon,Lat")
+    with pytest.raises(InputError, match=r"also has a column 'lat'; map that one too"):
+        _read(both, helsinki_test_walk, columns={"lat": "Lat"})
+    with pytest.raises(InputError, match=r"mobility.columns names 'speed', not a column mdpsim"):
+        _scenario(path, columns={"speed": "v"})
+    with pytest.raises(InputError, match=r"mobility.columns must give each column a distinct"):
+        _scenario(path, columns={"lat": "a", "lon": "a"})
+    with pytest.raises(InputError, match=r"mobility.columns is for source = 'traces'"):
+        sc.from_dict({**BASE, "mobility": {"columns": {"user": "User"}}})

@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from mdpsim.errors import InputError
 from mdpsim.geo.network import NetworkType
+from mdpsim.simulation.traces import TRACE_COLUMNS
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MAX_TICKS = 1_000_000  # ~12 days of 1 s ticks; the per-tick log of a run is kept in memory
@@ -150,6 +151,11 @@ class MobilityTable(Table):
         description="traces only: refuse a file with any bad row (default: drop and report "
         "them); mdpsim --strict sets it",
     )
+    columns: dict[str, str] = Field(
+        default={},
+        description="traces only: the file's name of each column mdpsim reads, e.g. "
+        '{user = "User", lat = "latitude"} (unnamed columns keep their names)',
+    )
 
     @model_validator(mode="after")
     def _path_for_traces(self) -> MobilityTable:
@@ -157,6 +163,18 @@ class MobilityTable(Table):
             raise _refuse("needs a file: source = 'traces' reads it", field="path")
         if self.source == "synthetic" and self.path:
             raise _refuse("is for source = 'traces'; set source or drop path", field="path")
+        if self.source == "synthetic" and self.columns:
+            raise _refuse("is for source = 'traces'; set source or drop columns", field="columns")
+        unknown = sorted(set(self.columns) - set(TRACE_COLUMNS))
+        if unknown:
+            raise _refuse(
+                f"names {unknown[0]!r}, not a column mdpsim reads; one of "
+                + ", ".join(TRACE_COLUMNS),
+                field="columns",
+            )
+        named = [v for v in self.columns.values() if v]
+        if len(named) != len(self.columns) or len(set(named)) != len(named):
+            raise _refuse("must give each column a distinct, non-empty file name", field="columns")
         return self
 
 
