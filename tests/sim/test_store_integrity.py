@@ -11,33 +11,18 @@ import socket
 from pathlib import Path
 
 import pytest
+from test_batch import _toml  # tests/sim/test_batch.py: the tiny sweep scenario
 
 from mdpsim.cli import main
 from mdpsim.experiments import store as store_mod
 from mdpsim.experiments.store import load_manifest, task_table, verify
 
-TOML = """
-[scenario]
-name = "tiny"
-seed = 7
-ticks = 2
-[domain]
-n_points = 100
-[users]
-count = 12
-[mechanism]
-name = "em"
-epsilon_per_km = 4.0
-[sweep]
-"mechanism.epsilon_per_km" = [2.0, 6.0]
-repetitions = 2
-"""
-
 
 def _scenario(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny.toml"
-    path.write_text(TOML)
-    return path
+    """test_batch's tiny scenario: a 2 x 2 sweep of 4 tasks."""
+    return _toml(
+        tmp_path / "tiny.toml", ['"mechanism.epsilon_per_km" = [2.0, 6.0]', "repetitions = 2"]
+    )
 
 
 def _batch(scenario: Path, out: Path, *extra: str) -> list[str]:
