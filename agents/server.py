@@ -30,7 +30,7 @@ from mdpsim.agents.strategies.refresh import RefreshContext
 from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.suite import TickResult
 from mdpsim.mechanisms import Mechanism, make
-from mdpsim.mechanisms.base import draw_reports, mechanism_class
+from mdpsim.mechanisms.base import draw_reports
 from mdpsim.privacy.filters import Charge
 
 
@@ -141,14 +141,14 @@ class CuriousServer(mesa.Agent):
         model = self.model
         active = np.nonzero(~model.filters.halted)[0]
         index = self.published if mechanism is None else mechanism
-        needs_users = mechanism_class(self.mechanism_names[index]).needs_users
-        if self.mechanism is not None and needs_users and not len(active):
+        name = self.mechanism_names[index]
+        params = self.settings.params_for(name)
+        built = [make(name, epsilon=eps, **params) for eps in self.levels]
+        if self.mechanism is not None and built[0].takes_uploads and not len(active):
             return False
         self.published = index
-        name = self.mechanism_name
-        params = self.settings.params_for(name)
         start = time.perf_counter()
-        fitted = [self._fitted(name, eps, params, active) for eps in self.levels]
+        fitted = [self._fitted(name, mech, params, active) for mech in built]
         self.generation_seconds = time.perf_counter() - start
         mech = fitted[self.default_level]
         # the reference printed beside the mechanism's loss: EM at the same total eps
@@ -178,15 +178,16 @@ class CuriousServer(mesa.Agent):
             )
         return True
 
-    def _fitted(self, name: str, eps: float, params: dict, active: np.ndarray) -> Mechanism:
-        """Mechanism ``name`` at ``eps`` fitted on the domain (cached unless it takes uploads)."""
+    def _fitted(self, name: str, mech: Mechanism, params: dict, active: np.ndarray) -> Mechanism:
+        """``mech`` (mechanism ``name`` built from ``params``) fitted on the domain, or the fit
+        the cache holds for the same name, eps, parameters and domain (unless it takes
+        uploads)."""
         model = self.model
-        key = (name, eps, repr(sorted(params.items())), id(model.domain))
-        cache = None if mechanism_class(name).needs_users else self.mechanism_cache
+        key = (name, mech.epsilon, repr(sorted(params.items())), id(model.domain))
+        cache = None if mech.takes_uploads else self.mechanism_cache
         cached = None if cache is None else cache.get(key)
         if cached is not None:
             return cached
-        mech = make(name, epsilon=eps, **params)
         users = model.population.position[active]
         mech.fit(model.domain, users=users, rng=model.streams["mechanism"])
         if cache is not None:

@@ -148,7 +148,7 @@ def table_mechanisms(G, args) -> None:
                     if name in nones:
                         params["planner"] = None if nones[name] == "default" else nones[name]
                         mech = make("dista_lp", upload="none", **params)
-                        mech.fit(domain, users=np.array([], dtype=np.int64))
+                        mech.fit(domain)
                     else:
                         mech = make(name, **params).fit(domain)
                     sec = time.perf_counter() - t0

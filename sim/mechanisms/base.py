@@ -11,12 +11,14 @@ learned in attributes ending in ``_``:
 * ``info_``: solver status, timings (seconds) and sizes.
 
 Subclasses implement ``_fit(domain) -> (matrix, info)``. A mechanism built from its users'
-uploads sets ``needs_users = True`` and implements ``_fit_users(domain, users, rng) ->
-(matrix, info, uploads)`` instead: ``fit(domain, users=..., rng=...)`` then requires ``users``,
-the secret index of each user taking part (several users may share a secret), and keeps what
-each user sent in ``uploads_`` (:class:`Uploads`; ``None`` for mechanisms that need no users,
-which ignore ``users`` and ``rng``). No code outside a mechanism's folder needs its name: the
-simulation, the attack harness and the env read ``needs_users`` and ``uploads_``.
+uploads says so in ``takes_uploads`` (a property of the configured instance: ``dista_lp`` takes
+uploads unless ``upload="none"``) and implements ``_fit_users(domain, users, rng) ->
+(matrix, info, uploads)``: when ``takes_uploads``, ``fit(domain, users=..., rng=...)`` requires
+``users``, the secret index of each user taking part (several users may share a secret), and
+keeps what each user sent in ``uploads_`` (:class:`Uploads`); otherwise ``fit`` runs ``_fit``,
+ignores ``users`` and ``rng`` and ``uploads_`` is ``None``. No code outside a mechanism's
+folder needs its name: the simulation, the attack harness and the env read ``takes_uploads``
+and ``uploads_``.
 
 The base class checks the matrix
 (``domain.n_x x domain.n_y``, finite, non-negative, rows summing to 1 within 1e-9, then
@@ -91,8 +93,6 @@ class Mechanism(Component):
 
     name: ClassVar[str] = "?"
     component_kind: ClassVar[str] = "mechanism"
-    # True: fit(domain, users=...) builds the matrix from the users' uploads (module docstring).
-    needs_users: ClassVar[bool] = False
     # Extra constructor parameters for the 40-point conformance test (see module docstring).
     conformance_params: ClassVar[dict] = {}
 
@@ -108,9 +108,10 @@ class Mechanism(Component):
                     "(docs/plugins.md)"
                 )
         super().__init_subclass__(**kwargs)
-        hook = "_fit_users" if cls.needs_users else "_fit"
-        if getattr(cls, hook) is getattr(Mechanism, hook):
-            raise TypeError(f"{cls.__name__} (needs_users={cls.needs_users}) must implement {hook}")
+        if not (_implements(cls, "_fit") or _implements(cls, "_fit_users")):
+            raise TypeError(
+                f"{cls.__name__} must implement _fit (or _fit_users, if it takes uploads)"
+            )
 
     # --------------------------------------------------------------- the contract
     def check_domain_size(self, n_x: int, n_y: int) -> None:
@@ -118,15 +119,21 @@ class Mechanism(Component):
         fitted with these parameters (by the sizes alone). ``fit`` calls it first, and a
         scenario at load, so a bad combination is refused before anything runs."""
 
+    @property
+    def takes_uploads(self) -> bool:
+        """Whether this mechanism, as configured, is fitted on its users' uploads (``fit``
+        then runs ``_fit_users`` on the users given; False: ``_fit``, no users)."""
+        return False
+
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         """Build the N x K matrix for ``domain``; return it with an info dict."""
-        raise TypeError(f"{type(self).__name__} needs its users: implement _fit_users")
+        raise NotImplementedError
 
     def _fit_users(
         self, domain, users: np.ndarray, rng: np.random.Generator | None
     ) -> tuple[np.ndarray, dict, Uploads]:
-        """``needs_users`` mechanisms: the matrix, info and each user's upload slot."""
-        raise TypeError(f"{type(self).__name__} needs no users: implement _fit")
+        """``takes_uploads`` mechanisms: the matrix, info and each user's upload slot."""
+        raise NotImplementedError
 
     @property
     def guarantee(self) -> Guarantee:
@@ -156,16 +163,22 @@ class Mechanism(Component):
         """Build the mechanism for ``domain`` and return ``self``.
 
         ``users``: the (U,) secret indices of the users taking part, required when
-        ``needs_users`` (ignored otherwise, like ``rng``, the fit's randomness).
+        ``takes_uploads`` (ignored otherwise, like ``rng``, the fit's randomness).
         """
         cls = type(self)
         who = cls.__name__
         start = time.perf_counter()
         uploads: Uploads | None = None
         self.check_domain_size(domain.n_x, domain.n_y)
-        if self.needs_users:
+        takes_uploads = self.takes_uploads
+        hook = "_fit_users" if takes_uploads else "_fit"
+        if not _implements(cls, hook):
+            raise contract_error(cls, f"takes_uploads is {takes_uploads}: implement {hook}")
+        if takes_uploads:
             if users is None:
-                raise InputError(f"{who} needs its users: fit(domain, users=<secret indices>)")
+                raise InputError(
+                    f"{who} needs its users' uploads: fit(domain, users=<secret indices>)"
+                )
             idx = _checked_users(users, domain)
             with_uploads: Any = self._fit_users(domain, idx, rng)
             if not (isinstance(with_uploads, tuple) and len(with_uploads) == 3):
@@ -246,6 +259,11 @@ def draw_reports(mechanism: Mechanism, indices, rng: np.random.Generator) -> np.
     if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= len(matrix))):
         raise InputError(f"secret indices must lie in [0, {len(matrix)})")
     return sample_rows(matrix, idx, rng)
+
+
+def _implements(cls: type, hook: str) -> bool:
+    """Whether ``cls`` overrides the base class's ``hook`` (``_fit`` or ``_fit_users``)."""
+    return getattr(cls, hook) is not getattr(Mechanism, hook)
 
 
 def _checked_users(users, domain) -> np.ndarray:

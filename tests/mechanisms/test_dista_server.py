@@ -205,7 +205,7 @@ def test_dista_lp_rejects_bad_parameters_naming_them(params, field):
 )
 def test_fit_refuses_missing_or_bad_users_naming_them(users, match, road_domain_small):
     with pytest.raises(InputError, match=match):
-        make("dista_lp", epsilon=4.0).fit(road_domain_small, users=users)
+        make("dista_lp", epsilon=4.0, upload="location").fit(road_domain_small, users=users)
 
 
 def test_uploading_modes_need_a_user(road_domain_small):
@@ -213,6 +213,18 @@ def test_uploading_modes_need_a_user(road_domain_small):
         make("dista_lp", epsilon=4.0, upload="location").fit(
             road_domain_small, users=np.array([], int)
         )
+
+
+def test_no_upload_fits_without_users_and_ignores_them(road_domain_small):
+    alone = make("dista_lp", epsilon=4.0, upload="none")
+    assert not alone.takes_uploads
+    assert make("dista_lp", epsilon=4.0, upload="location").takes_uploads
+    alone.fit(road_domain_small)
+    assert alone.uploads_ is None and len(alone.info_["users"]) == 0
+    with_users = make("dista_lp", epsilon=4.0, upload="none")
+    with_users.fit(road_domain_small, users=np.array([3, 7]), rng=np.random.default_rng(1))
+    np.testing.assert_array_equal(alone.matrix_, with_users.matrix_)
+    assert with_users.uploads_ is None  # nobody uploaded: nothing to attack
 
 
 def test_users_sharing_a_secret_share_one_upload(road_domain_small):

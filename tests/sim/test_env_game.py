@@ -15,6 +15,7 @@ from mdpsim.errors import InputError
 from mdpsim.experiments.run import tables, write_outputs
 from mdpsim.privacy.filters import charge_of
 from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.model import PrivacyModel
 
 LEVELS = [2.0, 6.0, 12.0]
 GAME = {
@@ -150,8 +151,22 @@ def test_following_the_strategies_of_a_game_writes_the_bytes_of_mdpsim_run(tmp_p
 )
 def test_game_fields_are_refused_with_one_line(game, match):
     raw = {k: v for k, v in GAME.items() if k != "game"}
+    uploads = {"params_by_name": {"dista_lp": {"upload": "location"}}}  # takes uploads
+    raw["mechanism"] = {**raw["mechanism"], **uploads}
     with pytest.raises(InputError, match=match):
         sc.from_dict({**raw, "game": game})
+
+
+def test_dista_lp_without_uploads_plays_at_every_level():
+    raw = {k: v for k, v in GAME.items() if k != "game"}
+    raw["mechanism"] = {"name": "dista_lp", "epsilon_per_km": 6.0, "params": {"upload": "none"}}
+    raw["game"] = {"epsilon_levels": [2.0, 6.0]}
+    model = PrivacyModel(sc.from_dict(raw), rng=2)
+    model.run(2)
+    server = model.server
+    assert [m.epsilon for m in server.level_mechanisms] == [2.0, 6.0]
+    assert all(m.uploads_ is None for m in server.level_mechanisms)
+    assert "upload" not in model.filters.spent_by_component()
 
 
 def test_a_bad_action_names_the_space(game):

@@ -81,12 +81,13 @@ class DistALP(Mechanism):
         uploads/strict.py, uploads/paper.py); ``None``: not given (the scheme's default). A
         parameter of another mode is refused, naming it.
 
-    The users come with ``fit(domain, users=..., rng=...)``: their true secrets, one entry
-    per user; users at the same secret upload the same blocks, so there is one DistA-LP user
-    per distinct secret (``info_["users"]``, sorted) and ``uploads_.slot[u]`` is user u's.
+    The uploading modes take the users with ``fit(domain, users=..., rng=...)``: their true
+    secrets, one entry per user; users at the same secret upload the same blocks, so there is
+    one DistA-LP user per distinct secret (``info_["users"]``, sorted) and ``uploads_.slot[u]``
+    is user u's. ``upload="none"`` takes no uploads: ``fit(domain)``, nothing in it depends on
+    the users (``uploads_`` is ``None``).
     """
 
-    needs_users: ClassVar[bool] = True
     #: The surrogate modes' noise calibrations, shared by every instance (regenerations).
     calibrations: ClassVar[CalibrationCache] = CalibrationCache()
     #: The upload schemes by mode (a subclass may swap one, e.g. a noise-free ablation).
@@ -163,6 +164,11 @@ class DistALP(Mechanism):
         self.seed = None if seed is None else check_positive_int(seed, "seed", minimum=0)
         self._scheme = scheme(epsilon=self.epsilon, **given)
 
+    @property
+    def takes_uploads(self) -> bool:
+        """Every mode but ``upload="none"`` is fitted on the users' uploads."""
+        return self._scheme.takes_uploads
+
     def _planner(self) -> str:
         """The planner in use: as given, else the scheme's default."""
         return self.planner if self.planner is not None else self._scheme.planners[0]
@@ -191,11 +197,16 @@ class DistALP(Mechanism):
         """The upload scheme's own size rules (strict / paper: ``n_neighbours <= n_x``)."""
         self._scheme.check_domain_size(n_x, n_y)
 
+    def _fit(self, domain) -> tuple[np.ndarray, dict]:
+        """``upload="none"``: the plan for the public prior, no user in it."""
+        no_user = np.zeros(0, dtype=np.int64)
+        return self._fit_unique(domain, no_user, np.random.default_rng(self.seed or 0))
+
     def _fit_users(
         self, domain, users: np.ndarray, rng: np.random.Generator | None
     ) -> tuple[np.ndarray, dict, Uploads]:
         users, slot = np.unique(users, return_inverse=True)  # one DistA-LP user per secret
-        if len(users) == 0 and self._scheme.needs_a_user:
+        if len(users) == 0:
             raise InputError(f"upload={self.upload!r} needs at least one user to upload")
         seed = self.seed
         if seed is None:

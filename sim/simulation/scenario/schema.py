@@ -89,7 +89,7 @@ class Scenario(BaseModel):
     def _game_choices_build(self) -> Scenario:
         """The game's lists hold the ``[mechanism]`` defaults, and every (mechanism, level)
         builds; a mechanism that takes uploads plays at one level (one upload per fit)."""
-        from mdpsim.mechanisms import make, mechanism_class
+        from mdpsim.mechanisms import make
 
         game, mech = self.game, self.mechanism
         if game.epsilon_levels and mech.epsilon_per_km not in game.epsilon_levels:
@@ -104,20 +104,21 @@ class Scenario(BaseModel):
                 field="game.mechanisms",
             )
         for name in game.mechanisms or [mech.name]:
-            if len(game.epsilon_levels) > 1 and mechanism_class(name).needs_users:
-                raise _refuse(
-                    f"has {name!r}, which takes uploads at every fit: it plays at one level "
-                    "(drop it or keep one epsilon level)",
-                    field="game.mechanisms",
-                )
             for eps in game.epsilon_levels or [mech.epsilon_per_km]:
                 try:
-                    make(name, epsilon=eps, **mech.params_for(name))
+                    built = make(name, epsilon=eps, **mech.params_for(name))
                 except (TypeError, InputError) as exc:
                     raise _refuse(
                         f"has {name!r} at eps {eps!r}, which does not build: {exc}",
                         field="game.mechanisms",
                     ) from None
+                if len(game.epsilon_levels) > 1 and built.takes_uploads:
+                    raise _refuse(
+                        f"has {name!r}, which as configured takes uploads at every fit: it "
+                        "plays at one level (drop it, keep one epsilon level or give it no "
+                        "uploads)",
+                        field="game.mechanisms",
+                    )
         return self
 
     @model_validator(mode="after")

@@ -69,8 +69,8 @@ class UploadScheme(Component, ABC):
     mode: ClassVar[str] = "?"
     #: Planners that can plan on what this scheme uploads; the first is the default.
     planners: ClassVar[tuple[str, ...]] = ("blocks",)
-    #: Whether a fit with no user is refused (nothing to upload).
-    needs_a_user: ClassVar[bool] = True
+    #: Whether the users upload (``False``: the fit has no users; ``True``: at least one).
+    takes_uploads: ClassVar[bool] = True
 
     epsilon: float
 

@@ -19,7 +19,7 @@ class NoUpload(UploadScheme):
 
     mode = "none"
     planners = ("lp_medoids", "blocks")
-    needs_a_user = False
+    takes_uploads = False
 
     def budgets(self) -> tuple[float, float]:
         return 0.0, self.epsilon

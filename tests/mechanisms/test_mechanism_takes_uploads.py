@@ -1,16 +1,14 @@
-"""A mechanism that needs its users runs everywhere with no edit outside this file.
+"""A mechanism that takes its users' uploads runs everywhere with no edit outside this file.
 
 ``NearUploads`` (test only): each user uploads one location drawn from the EM over X at
 ``eps_up`` (pure eps_up-mDP); the report matrix is the EM at ``eps - eps_up`` over the outputs
 nearest the uploaded locations (an EM normalised over any public output set is pure mDP, and
-the set is a function of the uploads only). It declares ``needs_users = True`` and is run, by
+the set is a function of the uploads only). It declares ``takes_uploads = True`` and is run, by
 name, through the model (``mdpsim run``'s path), the attack harness (``mdpsim attack``'s
 path, the upload attack included) and the env.
 """
 
 from __future__ import annotations
-
-from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -30,7 +28,7 @@ SHARE = 0.25
 class NearUploads(Mechanism):
     """EM over the outputs nearest the users' EM-noised uploads."""
 
-    needs_users: ClassVar[bool] = True
+    takes_uploads = True  # a class attribute will do; dista_lp's is a property
 
     def __init__(self, epsilon: float, *, seed: int | None = None) -> None:
         super().__init__(epsilon)
@@ -70,7 +68,7 @@ def registered(monkeypatch):
 def world(make_scenario):
     """Five users reporting from the test mechanism, its uploads attacked."""
     return make_scenario.but(
-        scenario={"name": "needs-users", "seed": 4, "ticks": 3},
+        scenario={"name": "takes-uploads", "seed": 4, "ticks": 3},
         domain={"n_points": 40},
         users={"count": 5, "budget_rho_per_km2": 1e6},
         mechanism={"name": NAME},
