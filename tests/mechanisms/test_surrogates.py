@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mdpsim.errors import InputError
-from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, Surrogate, fit_blocks
+from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, fit_blocks, make_surrogate
 from mdpsim.mechanisms.dista_lp.user import UploadConfig, block_release, local_blocks, public_scales
 
 
@@ -26,7 +26,7 @@ def scales(road_domain_small):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_surface_of_the_family_round_trips(family, rng):
-    sur = Surrogate(family, 12, 30, rank=3)
+    sur = make_surrogate(family, 12, 30, rank=3)
     lo, hi = sur.bounds(5.0)
     truth = {
         "gaussian": np.array([0.4, 0.6, 0.3, 0.5, 2.0, 0.5]),
@@ -46,7 +46,7 @@ def test_a_surface_of_the_family_round_trips(family, rng):
 @pytest.mark.parametrize(("family", "tol"), [("svd", 0.15), ("gaussian", 0.7),
                                               ("polynomial", 0.7), ("rbf", 0.7)])  # fmt: skip
 def test_real_blocks_fit_with_the_alternating_scheme(family, tol, blocks, scales, rng):
-    sur = {t: Surrogate(family, 12, a.shape[1], rank=5) for t, a in blocks.items()}
+    sur = {t: make_surrogate(family, 12, a.shape[1], rank=5) for t, a in blocks.items()}
     res = fit_blocks(blocks, sur, scales, rng=rng, n_swap_iter=4)
     assert sorted(res.perm) == list(range(12))
     assert all(b <= a * (1 + 1e-12) for a, b in zip(res.losses, res.losses[1:], strict=False))
@@ -58,7 +58,7 @@ def test_real_blocks_fit_with_the_alternating_scheme(family, tol, blocks, scales
 
 
 def test_svd_loss_does_not_depend_on_the_permutation(blocks, scales):
-    sur = {t: Surrogate("svd", 12, a.shape[1], rank=3) for t, a in blocks.items()}
+    sur = {t: make_surrogate("svd", 12, a.shape[1], rank=3) for t, a in blocks.items()}
     losses = {
         fit_blocks(blocks, sur, scales, rng=np.random.default_rng(s), n_swap_iter=0).losses[0]
         for s in range(3)
@@ -70,7 +70,7 @@ def test_svd_loss_does_not_depend_on_the_permutation(blocks, scales):
 def test_release_with_a_huge_budget_tends_to_the_noise_free_fit(family, blocks, scales, rng):
     cfg = UploadConfig(4.0, family=family, rank=5, n_neighbours=12)
     a = blocks["dy"]
-    sur = Surrogate(family, 12, a.shape[1], rank=5)
+    sur = make_surrogate(family, 12, a.shape[1], rank=5)
     theta = sur.fit(a, scale=scales["dy"])
     rel = block_release(sur, "dy", scales["dy"], np.full(sur.n_params, 1e-9), cfg)
     z = rel.sample(theta, rng)
@@ -82,7 +82,7 @@ def test_release_with_a_huge_budget_tends_to_the_noise_free_fit(family, blocks, 
 def test_noise_biases_distances_down_and_losses_up(family, noise, blocks, scales, rng):
     cfg = UploadConfig(4.0, family=family, rank=5, n_neighbours=12, noise=noise)
     for t, sign in (("dy", -1.0), ("cy", 1.0)):
-        sur = Surrogate(family, 12, blocks[t].shape[1], rank=5)
+        sur = make_surrogate(family, 12, blocks[t].shape[1], rank=5)
         theta = sur.fit(blocks[t], scale=scales[t])
         b = 0.01 * (np.abs(theta) + scales[t] * 1e-3)
         rel = block_release(sur, t, scales[t], b, cfg)
@@ -108,4 +108,32 @@ def test_noise_biases_distances_down_and_losses_up(family, noise, blocks, scales
 )  # fmt: skip
 def test_bad_surrogate_parameters_are_rejected(kwargs, match):
     with pytest.raises(InputError, match=match):
-        Surrogate(n_rows=12, n_cols=12, **kwargs)
+        make_surrogate(n_rows=12, n_cols=12, **kwargs)
+
+
+def test_a_new_family_is_one_class_registered_by_name(monkeypatch, blocks, scales, rng):
+    from dataclasses import dataclass
+
+    from mdpsim.mechanisms.dista_lp import surrogates
+
+    @dataclass(frozen=True)
+    class Flat(surrogates.Surrogate):
+        """One level everywhere (test only)."""
+
+        n_params = 1
+        level_mask = np.ones(1, dtype=bool)
+
+        def bounds(self, scale):
+            return np.zeros(1), np.full(1, float(scale))
+
+        def evaluate(self, theta):
+            return np.full((self.n_rows, self.n_cols), float(theta[0]))
+
+        def fit(self, block, *, scale, start=None):
+            return np.clip([float(np.median(block))], *self.bounds(scale))
+
+    monkeypatch.setitem(surrogates.SURROGATES, "flat", Flat)
+    sur = {t: make_surrogate("flat", 12, a.shape[1]) for t, a in blocks.items()}
+    res = fit_blocks(blocks, sur, scales, rng=rng, n_swap_iter=2)
+    assert isinstance(sur["dy"], Flat) and res.thetas["dy"].shape == (1,)
+    assert sorted(res.perm) == list(range(12))

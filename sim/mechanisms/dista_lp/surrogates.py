@@ -2,7 +2,8 @@
 
 A block ``A`` (``n x K``, rows = the user's permuted neighbourhood) is seen as a surface over
 the index grid: entry ``(i, k)`` sits at ``(x, y) = (k / (K-1), i / (n-1))`` in ``[0, 1]^2``
-(paper Eq. 57, ``f(i, j; Theta)``). Four families:
+(paper Eq. 57, ``f(i, j; Theta)``). Four families, one class each (:data:`SURROGATES`, by
+name; :func:`make_surrogate` builds one):
 
 * ``gaussian``: ``a exp(-(x-cx)^2/(2 sx^2) - (y-cy)^2/(2 sy^2)) + b`` (6 parameters, ``a >= 0``);
 * ``polynomial``: ``sum beta_pq L_p(2x-1) L_q(2y-1)``, Legendre products with ``p + q <= 3``
@@ -19,11 +20,15 @@ not depend on the permutation and no swap can lower it: its swap search is skipp
 
 Each family also says which coordinates *raise* the surface (``level_mask``): those get the
 biased noise of the release (down for distances, up for losses); the others get symmetric noise.
+A new family is a new class here, registered with :func:`register_family`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from numpy.polynomial import legendre
@@ -31,7 +36,6 @@ from scipy.optimize import minimize
 
 from mdpsim.errors import InputError
 
-FAMILIES = ("svd", "gaussian", "polynomial", "rbf")
 _POLY_TERMS = ((0, 0), (1, 0), (0, 1), (2, 0), (0, 2), (1, 1), (3, 0), (0, 3), (2, 1), (1, 2))
 _RBF_GRID = 4
 _RIDGE = 1e-3
@@ -46,145 +50,91 @@ def _grid(n_rows: int, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
     return np.meshgrid(x, y)
 
 
+def _axes(n_rows: int, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """The grid's coordinates per axis, ``y`` (rows) and ``x`` (columns)."""
+    y = np.linspace(0.0, 1.0, n_rows)
+    x = np.linspace(0.0, 1.0, n_cols) if n_cols > 1 else np.zeros(1)
+    return y, x
+
+
 @dataclass(frozen=True)
-class Surrogate:
+class Surrogate(ABC):
     """A surrogate family for blocks of one shape (``n_rows x n_cols``)."""
 
-    family: str
+    #: The family's name (set by :func:`register_family`).
+    family: ClassVar[str] = "?"
+    #: True when the fit loss does not depend on the row order (SVD): no swap search.
+    permutation_invariant: ClassVar[bool] = False
+    #: True when the release soft-thresholds the biased coordinates (SVD's singular values,
+    #: ``tau = svd_tau_c * b``).
+    soft_threshold: ClassVar[bool] = False
+
     n_rows: int
     n_cols: int
-    rank: int = 5
-    _basis: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise InputError(f"family={self.family!r} must be one of {FAMILIES}")
         if self.n_rows < 2 or self.n_cols < 1:
             raise InputError("a surrogate needs at least 2 rows and 1 column")
-        if self.family == "svd" and not 1 <= self.rank <= min(self.n_rows, self.n_cols):
-            raise InputError(
-                f"rank={self.rank!r} must be in 1..{min(self.n_rows, self.n_cols)} for a "
-                f"{self.n_rows} x {self.n_cols} block"
-            )
-        object.__setattr__(self, "_basis", self._make_basis())
 
-    # ------------------------------------------------------------------ layout
+    @classmethod
+    def for_block(cls, n_rows: int, n_cols: int, *, rank: int) -> Surrogate:
+        """The family's surrogate of an ``n_rows x n_cols`` block; ``rank`` is the configured
+        SVD rank (a family without a rank has no use for it)."""
+        return cls(n_rows, n_cols)
+
     @property
+    @abstractmethod
     def n_params(self) -> int:
-        return {
-            "gaussian": 6,
-            "polynomial": len(_POLY_TERMS),
-            "rbf": _RBF_GRID**2 + 2,
-            "svd": self.rank * (self.n_rows + self.n_cols + 1),
-        }[self.family]
+        """Length of the parameter vector ``theta``."""
 
     @property
-    def permutation_invariant(self) -> bool:
-        """True when the fit loss does not depend on the row order (SVD)."""
-        return self.family == "svd"
-
-    @property
+    @abstractmethod
     def level_mask(self) -> np.ndarray:
         """Coordinates whose increase raises the surface (they get the biased noise)."""
-        m = np.zeros(self.n_params, dtype=bool)
-        if self.family == "gaussian":
-            m[4:6] = True  # amplitude a >= 0 and offset b
-        elif self.family == "polynomial":
-            m[0] = True  # intercept: L_0 L_0 = 1
-        elif self.family == "rbf":
-            m[: _RBF_GRID**2] = True  # weights (kernels are > 0)
-            m[-1] = True  # offset
-        else:
-            m[: self.rank] = True  # singular values
-        return m
 
+    @abstractmethod
     def bounds(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
         """Public range of every coordinate, for blocks whose entries are at most ``scale``."""
-        s = float(scale)
-        if self.family == "gaussian":
-            lo = np.array([-0.5, -0.5, 0.05, 0.05, 0.0, -2 * s])
-            hi = np.array([1.5, 1.5, 3.0, 3.0, 2 * s, 2 * s])
-        elif self.family == "polynomial":
-            lo, hi = np.full(self.n_params, -4 * s), np.full(self.n_params, 4 * s)
-            lo[0], hi[0] = -2 * s, 2 * s
-        elif self.family == "rbf":
-            lo, hi = np.full(self.n_params, -4 * s), np.full(self.n_params, 4 * s)
-            lo[-2], hi[-2] = 0.1, 1.0
-            lo[-1], hi[-1] = -2 * s, 2 * s
-        else:
-            r = self.rank
-            lo, hi = np.full(self.n_params, -1.0), np.full(self.n_params, 1.0)
-            lo[:r], hi[:r] = 0.0, s * np.sqrt(self.n_rows * self.n_cols)
-        return lo, hi
 
-    # ------------------------------------------------------------------ evaluation
-    def _make_basis(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Per-axis factors: every family here is a sum of products ``g(y) h(x)``."""
-        y = np.linspace(0.0, 1.0, self.n_rows)
-        x = np.linspace(0.0, 1.0, self.n_cols) if self.n_cols > 1 else np.zeros(1)
-        if self.family == "polynomial":
-            return legendre.legvander(2 * y - 1, 3), legendre.legvander(2 * x - 1, 3)
-        if self.family == "rbf":
-            c = (np.arange(_RBF_GRID) + 0.5) / _RBF_GRID
-            return (y[:, None] - c) ** 2, (x[:, None] - c) ** 2  # squared offsets per axis
-        return None
-
+    @abstractmethod
     def evaluate(self, theta: np.ndarray) -> np.ndarray:
         """The reconstructed block ``f(.; theta)``, shape ``(n_rows, n_cols)``."""
-        theta = np.asarray(theta, dtype=float)
-        if self.family == "gaussian":
-            cx, cy, sx, sy, a, b = theta
-            y = np.linspace(0.0, 1.0, self.n_rows)
-            x = np.linspace(0.0, 1.0, self.n_cols) if self.n_cols > 1 else np.zeros(1)
-            gy, gx = np.exp(-((y - cy) ** 2) / (2 * sy**2)), np.exp(-((x - cx) ** 2) / (2 * sx**2))
-            return a * np.outer(gy, gx) + b
-        if self.family == "polynomial":
-            assert self._basis is not None  # set in __post_init__ for the linear families
-            ly, lx = self._basis
-            coef = np.zeros((4, 4))  # coef[q, p] multiplies L_q(y) L_p(x)
-            for (p, q), beta in zip(_POLY_TERMS, theta, strict=True):
-                coef[q, p] = beta
-            return ly @ coef @ lx.T
-        if self.family == "rbf":
-            k = _RBF_GRID**2
-            alpha, sigma, b = theta[:k], theta[k], theta[k + 1]
-            assert self._basis is not None
-            dy2, dx2 = self._basis
-            ey, ex = np.exp(-dy2 / (2 * sigma**2)), np.exp(-dx2 / (2 * sigma**2))
-            # centre (cy_a, cx_b) has weight alpha[a * G + b]: kernel = ey[:, a] * ex[:, b]
-            return ey @ alpha.reshape(_RBF_GRID, _RBF_GRID) @ ex.T + b
-        s, u, v = self.split_svd(theta)
-        return (u * s) @ v.T
 
-    def design(self) -> np.ndarray:
-        """Columns = the block (raveled) of each linear coefficient (polynomial; RBF at 0.3)."""
-        eye = np.eye(self.n_params)
-        if self.family == "rbf":
-            k = _RBF_GRID**2
-            cols = [self.evaluate(np.r_[eye[i, :k], 0.3, 0.0]).ravel() for i in range(k)]
-            return np.stack([*cols, np.ones(self.n_rows * self.n_cols)], axis=1)
-        return np.stack([self.evaluate(eye[i]).ravel() for i in range(self.n_params)], axis=1)
-
-    def split_svd(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(s, U, V)`` views of an SVD parameter vector."""
-        r, n, k = self.rank, self.n_rows, self.n_cols
-        return theta[:r], theta[r : r + n * r].reshape(n, r), theta[r + n * r :].reshape(k, r)
-
-    # ------------------------------------------------------------------ fitting
+    @abstractmethod
     def fit(self, block: np.ndarray, *, scale: float, start: np.ndarray | None = None):
-        """Parameters minimising the l1 loss to ``block`` (plus the family's ridge), in range.
+        """Parameters minimising the l1 loss to ``block`` (plus the family's ridge), in range."""
 
-        A warm ``start`` (a refit after a swap) gets a quarter of the evaluation budget.
-        """
+
+#: The surrogate families by name, in the order they are offered.
+SURROGATES: dict[str, type[Surrogate]] = {}
+
+
+def register_family(name: str) -> Callable[[type[Surrogate]], type[Surrogate]]:
+    """Class decorator: register a surrogate family under ``name``."""
+
+    def register(cls: type[Surrogate]) -> type[Surrogate]:
+        cls.family = name
+        SURROGATES[name] = cls
+        return cls
+
+    return register
+
+
+def make_surrogate(family: str, n_rows: int, n_cols: int, *, rank: int = 5) -> Surrogate:
+    """The surrogate of ``family`` for ``n_rows x n_cols`` blocks (``rank``: SVD's)."""
+    if family not in SURROGATES:
+        raise InputError(f"family={family!r} must be one of {tuple(SURROGATES)}")
+    return SURROGATES[family].for_block(n_rows, n_cols, rank=rank)
+
+
+@dataclass(frozen=True)
+class _NelderMead(Surrogate):
+    """A parametric family: Nelder-Mead on the l1 loss from a data-driven start."""
+
+    def fit(self, block: np.ndarray, *, scale: float, start: np.ndarray | None = None):
+        """A warm ``start`` (a refit after a swap) gets a quarter of the evaluation budget."""
         block = np.asarray(block, dtype=float)
         lo, hi = self.bounds(scale)
-        if self.family == "svd":
-            u, s, vt = np.linalg.svd(block, full_matrices=False)
-            r = self.rank
-            u, s, v = u[:, :r], s[:r], vt[:r].T
-            flip = np.sign(v[np.argmax(np.abs(v), axis=0), np.arange(r)])  # canonical signs
-            flip[flip == 0] = 1.0
-            return np.clip(np.concatenate([s, (u * flip).ravel(), (v * flip).ravel()]), lo, hi)
         x0 = self._initial(block, scale) if start is None else np.asarray(start, dtype=float)
         x0 = np.clip(x0, lo, hi)
         norm = max(float(np.mean(np.abs(block))), 1e-12)
@@ -206,26 +156,228 @@ class Surrogate:
         return np.clip(best, lo, hi)
 
     def _ridge_mask(self) -> np.ndarray:
+        """The coordinates the ridge penalises (none unless the family says so)."""
+        return np.zeros(self.n_params)
+
+    @abstractmethod
+    def _initial(self, block: np.ndarray, scale: float) -> np.ndarray:
+        """A data-driven start of the fit."""
+
+
+@register_family("svd")
+@dataclass(frozen=True)
+class SVDSurrogate(Surrogate):
+    """Rank-``rank`` truncated SVD: ``theta = (s, U_r, V_r)``."""
+
+    permutation_invariant = True
+    soft_threshold = True
+
+    rank: int = 5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 1 <= self.rank <= min(self.n_rows, self.n_cols):
+            raise InputError(
+                f"rank={self.rank!r} must be in 1..{min(self.n_rows, self.n_cols)} for a "
+                f"{self.n_rows} x {self.n_cols} block"
+            )
+
+    @classmethod
+    def for_block(cls, n_rows: int, n_cols: int, *, rank: int) -> Surrogate:
+        return cls(n_rows, n_cols, rank=rank)
+
+    @property
+    def n_params(self) -> int:
+        return self.rank * (self.n_rows + self.n_cols + 1)
+
+    @property
+    def level_mask(self) -> np.ndarray:
+        m = np.zeros(self.n_params, dtype=bool)
+        m[: self.rank] = True  # singular values
+        return m
+
+    def bounds(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        s = float(scale)
+        r = self.rank
+        lo, hi = np.full(self.n_params, -1.0), np.full(self.n_params, 1.0)
+        lo[:r], hi[:r] = 0.0, s * np.sqrt(self.n_rows * self.n_cols)
+        return lo, hi
+
+    def evaluate(self, theta: np.ndarray) -> np.ndarray:
+        s, u, v = self.split_svd(np.asarray(theta, dtype=float))
+        return (u * s) @ v.T
+
+    def split_svd(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(s, U, V)`` views of an SVD parameter vector."""
+        r, n, k = self.rank, self.n_rows, self.n_cols
+        return theta[:r], theta[r : r + n * r].reshape(n, r), theta[r + n * r :].reshape(k, r)
+
+    def fit(self, block: np.ndarray, *, scale: float, start: np.ndarray | None = None):
+        """The truncated SVD, canonical signs (``start`` is not needed: it is exact)."""
+        block = np.asarray(block, dtype=float)
+        lo, hi = self.bounds(scale)
+        u, s, vt = np.linalg.svd(block, full_matrices=False)
+        r = self.rank
+        u, s, v = u[:, :r], s[:r], vt[:r].T
+        flip = np.sign(v[np.argmax(np.abs(v), axis=0), np.arange(r)])  # canonical signs
+        flip[flip == 0] = 1.0
+        return np.clip(np.concatenate([s, (u * flip).ravel(), (v * flip).ravel()]), lo, hi)
+
+
+@register_family("gaussian")
+@dataclass(frozen=True)
+class GaussianSurrogate(_NelderMead):
+    """``a exp(-(x-cx)^2/(2 sx^2) - (y-cy)^2/(2 sy^2)) + b``: ``theta = (cx, cy, sx, sy, a, b)``."""
+
+    @property
+    def n_params(self) -> int:
+        return 6
+
+    @property
+    def level_mask(self) -> np.ndarray:
+        m = np.zeros(self.n_params, dtype=bool)
+        m[4:6] = True  # amplitude a >= 0 and offset b
+        return m
+
+    def bounds(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        s = float(scale)
+        lo = np.array([-0.5, -0.5, 0.05, 0.05, 0.0, -2 * s])
+        hi = np.array([1.5, 1.5, 3.0, 3.0, 2 * s, 2 * s])
+        return lo, hi
+
+    def evaluate(self, theta: np.ndarray) -> np.ndarray:
+        cx, cy, sx, sy, a, b = np.asarray(theta, dtype=float)
+        y, x = _axes(self.n_rows, self.n_cols)
+        gy, gx = np.exp(-((y - cy) ** 2) / (2 * sy**2)), np.exp(-((x - cx) ** 2) / (2 * sx**2))
+        return a * np.outer(gy, gx) + b
+
+    def _initial(self, block: np.ndarray, scale: float) -> np.ndarray:
+        """Moments: the peak's position, a broad spread, the range and the floor."""
+        lo_v, hi_v = float(block.min()), float(block.max())
+        row, col = np.unravel_index(np.argmax(block), block.shape)
+        x, y = _grid(self.n_rows, self.n_cols)
+        return np.array([x[row, col], y[row, col], 0.4, 0.4, hi_v - lo_v, lo_v])
+
+
+@dataclass(frozen=True)
+class _Linear(_NelderMead):
+    """A family linear in most coordinates, a sum of products ``g(y) h(x)`` of per-axis
+    factors (``_basis``, made once); its start is a ridge least-squares fit."""
+
+    _basis: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "_basis", self._make_basis(*_axes(self.n_rows, self.n_cols)))
+
+    @abstractmethod
+    def _make_basis(self, y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The per-axis factors on the grid's coordinates."""
+
+    def design(self) -> np.ndarray:
+        """Columns = the block (raveled) of each linear coefficient."""
+        eye = np.eye(self.n_params)
+        return np.stack([self.evaluate(eye[i]).ravel() for i in range(self.n_params)], axis=1)
+
+
+@register_family("polynomial")
+@dataclass(frozen=True)
+class PolynomialSurrogate(_Linear):
+    """``sum beta_pq L_p(2x-1) L_q(2y-1)`` over ``p + q <= 3``, with a ridge on ``beta``."""
+
+    @property
+    def n_params(self) -> int:
+        return len(_POLY_TERMS)
+
+    @property
+    def level_mask(self) -> np.ndarray:
+        m = np.zeros(self.n_params, dtype=bool)
+        m[0] = True  # intercept: L_0 L_0 = 1
+        return m
+
+    def bounds(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        s = float(scale)
+        lo, hi = np.full(self.n_params, -4 * s), np.full(self.n_params, 4 * s)
+        lo[0], hi[0] = -2 * s, 2 * s
+        return lo, hi
+
+    def _make_basis(self, y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return legendre.legvander(2 * y - 1, 3), legendre.legvander(2 * x - 1, 3)
+
+    def evaluate(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        ly, lx = self._basis
+        coef = np.zeros((4, 4))  # coef[q, p] multiplies L_q(y) L_p(x)
+        for (p, q), beta in zip(_POLY_TERMS, theta, strict=True):
+            coef[q, p] = beta
+        return ly @ coef @ lx.T
+
+    def _ridge_mask(self) -> np.ndarray:
         m = np.zeros(self.n_params)
-        if self.family == "polynomial":
-            m[1:] = 1.0
-        elif self.family == "rbf":
-            m[: _RBF_GRID**2] = 1.0
+        m[1:] = 1.0
         return m
 
     def _initial(self, block: np.ndarray, scale: float) -> np.ndarray:
-        """A data-driven start: least squares for the linear families, moments for Gaussian."""
-        if self.family == "gaussian":
-            lo_v, hi_v = float(block.min()), float(block.max())
-            row, col = np.unravel_index(np.argmax(block), block.shape)
-            x, y = _grid(self.n_rows, self.n_cols)
-            return np.array([x[row, col], y[row, col], 0.4, 0.4, hi_v - lo_v, lo_v])
-        design = self.design()
-        if self.family == "polynomial":
-            return _ridge_lstsq(design, block.ravel(), self._ridge_mask())
+        return _ridge_lstsq(self.design(), block.ravel(), self._ridge_mask())
+
+
+@register_family("rbf")
+@dataclass(frozen=True)
+class RBFSurrogate(_Linear):
+    """``sum alpha_c exp(-|(x,y) - mu_c|^2 / (2 sigma^2)) + b``, centres on a 4 x 4 grid:
+    ``theta = (alpha (16), sigma, b)``."""
+
+    @property
+    def n_params(self) -> int:
+        return _RBF_GRID**2 + 2
+
+    @property
+    def level_mask(self) -> np.ndarray:
+        m = np.zeros(self.n_params, dtype=bool)
+        m[: _RBF_GRID**2] = True  # weights (kernels are > 0)
+        m[-1] = True  # offset
+        return m
+
+    def bounds(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        s = float(scale)
+        lo, hi = np.full(self.n_params, -4 * s), np.full(self.n_params, 4 * s)
+        lo[-2], hi[-2] = 0.1, 1.0
+        lo[-1], hi[-1] = -2 * s, 2 * s
+        return lo, hi
+
+    def _make_basis(self, y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        c = (np.arange(_RBF_GRID) + 0.5) / _RBF_GRID
+        return (y[:, None] - c) ** 2, (x[:, None] - c) ** 2  # squared offsets per axis
+
+    def evaluate(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
         k = _RBF_GRID**2
-        coef = _ridge_lstsq(design, block.ravel(), np.r_[np.ones(k), 0.0])
+        alpha, sigma, b = theta[:k], theta[k], theta[k + 1]
+        dy2, dx2 = self._basis
+        ey, ex = np.exp(-dy2 / (2 * sigma**2)), np.exp(-dx2 / (2 * sigma**2))
+        # centre (cy_a, cx_b) has weight alpha[a * G + b]: kernel = ey[:, a] * ex[:, b]
+        return ey @ alpha.reshape(_RBF_GRID, _RBF_GRID) @ ex.T + b
+
+    def design(self) -> np.ndarray:
+        """The weights' columns at bandwidth 0.3, then the offset's."""
+        eye = np.eye(self.n_params)
+        k = _RBF_GRID**2
+        cols = [self.evaluate(np.r_[eye[i, :k], 0.3, 0.0]).ravel() for i in range(k)]
+        return np.stack([*cols, np.ones(self.n_rows * self.n_cols)], axis=1)
+
+    def _ridge_mask(self) -> np.ndarray:
+        m = np.zeros(self.n_params)
+        m[: _RBF_GRID**2] = 1.0
+        return m
+
+    def _initial(self, block: np.ndarray, scale: float) -> np.ndarray:
+        k = _RBF_GRID**2
+        coef = _ridge_lstsq(self.design(), block.ravel(), np.r_[np.ones(k), 0.0])
         return np.r_[coef[:k], 0.3, coef[k]]
+
+
+#: The family names, in the order they are offered.
+FAMILIES = tuple(SURROGATES)
 
 
 def _ridge_lstsq(design: np.ndarray, target: np.ndarray, ridge_mask: np.ndarray) -> np.ndarray:

@@ -30,7 +30,13 @@ from mdpsim._core.validation import check_positive_int, check_probability, check
 from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.dista_lp.noise_scales import UploadCalibration
 from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
-from mdpsim.mechanisms.dista_lp.surrogates import FAMILIES, FitResult, Surrogate, fit_blocks
+from mdpsim.mechanisms.dista_lp.surrogates import (
+    FAMILIES,
+    FitResult,
+    Surrogate,
+    fit_blocks,
+    make_surrogate,
+)
 from mdpsim.privacy.split import BLOCKS, BudgetSplit
 
 BYTES_PER_PARAM = 8  # float64 on the wire
@@ -152,9 +158,9 @@ class UploadConfig:
 def _surrogates(config: UploadConfig, n: int, k: int) -> dict[str, Surrogate]:
     rank = min(config.rank, n, k)
     return {
-        "dx": Surrogate(config.family, n, n, rank=min(config.rank, n)),
-        "dy": Surrogate(config.family, n, k, rank=rank),
-        "cy": Surrogate(config.family, n, k, rank=rank),
+        "dx": make_surrogate(config.family, n, n, rank=min(config.rank, n)),
+        "dy": make_surrogate(config.family, n, k, rank=rank),
+        "cy": make_surrogate(config.family, n, k, rank=rank),
     }
 
 
@@ -173,7 +179,7 @@ def block_release(
     sign = 1.0 if block == "cy" else -1.0
     direction = np.where(surrogate.level_mask, sign, 0.0)
     shift = np.zeros(surrogate.n_params)
-    if surrogate.family == "svd":  # soft threshold tau = c * b on the singular values
+    if surrogate.soft_threshold:  # SVD: tau = c * b on the singular values
         shift = direction * config.svd_tau_c * noise_scale
     return ParameterRelease(
         lo, hi, noise_scale, shift, direction,
@@ -270,7 +276,7 @@ def reconstruct(upload: Upload) -> dict[str, np.ndarray]:
     out = {}
     for t in BLOCKS:
         cols = n if t == "dx" else k
-        sur = Surrogate(upload.family, n, cols, rank=min(upload.rank, n, cols))
+        sur = make_surrogate(upload.family, n, cols, rank=min(upload.rank, n, cols))
         theta = np.asarray(upload.params[t], dtype=float)
         if theta.shape != (sur.n_params,):
             raise InputError(f"upload block {t!r} has {theta.shape} parameters, not {sur.n_params}")
