@@ -16,6 +16,9 @@ part per thread; a part's beliefs are one (N, U_part) array for the prediction (
 product over its users) and one (U_part, N) copy, a contiguous row per user, for the
 likelihood (one gathered row per report), the normalisation and the scores. Users are
 independent, so the parts run without waiting for each other (docs/attacks.md, Speed).
+
+Each method is a class (:class:`Method`, registered by name in :data:`TRACKING_METHODS`) that
+says what it keeps of the filter's ticks and which estimates it gives, per tick and at the end.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -48,13 +52,101 @@ from mdpsim.attacks.mobility_models import (
 )
 from mdpsim.errors import InputError
 
-METHODS = ("filter", "smooth", "viterbi")
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
 #: The most threads ``threads=None`` takes.
 MAX_THREADS = 8
 #: a thread gets at least this many users: below it, handing a part to the pool costs more
 #: than the part's filter step (5 users, N = 80: 2 parts took a third of an env step)
 MIN_USERS_PER_THREAD = 64
+
+
+class Method:
+    """What one tracking method does with the filter: keeps what it reads later, gives its
+    estimates at a tick and at the end, and says which reports it still reads. One class
+    per method (:data:`TRACKING_METHODS`, by name); the methods hold no state of their own
+    (the attack does). The defaults keep nothing more, estimate nothing and read no past tick."""
+
+    name: ClassVar[str] = "?"
+
+    def record(self, attack: Tracking, outputs: np.ndarray) -> None:
+        """Keep what this tick's filter step leaves that a later estimate reads."""
+
+    def at_tick(
+        self, attack: Tracking, t: int, rows: np.ndarray, top: np.ndarray, entropy: np.ndarray
+    ) -> list[LocationEstimate]:
+        """The estimates due at tick index ``t`` (``rows``: the filter's ``(U, N)`` beliefs,
+        ``top``, ``entropy``: their most likely secrets and entropies)."""
+        return []
+
+    def first_kept(self, t: int, lag_ticks: int) -> int | None:
+        """The first tick index whose reports a later step reads (``None``: all of them)."""
+        return t
+
+    def at_end(self, attack: Tracking) -> list[LocationEstimate]:
+        """The estimates due at the end of the run."""
+        return []
+
+
+#: The tracking methods by name, in the order they are offered.
+TRACKING_METHODS: dict[str, Method] = {}
+
+
+def tracking_method(name: str) -> Callable[[type[Method]], type[Method]]:
+    """Class decorator: register a tracking method under ``name``."""
+
+    def register_method(cls: type[Method]) -> type[Method]:
+        cls.name = name
+        TRACKING_METHODS[name] = cls()
+        return cls
+
+    return register_method
+
+
+@tracking_method("filter")
+class Filtering(Method):
+    """The belief at t from the reports up to t, at every tick."""
+
+    def at_tick(self, attack, t, rows, top, entropy) -> list[LocationEstimate]:
+        return [attack._estimate(t, rows, top=top, entropy=entropy)]
+
+
+@tracking_method("smooth")
+class Smoothing(Method):
+    """Fixed-lag forward-backward: the belief at ``t - lag_ticks`` from the reports up to t;
+    the last ``lag_ticks`` ticks at the end, from what there is."""
+
+    def record(self, attack: Tracking, outputs: np.ndarray) -> None:
+        attack.alphas_.append(attack._columns)
+        lik = attack._emission_rows32(outputs)
+        attack.liks_.append(None if lik is None else hmm.transpose(lik))
+
+    def at_tick(self, attack, t, rows, top, entropy) -> list[LocationEstimate]:
+        if t < attack.lag_ticks:
+            return []
+        return [attack._smoothed(t - attack.lag_ticks, t)]
+
+    def first_kept(self, t: int, lag_ticks: int) -> int | None:
+        return t - lag_ticks
+
+    def at_end(self, attack: Tracking) -> list[LocationEstimate]:
+        last = len(attack.ticks_) - 1
+        first = max(0, last - attack.lag_ticks + 1)
+        return [attack._smoothed(s, last) for s in range(first, last + 1)]
+
+
+@tracking_method("viterbi")
+class Viterbi(Method):
+    """The most likely trace of the whole run, decoded at the end (every report kept)."""
+
+    def first_kept(self, t: int, lag_ticks: int) -> int | None:
+        return None
+
+    def at_end(self, attack: Tracking) -> list[LocationEstimate]:
+        if attack.mobility == "learned":
+            attack._learn()
+        trace = hmm.viterbi(attack.kernel_, attack.prior_, attack.emissions_)
+        attack.trace_ = trace
+        return [attack._estimate(s, None, guess=trace[s]) for s in range(len(attack.ticks_))]
 
 
 @functools.cache
@@ -106,7 +198,8 @@ class Tracking(Attack):
         threads: int | None = None,
     ) -> None:
         count: dict[str, Any] = {"kind": int, "min": 1, "owner": "tracking"}
-        self.method = check_choice(method, "method", METHODS, owner="tracking")
+        self.method = check_choice(method, "method", TRACKING_METHODS, owner="tracking")
+        self._method = TRACKING_METHODS[self.method]
         self.mobility = check_choice(mobility, "mobility", MODELS, owner="tracking")
         self.lag_ticks = check_scalar(lag_ticks, "lag_ticks", **count)
         self.pseudo_count = check_scalar(
@@ -161,6 +254,7 @@ class Tracking(Attack):
         self.alphas_: deque = deque(maxlen=self.lag_ticks + 1)  # smooth: filtered beliefs
         self.liks_: deque = deque(maxlen=self.lag_ticks + 1)  # smooth: their (N, U) emissions
         self.guesses_: list[np.ndarray] = []  # the filter's MAP of every slot, per tick
+        self.trace_: np.ndarray | None = None  # viterbi: the decoded trace, at the end
         rng = np.random.default_rng(context.seed)
         self.learners_ = np.sort(rng.choice(u, size=min(u, self.learn_users), replace=False))
         self.learned_counts_: np.ndarray | None = None  # expected moves of the blocks learnt
@@ -193,18 +287,11 @@ class Tracking(Attack):
         self.ticks_.append(obs.tick)
         t = len(self.ticks_) - 1
         rows, top, entropy = self._update(first, obs.outputs, resets)
-        if self.method == "smooth":
-            self.alphas_.append(self._columns)
-            lik = self._emission_rows32(obs.outputs)
-            self.liks_.append(None if lik is None else hmm.transpose(lik))
+        self._method.record(self, obs.outputs)
         self.guesses_.append(top.astype(np.int32))
         if self.mobility == "learned" and (t + 1) % self.learn_every_ticks == 0:
             self._learn()
-        out = []
-        if self.method == "filter":
-            out = [self._estimate(t, rows, top=top, entropy=entropy)]
-        if self.method == "smooth" and t >= self.lag_ticks:
-            out = [self._smoothed(t - self.lag_ticks, t)]
+        out = self._method.at_tick(self, t, rows, top, entropy)
         self._forget(t)
         return out
 
@@ -212,26 +299,16 @@ class Tracking(Attack):
         """Release the reports no later step reads, so that memory and the cost of a tick stay
         flat as the run grows: smoothing reads the last ``lag_ticks``, learning its block (and
         the tick before); Viterbi decodes the whole run at the end and keeps everything."""
-        if self.method == "viterbi":
+        keep = self._method.first_kept(t, self.lag_ticks)
+        if keep is None:
             return
-        keep = t - self.lag_ticks if self.method == "smooth" else t
         if self.mobility == "learned":
             keep = min(keep, self.block_start_ - 1)
         self.emissions_.forget_before(keep)
 
     def finish(self) -> list[LocationEstimate]:
         """Smoothing: the last ``lag_ticks`` ticks; Viterbi: the whole trace."""
-        last = len(self.ticks_) - 1
-        if self.method == "smooth":
-            first = max(0, last - self.lag_ticks + 1)
-            return [self._smoothed(s, last) for s in range(first, last + 1)]
-        if self.method == "viterbi":
-            if self.mobility == "learned":
-                self._learn()
-            trace = hmm.viterbi(self.kernel_, self.prior_, self.emissions_)
-            self.trace_ = trace
-            return [self._estimate(s, None, guess=trace[s]) for s in range(last + 1)]
-        return []
+        return self._method.at_end(self)
 
     # ------------------------------------------------------------------ helpers
     @property

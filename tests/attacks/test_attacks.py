@@ -89,6 +89,29 @@ def test_tracking_filter_of_a_still_user_beats_one_report(road_domain_small):
     assert np.mean(est.guess == truth) > np.mean(single) + 0.15
 
 
+def test_a_new_tracking_method_is_one_class_registered_by_name(road_domain_small, monkeypatch):
+    from mdpsim.attacks import tracking
+
+    class EveryOther(tracking.Method):
+        """The filter's estimate at every other tick (test only)."""
+
+        def at_tick(self, attack, t, rows, top, entropy):
+            return [attack._estimate(t, rows, top=top, entropy=entropy)] if t % 2 == 0 else []
+
+    monkeypatch.setitem(tracking.TRACKING_METHODS, "every_other", EveryOther())
+    rng = np.random.default_rng(1)
+    mech = make_mechanism("em", epsilon=8.0).fit(road_domain_small)
+    track = make("tracking", method="every_other")
+    track.start(Context(domain=road_domain_small, n_users=5, reach_km=0.0))
+    track.release(Release(tick=1, mechanism=mech))
+    truth = rng.integers(road_domain_small.n_x, size=5)
+    given = []
+    for t in range(1, 5):
+        obs = Observation(tick=t, outputs=mech.sample_many(truth, rng), pseudonyms=np.arange(5))
+        given.append([e.tick for e in track.observe(obs)])
+    assert given == [[1], [], [3], []] and track.finish() == []
+
+
 def test_upload_attack_finds_the_closest_output():
     dy = np.array([[3.0, 1.0, 2.0], [2.5, 0.5, 3.0]])
     assert upload_location_estimate(dy) == 1
