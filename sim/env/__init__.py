@@ -4,7 +4,8 @@
   ``user_0 .. user_{n-1}``;
 * :func:`single_agent_env` - a Gymnasium ``Env`` where one agent acts and the others follow
   the scenario's strategies;
-* :func:`best_response` - a user's exact best response (``value``, ``act(obs)``);
+* :func:`best_response` - a user's or the server's exact best response (``value``,
+  ``act(obs)``);
 * :func:`exploitability` - each user's gain from it for a profile of policies, and NashConv.
 
 ``overrides`` are dotted scenario fields with ``__`` for the dot (``users__count=10``), plus
@@ -24,9 +25,10 @@ from mdpsim.env.game import (
     Game,
     RewardWeights,
 )
+from mdpsim.env.joint_game import JointGame, Solved, best_response
 from mdpsim.env.nash_conv import Exploitability, exploitability
 from mdpsim.env.parallel import PrivacyParallelEnv
-from mdpsim.env.responses import UserBestResponse, best_response
+from mdpsim.env.responses import UserBestResponse
 from mdpsim.env.single import SingleAgentEnv
 from mdpsim.simulation.scenario import ScenarioSource
 
@@ -53,9 +55,11 @@ __all__ = [
     "USER_OBS",
     "Exploitability",
     "Game",
+    "JointGame",
     "PrivacyParallelEnv",
     "RewardWeights",
     "SingleAgentEnv",
+    "Solved",
     "UserBestResponse",
     "best_response",
     "exploitability",

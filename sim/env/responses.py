@@ -297,16 +297,3 @@ def _hit_at(z: np.ndarray, top: np.ndarray) -> np.ndarray:
     """Per secret x: ``sum_y Z[x, y] [top(y) = x]``."""
     mine = top[None, :] == np.arange(z.shape[0])[:, None]
     return (z * mine).sum(axis=1)
-
-
-def best_response(env, *, seed: int) -> UserBestResponse:
-    """``env``'s agent's exact best response at run seed ``seed`` (``value``, ``act(obs)``):
-    a user's, by dynamic programming over its information state (module docstring). The
-    server's is not implemented: one line says so."""
-    agent = getattr(env, "agent", None)
-    if agent == "server":
-        raise InputError(
-            "no exact best response for the server: its reward reads the query errors, whose "
-            "expectation has no closed form (only the users' best responses are exact)"
-        )
-    return user_best_response(env, seed=seed)
