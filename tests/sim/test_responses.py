@@ -104,12 +104,6 @@ def test_a_game_that_is_no_mdp_over_the_users_information_says_why(tables, why):
         best_response(env, seed=0)
 
 
-def test_the_servers_best_response_says_why_it_is_missing():
-    env = single_agent_env(sc.from_dict(GAME), agent="server", weights=WEIGHTS)
-    with pytest.raises(InputError, match="no exact best response for the server"):
-        best_response(env, seed=0)
-
-
 def test_queries_without_saving_charge_the_budget_the_best_response_replays():
     game = {**GAME, "queries": {"every_ticks": 2, "kinds": ["range"], "saving": False,
                                 "rho_per_km2": 3.0}}  # fmt: skip
