@@ -208,7 +208,7 @@ class JointGame:
     # ------------------------------------------------------------------ actions
     def _enumerate_server_actions(self) -> dict[Decision, np.ndarray]:
         """Every distinct decision of the server's action space, with one action giving it."""
-        nvec = self.game.action_space("server").nvec  # type: ignore[attr-defined]
+        nvec = self.game.action_space("server").nvec
         out: dict[Decision, np.ndarray] = {}
         for combo in itertools.product(*(range(int(k)) for k in nvec)):
             action = np.array(combo, dtype=np.int64)
@@ -372,7 +372,7 @@ class JointGame:
             reward = np.zeros(nxt.shape)
             for s, state in enumerate(layers[-1]):
                 users = self.user_actions(tick, state, skip=None if is_server else agent)
-                fixed = None if is_server else self.server_decision(tick, state)
+                fixed = (False, None, ()) if is_server else self.server_decision(tick, state)
                 for k, (choice, _) in enumerate(actions):
                     if is_server and choice[2] and self.saving:  # cannot be owed: saving
                         nxt[s, k], reward[s, k] = -1, -np.inf  # is refused then
