@@ -42,6 +42,12 @@ certified (never through an attribute of the instance), and refuse a mechanism w
 shaped or non-stochastic matrix, a matrix that fails the exact check) are one
 :class:`~mdpsim.errors.PluginError` line naming it (mdpsim.component).
 
+Absurd but finite budgets are refused by ``fit`` before any work: ``epsilon`` times the
+domain's diameter must lie in the class's ``eps_diameter_range`` (default
+:data:`EPS_DIAMETER_RANGE`), the range in which an eps-mDP matrix can be computed and certified
+exactly in float64 (docs/reliability.md, "Absurd numbers"); one :class:`InputError` line names
+``epsilon`` and the usable range on that domain.
+
 Conformance tests (tests/mechanisms/test_mechanism_conformance.py) run every registered mechanism on
 40-point domains. A mechanism with required extra parameters or a heavy fit declares the
 small-instance parameters to use there as a class attribute, e.g.
@@ -84,6 +90,15 @@ class Uploads:
     slot: np.ndarray  # (U,) int64, one entry per user given to fit
 
 
+#: ``(floor, ceiling)`` of ``epsilon x the domain's diameter`` (km) a fit accepts by default.
+#: Ceiling: a column of an eps-mDP matrix is positive in every row or in none, and its ratios
+#: may reach ``e^(eps x diameter)``; past e^700 the small side falls below float64's smallest
+#: normal number (e^-708), keeps too few digits for the exact check's relative tolerance 1e-9,
+#: or rounds to 0 (an infinite loss). Floor: below 1e-3 every row is within a factor e^0.001 of
+#: every other (any attacker's posterior stays within 0.1 % of its prior: nothing is released),
+#: and the solvers' tolerances (1e-9) are no longer small against what the check certifies.
+EPS_DIAMETER_RANGE = (1e-3, 700.0)
+
 #: Methods only mdpsim defines: they fit, certify, sample and price the released matrix.
 FINAL_METHODS = ("fit", "sample", "sample_many", "expected_loss", "matrix_")
 
@@ -95,6 +110,8 @@ class Mechanism(Component):
     component_kind: ClassVar[str] = "mechanism"
     # Extra constructor parameters for the 40-point conformance test (see module docstring).
     conformance_params: ClassVar[dict] = {}
+    # epsilon x diameter a fit accepts (module docstring); tighter numerics narrow it.
+    eps_diameter_range: ClassVar[tuple[float, float]] = EPS_DIAMETER_RANGE
 
     def __init__(self, epsilon: float) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -124,6 +141,27 @@ class Mechanism(Component):
         """Whether this mechanism, as configured, is fitted on its users' uploads (``fit``
         then runs ``_fit_users`` on the users given; False: ``_fit``, no users)."""
         return False
+
+    def check_epsilon_range(self, domain) -> None:
+        """Raise one :class:`InputError` line if ``epsilon`` x ``domain``'s diameter lies
+        outside ``eps_diameter_range`` (a one-place domain, diameter 0, takes any epsilon; a
+        matrix with no mDP claim, no ``epsilon``, is not checked)."""
+        epsilon = getattr(self, "epsilon", None)
+        diameter_km = float(np.max(domain.dist_xx)) if domain.n_x > 1 else 0.0
+        if epsilon is None or diameter_km == 0:
+            return
+        low, high = self.eps_diameter_range
+        product = epsilon * diameter_km
+        if not low <= product <= high:
+            who = describe(type(self)) if is_plugin(type(self)) else self.name
+            shown = f"{product:.3g}" if np.isfinite(product) else "inf (overflow)"
+            raise InputError(
+                f"{who}: epsilon={epsilon:g} per km times the domain's diameter "
+                f"{diameter_km:.3g} km is {shown}, outside [{low:g}, {high:g}], the range "
+                "where its matrix can be computed and certified exactly "
+                "(docs/reliability.md); on this domain use epsilon in "
+                f"[{low / diameter_km:.3g}, {high / diameter_km:.3g}] per km"
+            )
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         """Build the N x K matrix for ``domain``; return it with an info dict."""
@@ -170,6 +208,7 @@ class Mechanism(Component):
         start = time.perf_counter()
         uploads: Uploads | None = None
         self.check_domain_size(domain.n_x, domain.n_y)
+        self.check_epsilon_range(domain)
         takes_uploads = self.takes_uploads
         hook = "_fit_users" if takes_uploads else "_fit"
         if not _implements(cls, hook):

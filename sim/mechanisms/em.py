@@ -8,9 +8,15 @@ so no entry underflows to 0 unless it is below ~1e-308 of its row maximum.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from mdpsim.mechanisms.base import Mechanism, register
+
+#: EM's ratios within a column reach only ``e^(eps x diameter / 2)`` (times the normalisers'
+#: ratio): twice the default ceiling, less ln K <= 10 for the normaliser (docs/reliability.md).
+EM_EPS_DIAMETER_RANGE = (1e-3, 1380.0)
 
 
 def exponential_matrix(dist_xy: np.ndarray, epsilon: float) -> np.ndarray:
@@ -31,6 +37,8 @@ class ExponentialMechanism(Mechanism):
     epsilon
         Privacy budget per km.
     """
+
+    eps_diameter_range: ClassVar[tuple[float, float]] = EM_EPS_DIAMETER_RANGE
 
     def __init__(self, epsilon: float) -> None:
         super().__init__(epsilon)

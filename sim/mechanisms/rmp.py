@@ -11,11 +11,13 @@ a ratio of sums of entries is at most the largest ratio of the entries.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
-from mdpsim.mechanisms.em import ExponentialMechanism
+from mdpsim.mechanisms.em import EM_EPS_DIAMETER_RANGE, ExponentialMechanism
 from mdpsim.mechanisms.laplace import PlanarLaplace
 
 _BASES = {"em": ExponentialMechanism, "laplace": PlanarLaplace}
@@ -41,6 +43,9 @@ class BayesianRemap(Mechanism):
     base
         ``"em"`` or ``"laplace"``.
     """
+
+    # EM's range; with base = "laplace" the base's own fit refuses what laplace cannot do.
+    eps_diameter_range: ClassVar[tuple[float, float]] = EM_EPS_DIAMETER_RANGE
 
     def __init__(self, epsilon: float, *, base: str = "em") -> None:
         super().__init__(epsilon)

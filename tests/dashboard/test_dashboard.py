@@ -119,6 +119,24 @@ def test_bad_scenario_input_shows_the_validation_message(live):
     assert live.session_state["live_model"] is before  # the running model is kept
 
 
+def test_an_absurd_epsilon_is_one_error_and_the_step_controls_stay(helsinki_walk):
+    at = _app()
+    at.run()
+    before = at.session_state["live_model"]
+    for eps in (1.7e308, 1e-300):  # issue 38 item 5: the page raised, the controls went
+        at.number_input(key="live_mechanism_epsilon_per_km").set_value(eps)
+        at.button(key="live_apply").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        (error,) = [e.value for e in at.error]
+        assert f"epsilon={eps:g} per km times the domain's diameter" in error
+        assert "\n" not in error and "use epsilon in [" in error
+        assert at.session_state["live_model"] is before  # the running model is kept
+        tick = before.tick
+        at.button(key="live_step").click().run()  # the step controls are there and work
+        assert not at.exception
+        assert at.session_state["live_model"].tick == tick + 1
+
+
 @pytest.mark.slow
 def test_applying_edits_rebuilds_the_model(helsinki_walk):
     at = _app()

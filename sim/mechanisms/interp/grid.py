@@ -24,6 +24,10 @@ import numpy as np
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.interp.correction import AxisWarp
 
+#: Most anchors a grid may have: the anchor LP has one variable per anchor and output, and a
+#: 100 x 100 grid is already minutes (docs/reliability.md, "Absurd numbers").
+MAX_ANCHORS = 10_000
+
 
 @dataclass(frozen=True)
 class AnchorGrid:
@@ -44,6 +48,15 @@ class AnchorGrid:
         """The coarsest grid with spacing at most ``spacing_m`` whose box is ``xy``'s box."""
         lo, hi = xy.min(axis=0), xy.max(axis=0)
         width = hi - lo
+        per_axis = [float(w) / spacing_m + 2.0 if w > 0 else 1.0 for w in width]  # no overflow
+        if per_axis[0] * per_axis[1] > MAX_ANCHORS:
+            fewest = max(width) / (math.isqrt(MAX_ANCHORS) - 2)
+            raise InputError(
+                f"interp: spacing_m={spacing_m:g} puts about {per_axis[0] * per_axis[1]:.3g} "
+                f"anchors on the secrets' {width[0]:.0f} x {width[1]:.0f} m box, above "
+                f"{MAX_ANCHORS:,} (one LP variable per anchor and output); use spacing_m >= "
+                f"{math.ceil(fewest)}"
+            )
         counts = [max(1, math.ceil(w / spacing_m - 1e-9)) + 1 if w > 0 else 1 for w in width]
         steps = [w / (c - 1) if c > 1 else 1.0 for w, c in zip(width, counts, strict=True)]
         return cls(float(lo[0]), float(lo[1]), steps[0], steps[1], counts[0], counts[1])

@@ -68,6 +68,9 @@ class InterpMechanism(Mechanism):
     """
 
     conformance_params: ClassVar[dict] = {"spacing_m": 500.0}
+    # Measured (docs/reliability.md): HiGHS refuses the anchor LP's e^delta coefficients from
+    # eps x diameter 179 (40 places, l2, 500 m spacing).
+    eps_diameter_range: ClassVar[tuple[float, float]] = (1e-3, 100.0)
 
     def __init__(
         self,

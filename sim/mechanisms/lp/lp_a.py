@@ -23,12 +23,15 @@ import numpy as np
 from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
-from mdpsim._core.validation import check_positive_int
+from mdpsim._core.validation import check_scalar
 from mdpsim.geo.domain import implied_free_pairs
 from mdpsim.mechanisms.base import register
 from mdpsim.mechanisms.lp.optimal import OptimalLP
 from mdpsim.mechanisms.lp.repair import FIRST_MARGIN
 from mdpsim.mechanisms.lp.solver import release_optimal
+
+#: Most cells per side: the cell centres are ``grid^2`` points held at once (16 MB at 1,000).
+MAX_GRID = 1_000
 
 
 def coarse_cells(x_xy: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +57,7 @@ class CoarseLP(OptimalLP):
     """LP-A: the optimal LP on a ``grid x grid`` partition, eps-mDP on the fine domain.
 
     Parameters as :class:`~mdpsim.mechanisms.lp.optimal.OptimalLP`, plus ``grid`` (cells per side,
-    default 8).
+    default 8, at most ``MAX_GRID``).
     """
 
     def __init__(
@@ -70,7 +73,7 @@ class CoarseLP(OptimalLP):
         super().__init__(
             epsilon, margin=margin, side=side, time_limit_s=time_limit_s, threads=threads
         )
-        self.grid = check_positive_int(grid, "grid")
+        self.grid = check_scalar(grid, "grid", kind=int, min=1, max=MAX_GRID, owner="lp_a")
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
         cell_raw, centres = coarse_cells(domain.x_xy, self.grid)
