@@ -27,7 +27,7 @@ import pandas as pd
 from mdpsim._core.outputs import check_folder
 from mdpsim._core.threads import available_cores, thread_budget, threads_per_worker
 from mdpsim._core.validation import check_positive_int
-from mdpsim.errors import InputError, Interrupted, one_line
+from mdpsim.errors import InputError, Interrupted, PluginError, one_line
 from mdpsim.experiments import store
 from mdpsim.experiments.store import canonical_json
 from mdpsim.simulation.scenario import Scenario
@@ -460,6 +460,7 @@ def _drive(
     """Open the store, run the unfinished tasks and store their outcomes (:func:`run_batch`)."""
     if overwrite and (out / store.MANIFEST).is_file():
         store.discard(out)
+    existed = out.is_dir()
     failures = store.open_store(out, manifest, resume=resume)
     checked = store.verify(out, [t.task_id for t in tasks])
     done = dict(checked.done)
@@ -539,6 +540,8 @@ def _drive(
             bar.close()
         with contextlib.suppress(OSError):  # a full disk: the records say what has finished
             store.write_state(out, manifest, done, failures)
+    if not done and failures:
+        _refuse_if_input(out, failures, existed)
     return BatchOutcome(
         n_tasks=len(tasks),
         n_done=len(done),
@@ -550,6 +553,31 @@ def _drive(
         threads_per_task=threads_per_task,
         cores=cores,
         redone=dict(checked.damaged),
+    )
+
+
+def input_error(text: str) -> InputError | None:
+    """The :class:`InputError` (or :class:`PluginError`) a task's error text ends with, if
+    it is one: a bad input or a plug-in's mistake, the same one line as a single run's."""
+    kind, _, message = error_line(text).partition(": ")
+    cls = {"InputError": InputError, "PluginError": PluginError}.get(kind.rpartition(".")[2])
+    return cls(message) if cls is not None else None
+
+
+def _refuse_if_input(out: Path, failures: dict[str, str], existed: bool) -> None:
+    """No task finished and every failure is a bad input or a plug-in's mistake: the batch
+    was a refusal, found at run time. It leaves no store (a folder that existed before is
+    left empty) and raises the first task's error as one line (docs/batch.md)."""
+    errors = {tid: input_error(text) for tid, text in failures.items()}
+    if not all(errors.values()):
+        return
+    tid, first = next(iter(errors.items()))
+    store.discard(out)
+    if existed:
+        out.mkdir()
+    more = f" ({len(failures) - 1} more tasks failed)" if len(failures) > 1 else ""
+    raise type(first)(
+        f"task {tid}: {first}{more}; no task finished, so no store was kept (docs/batch.md)"
     )
 
 

@@ -158,13 +158,31 @@ def test_a_broken_mechanism_is_one_line_in_run_attack_frontier_and_audit(
 
 @pytest.mark.parametrize(("name", "why"), MECHANISMS[:3] + MECHANISMS[-2:])
 def test_a_broken_mechanism_is_one_line_in_batch(corpus, world, tmp_path, capsys, name, why):
+    """Found at load or in the tasks: no task finished, so no store is kept (docs/batch.md)."""
     path = _write(tmp_path, world.raw(mechanism={"name": _path(name)}))
     store = tmp_path / "store"
     code = main(["batch", path, "--out", str(store), "--workers", "1", "--no-progress"])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(lines) == 1, lines  # the error line alone
+    assert lines[0].startswith("error:") and why in lines[0] and "np.float64" not in lines[0]
+    assert not store.exists(), "no store of a batch in which no task finished"
+
+
+def test_a_batch_keeps_its_finished_tasks_when_a_plug_in_fails_in_others(
+    corpus, world, tmp_path, capsys
+):
+    """Some tasks finished: the store keeps them and failures.json the others (--resume
+    retries those), and the exit is 2 with the plug-in's line."""
+    path = Path(_write(tmp_path, world.raw()))
+    sweep = '"mechanism.name" = ["em", "broken_plugins:FitRaises"]'
+    path.write_text(path.read_text() + f"[sweep]\n{sweep}\n")
+    store = tmp_path / "store"
+    code = main(["batch", str(path), "--out", str(store), "--workers", "1", "--no-progress"])
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and why in errors[0], err
-    assert not list(store.glob("tasks/*.parquet")), "no task table of a failed plug-in"
+    assert code == 2 and len(errors) == 1 and MECHANISMS[0][1] in errors[0], err
+    assert len(list(store.glob("tasks/*.parquet"))) >= 1
+    assert len(json.loads((store / "failures.json").read_text())) == 1
 
 
 @pytest.mark.parametrize(("name", "why"), ATTACKS)
