@@ -568,10 +568,11 @@ def _refuse_if_input(out: Path, failures: dict[str, str], existed: bool) -> None
     """No task finished and every failure is a bad input or a plug-in's mistake: the batch
     was a refusal, found at run time. It leaves no store (a folder that existed before is
     left empty) and raises the first task's error as one line (docs/batch.md)."""
-    errors = {tid: input_error(text) for tid, text in failures.items()}
-    if not all(errors.values()):
+    errors = [input_error(text) for text in failures.values()]
+    first = errors[0]
+    if first is None or not all(errors):
         return
-    tid, first = next(iter(errors.items()))
+    tid = next(iter(failures))
     store.discard(out)
     if existed:
         out.mkdir()
