@@ -46,7 +46,8 @@ def _sim_tick_seconds(
         {
             "scenario": {"name": "bench", "seed": 1, "ticks": ticks},
             "domain": {"n_points": n_points},
-            "users": {"count": n_users, "budget_rho_per_km2": 1e6},
+            "users": {"count": n_users},
+            "strategies": {"budget": {"name": "cgp", "rho_per_km2": 1e6}},
             "mechanism": {"name": "em", "epsilon_per_km": 7.0},
             "queries": {"rho_per_km2": 20.0},
             "attacks": {"tracking": False, "upload": False},

@@ -57,7 +57,8 @@ def main() -> None:
         {
             "scenario": {"name": "long_run", "seed": 3, "ticks": args.ticks},
             "domain": {"n_points": args.n_points},
-            "users": {"count": args.users, "budget_rho_per_km2": 1e12},
+            "users": {"count": args.users},
+            "strategies": {"budget": {"name": "cgp", "rho_per_km2": 1e12}},
             "mechanism": {"name": "em", "epsilon_per_km": 7.0},
             "queries": {"every_ticks": 0},
             "attacks": ATTACKS,

@@ -21,7 +21,8 @@ def _scenario(n_users: int, ticks: int, mechanism: str, n_points: int):
         {
             "scenario": {"name": "throughput", "seed": 1, "ticks": ticks},
             "domain": {"n_points": n_points},
-            "users": {"count": n_users, "budget_rho_per_km2": 1e6},
+            "users": {"count": n_users},
+            "strategies": {"budget": {"name": "cgp", "rho_per_km2": 1e6}},
             "mechanism": {"name": mechanism, "epsilon_per_km": 7.0},
             "queries": {"rho_per_km2": 20.0},
             "output": {"per_user": True},

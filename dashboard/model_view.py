@@ -24,7 +24,7 @@ LIVE_DEFAULT = {
     "scenario": {"name": "live", "seed": 1, "ticks": 20},
     "network": {"source": "helsinki", "network_type": "walk"},
     "domain": {"n_points": 400},
-    "users": {"count": 30, "budget_rho_per_km2": 400.0},
+    "users": {"count": 30},
     # per mechanism, so that picking another mechanism on the page does not carry "upload"
     "mechanism": {
         "name": "dista_lp",
@@ -33,6 +33,7 @@ LIVE_DEFAULT = {
     },
     "queries": {"rho_per_km2": 10.0},
     "output": {"per_user": True},
+    "strategies": {"budget": {"name": "cgp", "rho_per_km2": 400.0}},
 }
 
 #: Fields the live page lets a user edit: dotted name -> label.
@@ -40,7 +41,7 @@ EDITABLE = {
     "scenario.seed": "seed",
     "domain.n_points": "secrets |X|",
     "users.count": "users",
-    "users.budget_rho_per_km2": "budget per user (rho, 1/km²)",
+    "strategies.budget.rho_per_km2": "budget per user (rho, 1/km²)",
     "mechanism.name": "mechanism",
     "mechanism.epsilon_per_km": "epsilon (1/km)",
     "queries.every_ticks": "queries every (ticks, 0: never)",
@@ -62,18 +63,16 @@ def strategy_choices(kind: str) -> list[str]:
 
 
 def strategy_names(scenario: Scenario) -> dict[str, str]:
-    """The name of each strategy the scenario runs with (shorthands resolved)."""
+    """The name of each strategy the scenario runs with (unset kinds resolved)."""
     return {kind: _name(specs_of(scenario)[kind]) for kind in STRATEGY_PICKERS}
 
 
 def with_strategies(base: Scenario, names: dict[str, str]) -> Scenario:
     """``base`` running the picked strategies; a kind whose name is unchanged keeps its spec.
 
-    A new strategy of a kind with a shorthand (``scenario.SHORTHANDS``: the budget's
-    ``users.budget_rho_per_km2``, the refresh's ``mechanism.refresh_every_ticks``) keeps the
-    page's value when it takes that parameter (read from the registry), and the shorthand
-    goes back to its default. Raises :class:`~mdpsim.errors.InputError` for a name that is
-    not registered.
+    A new strategy keeps the parameters of the old spec that it takes too (read from the
+    registry: cgp's ``rho_per_km2`` carries over to ``renewing``). Raises
+    :class:`~mdpsim.errors.InputError` for a name that is not registered.
     """
     current = strategy_names(base)
     changes: dict = {}
@@ -84,24 +83,24 @@ def with_strategies(base: Scenario, names: dict[str, str]) -> Scenario:
             )
         if name == current[kind]:
             continue
-        spec: str | dict = name
-        for table, field, shorthand_kind, param in scenario_mod.SHORTHANDS:
-            if shorthand_kind != kind:
-                continue
-            if param in REGISTRIES[kind].get(name).param_names():
-                spec = {"name": name, param: getattr(getattr(base, table), field)}
-            changes[f"{table}.{field}"] = _default(table, field)
-        REGISTRIES[kind].from_spec(spec)  # an unknown name fails here, with the choices
-        changes[f"strategies.{kind}"] = spec
+        takes = REGISTRIES[kind].get(name).param_names()  # an unknown name fails here
+        old = base.strategy_spec(kind)
+        kept = {k: v for k, v in old.items() if k in takes} if isinstance(old, dict) else {}
+        changes[f"strategies.{kind}"] = {"name": name, **kept} if kept else name
     return base.replace(**changes) if changes else base
+
+
+def field_value(base: Scenario, field: str):
+    """The page's value of an :data:`EDITABLE` field; ``None`` for a strategy's parameter that
+    the scenario's strategy does not take (the field does not apply to it)."""
+    try:
+        return base.get(field)
+    except InputError:
+        return None
 
 
 def _name(spec) -> str:
     return spec if isinstance(spec, str) else str(spec["name"])
-
-
-def _default(table: str, name: str):
-    return scenario_mod.TABLES[table].model_fields[name].default
 
 
 def charts(ticks: pd.DataFrame) -> dict[str, list[str]]:
@@ -115,14 +114,15 @@ def default_scenario() -> Scenario:
 
 
 def edited(base: Scenario, values: dict) -> Scenario:
-    """``base`` with the page's edits (dotted name -> value), re-validated.
+    """``base`` with the page's edits (dotted name -> value; ``None``: a field that does not
+    apply, :func:`field_value`), re-validated.
 
     Raises :class:`~mdpsim.errors.InputError` naming the field when an edit is not allowed.
     """
     unknown = [k for k in values if k not in EDITABLE]
     if unknown:
         raise InputError(f"{unknown[0]!r} is not editable here; editable: {', '.join(EDITABLE)}")
-    return base.replace(**values)
+    return base.replace(**{k: v for k, v in values.items() if v is not None})
 
 
 def history(model: PrivacyModel) -> pd.DataFrame:

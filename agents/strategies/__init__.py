@@ -70,29 +70,14 @@ class Strategies:
 
 
 def specs_of(scenario) -> dict[str, Any]:
-    """The strategy specs (name or ``{name, **params}``) a scenario asks for.
-
-    A scenario without a ``[strategies]`` table gets what older files meant: a CGP budget of
-    ``users.budget_rho_per_km2``, ``mechanism.refresh_every_ticks``, every user reporting,
-    the per-query planner and pseudonyms changed at ``attacks.pseudonym_change_tick``.
-    """
-    given = dict(_strategies_table(scenario))
-    legacy = {
-        "report": "always",
-        "budget": {"name": "cgp", "rho_per_km2": scenario.users.budget_rho_per_km2},
-        "query_planner": "per_query",
-        "refresh": {"name": "every", "ticks": scenario.mechanism.refresh_every_ticks},
-        "pseudonyms": {"name": "change_at", "tick": scenario.attacks.pseudonym_change_tick},
-    }
+    """The strategy specs (name or ``{name, **params}``) a scenario asks for; an unset kind
+    is its first registered strategy with its defaults (every user reporting, a CGP budget
+    of 200 rho/km^2, the per-query planner, no refresh after tick 0, fixed pseudonyms)."""
+    given = _strategies_table(scenario)
     return {
-        kind: _default(kind, legacy) if given.get(kind) is None else _plain(given[kind])
+        kind: REGISTRIES[kind].available()[0] if given.get(kind) is None else _plain(given[kind])
         for kind in REGISTRIES
     }
-
-
-def _default(kind: str, legacy: dict[str, Any]) -> Any:
-    """What an unset kind means: the older files' meaning, else its first registered name."""
-    return legacy[kind] if kind in legacy else REGISTRIES[kind].available()[0]
 
 
 def from_scenario(scenario, **overrides: Any) -> Strategies:

@@ -43,7 +43,7 @@ def strategy_key(kind: str) -> str:
 def _use(base) -> None:
     st.session_state["live_base"] = base
     for field in mv.EDITABLE:
-        st.session_state[widget_key(field)] = base.get(field)
+        st.session_state[widget_key(field)] = mv.field_value(base, field)
     for kind, name in mv.strategy_names(base).items():
         st.session_state[strategy_key(kind)] = name
     st.session_state[LEVELS_KEY] = mv.levels_text(base)

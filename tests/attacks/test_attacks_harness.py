@@ -152,8 +152,9 @@ name = "em"
 epsilon_per_km = 4.0
 [attacks]
 run = ["bayes", "smooth", "places", "linkage"]
-pseudonym_change_tick = 5
 params.smooth = { attack = "tracking", method = "smooth", lag_ticks = 2 }
+[strategies]
+pseudonyms = {name = "change_at", tick = 5}
 [sweep]
 "mechanism.epsilon_per_km" = [2.0, 8.0]
 """

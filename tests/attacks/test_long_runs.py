@@ -19,7 +19,8 @@ def _model(ticks: int) -> PrivacyModel:
             {
                 "scenario": {"name": "long", "seed": 2, "ticks": ticks},
                 "domain": {"n_points": 60},
-                "users": {"count": 30, "budget_rho_per_km2": 1e12},
+                "users": {"count": 30},
+                "strategies": {"budget": {"name": "cgp", "rho_per_km2": 1e12}},
                 "mechanism": {"name": "em", "epsilon_per_km": 7.0},
                 "queries": {"every_ticks": 0},
                 "attacks": {

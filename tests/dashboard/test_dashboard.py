@@ -304,6 +304,16 @@ def test_edited_rejects_fields_the_page_does_not_edit():
         model_view.edited(model_view.default_scenario(), {"network.source": "x"})
 
 
+def test_a_strategy_parameter_field_applies_only_to_a_strategy_that_takes_it():
+    base = model_view.default_scenario()
+    field = "strategies.budget.rho_per_km2"
+    assert model_view.field_value(base, field) == 400.0
+    pure = model_view.with_strategies(base, {"budget": "pure_gp"})
+    assert pure.strategies.budget == "pure_gp"  # cgp's rho_per_km2 is no parameter of pure_gp
+    assert model_view.field_value(pure, field) is None
+    assert model_view.edited(pure, {field: None}).strategies.budget == "pure_gp"
+
+
 def test_road_paths_draw_each_road_once(helsinki_test_walk):
     paths = road_paths(helsinki_test_walk)
     undirected = {(min(u, v), max(u, v), k) for u, v, k in helsinki_test_walk.edges(keys=True)}

@@ -33,7 +33,6 @@ source = "helsinki-test"
 n_points = 40
 [users]
 count = 5
-budget_rho_per_km2 = 1000.0
 [mechanism]
 name = "coin_em"
 epsilon_per_km = 5.0
@@ -43,6 +42,8 @@ every_ticks = 0
 run = ["bayes", "mode_guess"]
 [output]
 per_user = true
+[strategies]
+budget = {name = "cgp", rho_per_km2 = 1000.0}
 """
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]

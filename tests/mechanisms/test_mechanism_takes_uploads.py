@@ -70,7 +70,8 @@ def world(make_scenario):
     return make_scenario.but(
         scenario={"name": "takes-uploads", "seed": 4, "ticks": 3},
         domain={"n_points": 40},
-        users={"count": 5, "budget_rho_per_km2": 1e6},
+        users={"count": 5},
+        strategies={"budget": {"name": "cgp", "rho_per_km2": 1e6}},
         mechanism={"name": NAME},
         queries={"every_ticks": 0},
         attacks={"run": ["bayes", "upload"], "tracking": False},

@@ -23,7 +23,8 @@ def scenario(make_scenario):
     return make_scenario(
         scenario={"name": "env", "seed": 3, "ticks": 5},
         domain={"n_points": 60},
-        users={"count": 4, "budget_rho_per_km2": 500.0},
+        users={"count": 4},
+        strategies={"budget": {"name": "cgp", "rho_per_km2": 500.0}},
         queries={"rho_per_km2": 20.0},
     )
 
@@ -48,9 +49,9 @@ def test_following_the_strategies_writes_the_bytes_of_mdpsim_run(tmp_path, scena
     path = tmp_path / "s.toml"
     path.write_text(
         '[scenario]\nname = "env"\nseed = 3\nticks = 5\n[network]\nsource = "helsinki-test"\n'
-        "[domain]\nn_points = 60\n[users]\ncount = 4\nbudget_rho_per_km2 = 500.0\n"
+        "[domain]\nn_points = 60\n[users]\ncount = 4\n"
         '[mechanism]\nname = "em"\nepsilon_per_km = 6.0\n[queries]\nrho_per_km2 = 20.0\n'
-        '[strategies]\nreport = "budget_aware"\n'
+        '[strategies]\nreport = "budget_aware"\nbudget = {name = "cgp", rho_per_km2 = 500.0}\n'
     )
     assert main(["run", str(path), "--out", str(tmp_path / "cli"), "--seed", "11"]) == 0
     env = parallel_env(sc.load(path))

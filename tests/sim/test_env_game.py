@@ -22,7 +22,8 @@ GAME = {
     "scenario": {"name": "game", "seed": 3, "ticks": 5},
     "network": {"source": "helsinki-test"},
     "domain": {"n_points": 60},
-    "users": {"count": 4, "budget_rho_per_km2": 500.0},
+    "users": {"count": 4},
+    "strategies": {"budget": {"name": "cgp", "rho_per_km2": 500.0}},
     "mechanism": {"name": "em", "epsilon_per_km": 6.0},
     "queries": {"rho_per_km2": 20.0, "kinds": ["range", "kde"]},
     "attacks": {"run": ["bayes", "tracking"]},
@@ -121,8 +122,9 @@ def test_following_the_strategies_of_a_game_writes_the_bytes_of_mdpsim_run(tmp_p
     path = tmp_path / "g.toml"
     path.write_text(
         '[scenario]\nname = "g"\nseed = 3\nticks = 4\n[network]\nsource = "helsinki-test"\n'
-        "[domain]\nn_points = 60\n[users]\ncount = 4\nbudget_rho_per_km2 = 500.0\n"
+        "[domain]\nn_points = 60\n[users]\ncount = 4\n"
         '[mechanism]\nname = "em"\nepsilon_per_km = 6.0\n[queries]\nrho_per_km2 = 20.0\n'
+        '[strategies]\nbudget = {name = "cgp", rho_per_km2 = 500.0}\n'
         '[game]\nepsilon_levels = [2.0, 6.0]\nmechanisms = ["em", "laplace"]\n'
         "choose_query_kinds = true\n"
     )

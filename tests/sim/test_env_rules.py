@@ -17,7 +17,8 @@ def asking(make_scenario):
     return make_scenario(
         scenario={"name": "rules", "seed": 3, "ticks": 4},
         domain={"n_points": 60},
-        users={"count": 12, "budget_rho_per_km2": 500.0},
+        users={"count": 12},
+        strategies={"budget": {"name": "cgp", "rho_per_km2": 500.0}},
         queries={"kinds": ["range", "kde", "knn"], "rho_per_km2": 5.0},
         attacks={"run": ["bayes"]},
     )
@@ -89,7 +90,8 @@ def test_with_free_queries_a_server_that_always_asks_out_earns_one_that_never_as
     game = make_scenario(
         scenario={"name": "free", "seed": 3, "ticks": 6},
         domain={"n_points": 80},
-        users={"count": 30, "budget_rho_per_km2": 1e6},
+        users={"count": 30},
+        strategies={"budget": {"name": "cgp", "rho_per_km2": 1e6}},
         queries={"kinds": ["range"], "rho_per_km2": 50.0},
         attacks={"run": ["bayes"]},
     )

@@ -17,7 +17,8 @@ GAME = {
     "scenario": {"name": "br", "seed": 3, "ticks": 8},
     "network": {"source": "helsinki-test"},
     "domain": {"n_points": 40},
-    "users": {"count": 2, "budget_rho_per_km2": 40.0, "speed_mps": 1e-6},  # users stay put
+    "users": {"count": 2, "speed_mps": 1e-6},  # users stay put
+    "strategies": {"budget": {"name": "cgp", "rho_per_km2": 40.0}},
     "mechanism": {"name": "em", "epsilon_per_km": 12.0},
     "queries": {"every_ticks": 0},
     "attacks": {"run": ["bayes"]},

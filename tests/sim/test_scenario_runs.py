@@ -36,7 +36,7 @@ from mdpsim.simulation import scenario as sc
 # paper failures on tiny domains are fixed (n_neighbours above the points refused at load; the
 # server rebuilt dx at dy's rank when |Y| < rank; tests/mechanisms/test_dista_lp_tiny_domains.py),
 # but drawn again (upload strict / paper, cheap calibration) the slow 300 found another: once
-# every user is halted (budget_rho_per_km2 = 1e-3) the refit has no user to upload and fails
+# every user is halted (a budget of rho_per_km2 = 1e-3) the refit has no user to upload and fails
 # inside the run ("upload='strict' needs at least one user to upload"; 11 of the 300). That is
 # fixed too (the server keeps the published mechanism: test_a_refresh_with_every_user_halted_...).
 # dista_lp is drawn with a cheap calibration (its default PmDP calibration costs 15-50 s a fit).
@@ -88,6 +88,7 @@ ATTACK_PARAMS = {
 # examples got past validation and ran.
 METRICS = st.sampled_from(["road"] * 9 + ["l2"])
 N_PLACES = st.sampled_from([2, 3, 4, 5] * 2 + [1])
+BUDGETS = [1e-3, 1.0, 100.0, 1e6]  # rho per km^2: from halting at once to never
 
 
 @st.composite
@@ -117,12 +118,10 @@ def scenarios(draw) -> dict:
             "n_places": draw(N_PLACES),
             "personal_places": draw(st.integers(0, 3)),
             "speed_mps": draw(st.sampled_from([0.5, 1.4, 10.0])),
-            "budget_rho_per_km2": draw(st.sampled_from([1e-3, 1.0, 100.0, 1e6])),
         },
         "mechanism": {
             "name": name,
             "epsilon_per_km": draw(st.sampled_from([0.1, 1.0, 4.0, 20.0])),
-            "refresh_every_ticks": draw(st.integers(0, 2)),
             "params": draw(MECHANISM_PARAMS.get(name, st.just({}))),
         },
         "queries": {
@@ -134,9 +133,13 @@ def scenarios(draw) -> dict:
             "params": params,
             "grant_true_mobility": draw(st.booleans()),
             "report_probability": draw(st.sampled_from([0.3, 1.0])),
-            "pseudonym_change_tick": draw(st.integers(0, 3)),
         },
         "output": {"per_user": draw(st.booleans())},
+        "strategies": {
+            "budget": {"name": "cgp", "rho_per_km2": draw(st.sampled_from(BUDGETS))},
+            "refresh": {"name": "every", "ticks": draw(st.integers(0, 2))},
+            "pseudonyms": {"name": "change_at", "tick": draw(st.integers(0, 3))},
+        },
     }
     return raw
 
@@ -251,13 +254,12 @@ def test_a_refresh_with_every_user_halted_keeps_the_mechanism_that_needs_uploads
         "scenario": {"name": "halted", "seed": 1, "ticks": 3},
         "network": {"source": "helsinki-test"},
         "domain": {"n_points": 4},
-        "users": {"count": 1, "budget_rho_per_km2": 1e-3},
-        "mechanism": {
-            "name": "dista_lp",
-            "epsilon_per_km": 4.0,
-            "refresh_every_ticks": 1,
-            "params": params,
+        "users": {"count": 1},
+        "strategies": {
+            "budget": {"name": "cgp", "rho_per_km2": 1e-3},
+            "refresh": {"name": "every", "ticks": 1},
         },
+        "mechanism": {"name": "dista_lp", "epsilon_per_km": 4.0, "params": params},
         "queries": {"every_ticks": 0},
     }
     ticks, _, _ = simulate(sc.from_dict(raw))

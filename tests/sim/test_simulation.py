@@ -20,7 +20,8 @@ def world(make_scenario):
         scenario={"name": "t", "seed": 4, "ticks": 6},
         network=None,
         domain={"n_points": 150},
-        users={"count": 30, "budget_rho_per_km2": 1000.0},
+        users={"count": 30},
+        strategies={"budget": {"name": "cgp", "rho_per_km2": 1000.0}},
         queries={"rho_per_km2": 20.0},
     )
 
@@ -80,7 +81,7 @@ def test_tracking_does_no_worse_than_single_reports(run_tables):
 
 
 def test_budgets_never_overspend_and_halted_users_stop_answering(world):
-    ticks, users, _ = simulate(world(users={"budget_rho_per_km2": 60.0}))
+    ticks, users, _ = simulate(world(strategies={"budget": {"name": "cgp", "rho_per_km2": 60.0}}))
     assert (users["remaining_budget"] >= 0).all()
     assert ticks["n_halted"].iloc[-1] > 0
     halted_at = users[users["halted"]].groupby("user")["tick"].min()
@@ -90,10 +91,9 @@ def test_budgets_never_overspend_and_halted_users_stop_answering(world):
 
 
 def test_elimination_saves_budget_compared_with_the_baseline(world):
-    pm, _, _ = simulate(world(queries={"rho_per_km2": 200.0}, users={"budget_rho_per_km2": 1e5}))
-    bm, _, _ = simulate(
-        world(queries={"rho_per_km2": 200.0, "saving": False}, users={"budget_rho_per_km2": 1e5})
-    )
+    rich = {"budget": {"name": "cgp", "rho_per_km2": 1e5}}
+    pm, _, _ = simulate(world(queries={"rho_per_km2": 200.0}, strategies=rich))
+    bm, _, _ = simulate(world(queries={"rho_per_km2": 200.0, "saving": False}, strategies=rich))
     assert pm["query_privacy_saving"].mean() > 0.05
     assert bm["query_privacy_saving"].max() == 0.0
 

@@ -20,6 +20,7 @@ from mdpsim.agents.strategies import (
 )
 from mdpsim.errors import InputError
 from mdpsim.experiments.run import run_scenario, simulate
+from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.model import PrivacyModel
 
 
@@ -47,22 +48,44 @@ def test_registries_name_what_exists_and_refuse_unknown_names_and_parameters(wor
         world(strategies={"report": {"name": "threshold", "max_expected_loss_km": -1.0}})
 
 
-def test_old_shorthands_still_load_and_mean_what_they_meant(world):
-    s = world(users={"budget_rho_per_km2": 123.0}, mechanism={"refresh_every_ticks": 3})
-    built = from_scenario(s)
-    assert built.budget.name == "cgp" and built.budget.rho_per_km2 == 123.0
-    assert built.refresh.name == "every" and built.refresh.ticks == 3
-    with pytest.raises(InputError, match="keep strategies.budget and drop users.budget_rho"):
-        world(strategies={"budget": "pure_gp"}, users={"budget_rho_per_km2": 5.0})
-    with pytest.raises(InputError, match="keep strategies.pseudonyms and drop attacks.pseudonym"):
-        world(
-            strategies={"pseudonyms": {"name": "change_at", "tick": 9}},
-            attacks={"pseudonym_change_tick": 5},
-        )
-    with pytest.raises(InputError, match="keep strategies.refresh and drop mechanism.refresh"):
-        world(strategies={"refresh": "on_release"}, mechanism={"refresh_every_ticks": 2})
+@pytest.mark.parametrize(
+    ("tables", "line"),
+    [
+        ({"users": {"budget_rho_per_km2": 123.0}},
+         'users.budget_rho_per_km2 is gone: write [strategies] budget = {name = "cgp", '
+         'rho_per_km2 = 123.0} (to sweep it: "strategies.budget.rho_per_km2")'),
+        ({"mechanism": {"refresh_every_ticks": 3}},
+         'mechanism.refresh_every_ticks is gone: write [strategies] refresh = {name = "every", '
+         "ticks = 3}"),
+        ({"attacks": {"pseudonym_change_tick": 5}},
+         "attacks.pseudonym_change_tick is gone: write [strategies] pseudonyms = "
+         '{name = "change_at", tick = 5}'),
+    ],
+)  # fmt: skip
+def test_a_retired_field_is_one_line_with_the_toml_to_write(world, tables, line):
+    with pytest.raises(InputError) as err:
+        world(**tables)
+    assert str(err.value).startswith(line) and "\n" not in str(err.value)
+    with pytest.raises(InputError, match="users.budget_rho_per_km2 is gone"):
+        world().replace(**{"users.budget_rho_per_km2": 5.0})
+
+
+def test_a_strategy_parameter_has_a_dotted_name_to_read_change_and_sweep(world):
+    s = world()
+    assert s.get("strategies.budget.rho_per_km2") == 200.0  # unset: cgp's default
+    rich = s.replace(**{"strategies.budget.rho_per_km2": 600.0})
+    assert rich.strategies.budget == {"name": "cgp", "rho_per_km2": 600.0}
+    assert from_scenario(rich).budget.rho_per_km2 == 600.0
+    assert rich.get("strategies.budget.rho_per_km2") == 600.0
     renewing = world(strategies={"budget": {"name": "renewing", "window_ticks": 4}})
+    longer = renewing.replace(**{"strategies.budget.window_ticks": 8})
+    assert longer.strategies.budget == {"name": "renewing", "window_ticks": 8}
     assert renewing.replace(**{"users.count": 3}).strategies.budget == renewing.strategies.budget
+    with pytest.raises(InputError, match="strategies.budget"):
+        s.replace(**{"strategies.budget.rho": 1.0})  # cgp has no parameter rho
+    raw = {**world.raw(), "sweep": {"strategies.budget.rho_per_km2": [600.0, -1.0]}}
+    with pytest.raises(InputError, match="sweep.strategies.budget.rho_per_km2"):
+        sc.from_dict(raw)
 
 
 def test_same_bytes_whatever_the_order_strategies_are_built_in(tmp_path, world):
@@ -110,8 +133,10 @@ def test_threshold_users_stay_silent_when_the_mechanism_loses_too_much(world):
     assert (silent["n_reports"] == 0).all()
     loud, _, _ = simulate(
         world(
-            strategies={"report": {"name": "threshold", "max_expected_loss_km": 50.0}},
-            users={"budget_rho_per_km2": 1e5},
+            strategies={
+                "report": {"name": "threshold", "max_expected_loss_km": 50.0},
+                "budget": {"name": "cgp", "rho_per_km2": 1e5},
+            },
         )
     )
     assert (loud["n_reports"] == 12).all()
@@ -201,8 +226,12 @@ def test_run_outputs_record_the_first_generation_and_the_budget_guarantee(tmp_pa
 def test_dista_lp_refreshes_on_a_public_schedule_and_accounts_every_upload(world):
     silent = {"name": "threshold", "max_expected_loss_km": 0.0}  # nobody reports
     s = world(
-        strategies={"report": silent, "refresh": {"name": "on_release", "silent_fraction": 1.0}},
-        users={"count": 4, "budget_rho_per_km2": 1e4},
+        strategies={
+            "report": silent,
+            "refresh": {"name": "on_release", "silent_fraction": 1.0},
+            "budget": {"name": "cgp", "rho_per_km2": 1e4},
+        },
+        users={"count": 4},
         domain={"n_points": 60},
         mechanism={
             "name": "dista_lp",

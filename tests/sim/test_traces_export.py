@@ -27,7 +27,6 @@ source = "helsinki-test"
 n_points = 80
 [users]
 count = 8
-budget_rho_per_km2 = 1000.0
 [mechanism]
 name = "em"
 epsilon_per_km = 4.0
@@ -36,6 +35,8 @@ every_ticks = 0
 [attacks]
 run = ["bayes", "smooth"]
 params.smooth = { attack = "tracking", method = "smooth", lag_ticks = 2 }
+[strategies]
+budget = {name = "cgp", rho_per_km2 = 1000.0}
 """
 
 

@@ -29,7 +29,8 @@ def oracle(make_scenario):
     return make_scenario.but(
         scenario={"name": "oracle", "seed": 5, "ticks": 4},
         domain={"n_points": 50},
-        users={"count": 12, "budget_rho_per_km2": 1000.0},
+        users={"count": 12},
+        strategies={"budget": {"name": "cgp", "rho_per_km2": 1000.0}},
         mechanism={"epsilon_per_km": 4.0},
         queries={"every_ticks": 0},
         attacks={
@@ -51,7 +52,6 @@ source = "helsinki-test"
 n_points = 50
 [users]
 count = 12
-budget_rho_per_km2 = 1000.0
 [mechanism]
 name = "em"
 epsilon_per_km = 4.0
@@ -61,6 +61,8 @@ every_ticks = 0
 run = ["bayes", "oracle"]
 params.oracle = { attack = "tracking", mobility = "true" }
 grant_true_mobility = true
+[strategies]
+budget = {name = "cgp", rho_per_km2 = 1000.0}
 """
 
 
@@ -122,7 +124,7 @@ def test_report_probability_thins_the_reports_in_mdpsim_run(oracle):
 
 
 def test_pseudonyms_change_at_the_scenario_tick_in_mdpsim_run(oracle):
-    model = PrivacyModel(oracle(attacks={"pseudonym_change_tick": 3}))
+    model = PrivacyModel(oracle(strategies={"pseudonyms": {"name": "change_at", "tick": 3}}))
     seen = []
     for _ in range(4):
         model.step()

@@ -18,7 +18,7 @@ from mdpsim.simulation.scenario.reference import (
     schema_text,
 )
 from mdpsim.simulation.scenario.schema import (
-    SHORTHANDS,
+    RETIRED,
     TABLES,
     Scenario,
     from_dict,
@@ -31,7 +31,7 @@ __all__ = [
     "DOCS_PATH",
     "PACKAGED",
     "SCHEMA_PATH",
-    "SHORTHANDS",
+    "RETIRED",
     "TABLES",
     "Scenario",
     "ScenarioSource",

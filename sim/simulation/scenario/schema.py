@@ -34,13 +34,14 @@ from mdpsim.simulation.scenario.tables import (
     _refuse,
 )
 
-#: The older files' shorthands of a ``[strategies]`` parameter, (table, field, strategy kind,
-#: the strategy's parameter it gives): one of the two may be set, never both.
-SHORTHANDS: tuple[tuple[str, str, str, str], ...] = (
-    ("users", "budget_rho_per_km2", "budget", "rho_per_km2"),
-    ("mechanism", "refresh_every_ticks", "refresh", "ticks"),
-    ("attacks", "pseudonym_change_tick", "pseudonyms", "tick"),
-)
+#: Fields older files had for a strategy's parameter, "table.field" -> (strategy kind, the
+#: strategy, its parameter): refused with the one line naming the ``[strategies]`` entry that
+#: says it (docs/scenarios.md, "One way to say it").
+RETIRED: dict[str, tuple[str, str, str]] = {
+    "users.budget_rho_per_km2": ("budget", "cgp", "rho_per_km2"),
+    "mechanism.refresh_every_ticks": ("refresh", "every", "ticks"),
+    "attacks.pseudonym_change_tick": ("pseudonyms", "change_at", "tick"),
+}
 
 
 class Scenario(BaseModel):
@@ -68,22 +69,6 @@ class Scenario(BaseModel):
         "and repetitions = n (>= 1)",
     )
     _path: str | None = PrivateAttr(None)
-
-    @model_validator(mode="after")
-    def _one_way_to_say_it(self) -> Scenario:
-        """A shorthand and its ``[strategies]`` entry may not both be given (a shorthand left at
-        its default is not given)."""
-        for table, name, kind, _ in SHORTHANDS:
-            given = getattr(self, table)
-            # a value other than the default (replace() re-validates every field as "set")
-            changed = getattr(given, name) != type(given).model_fields[name].default
-            if changed and getattr(self.strategies, kind):
-                raise _refuse(
-                    f"and {table}.{name} are both set; keep strategies.{kind} and drop "
-                    f"{table}.{name}",
-                    field=f"strategies.{kind}",
-                )
-        return self
 
     @model_validator(mode="after")
     def _game_choices_build(self) -> Scenario:
@@ -153,17 +138,40 @@ class Scenario(BaseModel):
         return path
 
     def get(self, dotted: str) -> Any:
-        """A value by dotted name, e.g. ``get("users.count")``."""
-        table, name = _split(dotted)
-        return getattr(getattr(self, table), name)
+        """A value by dotted name: a field (``get("users.count")``) or a strategy's parameter
+        (``get("strategies.budget.rho_per_km2")``, its default when the spec does not give it)."""
+        path = _split(dotted)
+        if len(path) == 3:
+            spec = self.strategy_spec(path[1])
+            if isinstance(spec, dict) and path[2] in spec:
+                return spec[path[2]]
+            params = _strategy_params(path[1], spec)
+            if path[2] not in params:
+                name = spec["name"] if isinstance(spec, dict) else spec
+                raise InputError(f"{dotted}: strategy {name!r} has no parameter {path[2]!r}")
+            return params[path[2]]
+        return getattr(getattr(self, path[0]), path[1])
+
+    def strategy_spec(self, kind: str) -> str | dict[str, Any]:
+        """The spec the run builds strategy ``kind`` from (an unset kind: its first registered
+        strategy, ``mdpsim.agents.strategies.specs_of``)."""
+        from mdpsim.agents.strategies import specs_of
+
+        return specs_of(self)[kind]
 
     def replace(self, **dotted: Any) -> Scenario:
-        """A new, re-validated scenario with some fields changed (``{"users.count": 10}``;
+        """A new, re-validated scenario with some fields or strategy parameters changed
+        (``{"users.count": 10}``, ``{"strategies.budget.rho_per_km2": 600.0}``;
         ``users__count=10`` also works)."""
         raw = self.model_dump(exclude={"sweep"})
         for key, value in dotted.items():
-            table, name = _split(key.replace("__", "."))
-            raw[table][name] = value
+            path = _split(key.replace("__", "."))
+            if len(path) == 3:
+                spec = raw["strategies"].get(path[1]) or self.strategy_spec(path[1])
+                spec = dict(spec) if isinstance(spec, dict) else {"name": spec}
+                raw["strategies"][path[1]] = {**spec, path[2]: value}
+            else:
+                raw[path[0]][path[1]] = value
         changed = from_dict(raw, path=self.path).model_copy(update={"sweep": self.sweep})
         changed._path = self.path
         return changed
@@ -190,6 +198,11 @@ def from_dict(raw: dict[str, Any], *, path: str | None = None) -> Scenario:
             f"unknown table [{unknown[0]}]; allowed tables: "
             + ", ".join(f"[{t}]" for t in Scenario.model_fields)
         )
+    for dotted in RETIRED:
+        table, _, name = dotted.partition(".")
+        given = raw.get(table)
+        if isinstance(given, dict) and name in given:
+            raise InputError(retired_line(dotted, given[name]))
     try:
         scenario = Scenario.model_validate({"mechanism": {}, **raw})
     except ValidationError as exc:
@@ -217,21 +230,54 @@ def _check_sweep(scenario: Scenario) -> None:
         _split(key, what=f"sweep key {key!r}")
         if not isinstance(values, list) or not values:
             raise InputError(f"sweep.{key} must be a non-empty list of values")
-        base = scenario.model_dump(exclude={"sweep"})
-        table, name = key.split(".", 1)
         for v in values:  # each value, with the other fields as given
-            base[table][name] = v
             try:
-                from_dict(base)
+                scenario.replace(**{key: v})
             except InputError as exc:
                 raise InputError(f"sweep.{key}: {exc}") from None
 
 
-def _split(dotted: str, *, what: str | None = None) -> tuple[str, str]:
+def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
+    """``(table, field)`` of a field, or ``("strategies", kind, parameter)`` of a strategy's
+    parameter; one line naming the name otherwise (a retired field: what to write)."""
+    if dotted in RETIRED:
+        raise InputError(retired_line(dotted))
     table, _, name = dotted.partition(".")
+    if table == "strategies" and "." in name:
+        from mdpsim.agents.strategies import REGISTRIES
+
+        kind, _, param = name.partition(".")
+        if kind in REGISTRIES and param.isidentifier():
+            return table, kind, param
     if table not in TABLES or name not in TABLES[table].model_fields:
         raise InputError(f"{what or repr(dotted)} is not a scenario field")
     return table, name
+
+
+def retired_line(dotted: str, value: Any = None) -> str:
+    """The one line refusing a retired field (:data:`RETIRED`), with the TOML to write."""
+    kind, name, param = RETIRED[dotted]
+    given = "..." if value is None else _toml(value)
+    return (
+        f'{dotted} is gone: write [strategies] {kind} = {{name = "{name}", {param} = '
+        f'{given}}} (to sweep it: "strategies.{kind}.{param}")'
+    )
+
+
+def _strategy_params(kind: str, spec: str | dict[str, Any]) -> dict[str, Any]:
+    """Every parameter of the strategy ``spec`` builds, defaults included."""
+    from mdpsim.agents.strategies import REGISTRIES
+
+    return REGISTRIES[kind].from_spec(dict(spec) if isinstance(spec, dict) else spec).get_params()
+
+
+def _toml(value: Any) -> str:
+    """A scalar as TOML writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
 
 
 def json_schema() -> dict[str, Any]:

@@ -102,12 +102,6 @@ class UsersTable(Table):
         description="each user's own destinations among n_places, home first and most visited "
         "(0: every user picks among all places)",
     )
-    budget_rho_per_km2: Positive = Field(
-        default=200.0,
-        description="each user's total budget B in CGP rho (1/km^2); "
-        "an eps-mDP report costs eps^2/2; shorthand of "
-        'strategies.budget = {name = "cgp", rho_per_km2 = B}',
-    )
 
     @field_validator("dwell_ticks")
     @classmethod
@@ -185,12 +179,6 @@ class MechanismTable(Table):
         description="a name from mdpsim.mechanisms.available(), or package.module:Name"
     )
     epsilon_per_km: Positive = Field(description="total eps of the mechanism, per km")
-    refresh_every_ticks: int = Field(
-        default=0,
-        ge=0,
-        description="regenerate the mechanism every this many ticks (0: never after tick 0); "
-        'shorthand of strategies.refresh = {name = "every", ticks = n}',
-    )
     params: dict[str, Any] = Field(
         default={}, description="extra parameters passed to the mechanism's constructor"
     )
@@ -305,12 +293,6 @@ class AttacksTable(Table):
     report_probability: float = Field(
         default=1.0, gt=0, le=1, description="chance that a willing user reports at a tick"
     )
-    pseudonym_change_tick: int = Field(
-        default=0,
-        ge=0,
-        description="every user gets a new pseudonym at this tick (0: never; the default "
-        "of strategies.pseudonyms); linkage splits the run there",
-    )
 
     @model_validator(mode="after")
     def _attacks_build(self) -> AttacksTable:
@@ -367,21 +349,21 @@ class StrategiesTable(Table):
     )
     budget: StrategySpec | None = Field(
         default=None,
-        description="budget policy: cgp, pure_gp, renewing (unset: cgp with "
-        "users.budget_rho_per_km2)",
+        description="budget policy: cgp, pure_gp, renewing (unset: cgp, each user's total "
+        "budget rho_per_km2 = 200 in CGP rho (1/km^2); an eps-mDP report costs eps^2/2)",
     )
     query_planner: StrategySpec = Field(
         default="per_query", description="query planner: per_query, budgeter (Algorithm 3)"
     )
     refresh: StrategySpec | None = Field(
         default=None,
-        description="mechanism refresh schedule (public): every, on_release (unset: every "
-        "mechanism.refresh_every_ticks)",
+        description="mechanism refresh schedule (public): every, on_release (unset: every, "
+        "ticks = 0: no regeneration after tick 0)",
     )
     pseudonyms: StrategySpec | None = Field(
         default=None,
-        description="pseudonym strategy: fixed, change_at (unset: change_at "
-        "attacks.pseudonym_change_tick)",
+        description="pseudonym strategy: fixed, change_at (unset: fixed; change_at's tick: "
+        "every user gets a new pseudonym then, and linkage splits the run there)",
     )
 
     @model_validator(mode="after")
