@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from mdpsim.errors import InputError, Interrupted, plain
+from mdpsim.experiments.flags import check_flags
 from mdpsim.experiments.plugins import installed_version
 
 EXIT_VIOLATION = 1
@@ -235,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mdpsim`` console script."""
     args = build_parser().parse_args(argv)
     try:
+        check_flags(args)  # every numeric flag, before any work (experiments/flags.py)
         return _COMMANDS[args.command](args)
     except InputError as exc:
         if args.traceback or os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
@@ -548,8 +550,6 @@ def _dashboard(args: argparse.Namespace) -> int:
 
     from mdpsim.dashboard.launch import streamlit_command, streamlit_env
 
-    if not 0 < args.port < 65536:
-        raise InputError(f"--port={args.port} must be a TCP port, 1..65535")
     for folder in args.scenarios or []:
         if not Path(folder).expanduser().is_dir():
             raise InputError(f"--scenarios {folder!r} is not a folder")

@@ -8,23 +8,19 @@ from typing import Any
 
 from mdpsim._core.outputs import new_folder
 from mdpsim.errors import InputError
+from mdpsim.experiments.flags import FIELDS
 from mdpsim.simulation.scenario import Scenario
-
-#: flag -> the scenario field it overrides
-OVERRIDES = {
-    "--seed": "scenario.seed",
-    "--ticks": "scenario.ticks",
-}
 
 
 def apply(scenario: Scenario, flags: dict[str, Any]) -> Scenario:
-    """``scenario`` with the given flags' values, validated as the fields they override: the
-    same rule and the same one line as in a scenario file, after the flag's name."""
+    """``scenario`` with the given flags' values (``--seed``, ``--ticks``: the fields of
+    :data:`~mdpsim.experiments.flags.FIELDS`), validated as the fields they override: the same
+    rule and the same one line as in a scenario file, after the flag's name."""
     for flag, value in flags.items():
         if value is None:
             continue
         try:
-            scenario = scenario.replace(**{OVERRIDES[flag]: value})
+            scenario = scenario.replace(**{FIELDS[flag]: value})
         except InputError as exc:
             raise InputError(f"{flag} {value}: {exc}") from None
     return scenario

@@ -185,7 +185,7 @@ def test_mdpsim_attack_writes_table_markdown_and_heatmap(tmp_path, capsys):
         (["--mechanisms", "em,nope"], "--mechanisms: unknown mechanism 'nope'; available: "),
         (["--epsilons", "4,x"], "--epsilons='4,x' must be a comma-separated list"),
         (["--epsilons", "-1"], "--epsilons"),
-        (["--repetitions", "0"], "--repetitions=0 must be >= 1"),
+        (["--repetitions", "0"], "--repetitions=0 must be an integer in [1, 10000]"),
     ],
 )
 def test_mdpsim_attack_bad_arguments_exit_2_in_one_line(tmp_path, capsys, flags, message):

@@ -59,7 +59,7 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
         env={"MDPSIM_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert proc.returncode == 2
-    assert "spacing_m=-1.0" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--spacing-m=-1.0" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_missing_file_exits_2(capsys, tmp_path):
