@@ -30,7 +30,7 @@ from mdpsim.simulation.columns import tick_metrics
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
 from mdpsim.simulation.scenario.tables import MAX_TICKS
-from mdpsim.simulation.traces import TracePopulation, moves_beyond_reach
+from mdpsim.simulation.traces import BAD_ROWS_FILE, TracePopulation, moves_beyond_reach
 
 
 def simulate(
@@ -165,6 +165,7 @@ def run_scenario(
             tables(model),
             budget_guarantee=guarantee,
             traces=trace_summary(model),
+            bad_rows=model.world.traces.report.bad_rows() if model.world.traces else None,
         )
 
 
@@ -194,11 +195,13 @@ def write_outputs(
     *,
     budget_guarantee: str | None = None,
     traces: dict | None = None,
+    bad_rows: pd.DataFrame | None = None,
 ) -> dict:
     """Write a run's tables (:func:`tables`) and ``summary.json`` atomically; the summary.
 
     ``budget_guarantee`` (the budget policy's statement) and ``traces`` (what the traces
-    import found, :func:`trace_summary`) go into ``summary.json``.
+    import found, :func:`trace_summary`) go into ``summary.json``; ``bad_rows`` (every bad
+    row of the traces file) into ``bad_rows.csv``, which ``traces.bad_rows_file`` names.
     """
     out = Path(out_dir)
     ticks_df, users_df, timings_df = run_tables
@@ -216,6 +219,8 @@ def write_outputs(
         timings_df.to_parquet(tmp / "timings.parquet", index=False)
         if len(users_df):
             users_df.to_parquet(tmp / "users.parquet", index=False)
+        if bad_rows is not None and len(bad_rows):
+            bad_rows.to_csv(tmp / BAD_ROWS_FILE, index=False)
         (tmp / "summary.json").write_text(json.dumps(doc, indent=2, default=_json_default))
     return summary
 

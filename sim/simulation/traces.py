@@ -61,6 +61,9 @@ TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet", ".geojson")
 YEARS = (1678, 2261)
 NAIVE_NOTE = "times without a time zone were read as UTC (add Z or +HH:MM to say otherwise)"
 WGS84 = "EPSG:4326"
+#: The file of a run's folder holding every bad row of its traces file (row, column, problem).
+BAD_ROWS_FILE = "bad_rows.csv"
+_BAD_ROW = re.compile(r"^row (\d+)(?:, columns? ([^:]+))?: (.*)$")
 
 
 class TraceWarning(UserWarning):
@@ -93,11 +96,11 @@ class TraceReport:
 
     def told(self, shown: int) -> list[str]:
         """What the CLI prints: the first ``shown`` bad rows, how many more, the notes, the
-        summary (all the bad rows are in summary.json)."""
+        summary (``mdpsim run`` writes every bad row to :data:`BAD_ROWS_FILE`)."""
         lines = [f"bad row: {line}" for line in self.lines[:shown]]
         if len(self.lines) > shown:
             more = len(self.lines) - shown
-            lines.append(f"bad row: ... and {more} more (all in summary.json's traces.bad_rows)")
+            lines.append(f"bad row: ... and {more} more (mdpsim run writes all to {BAD_ROWS_FILE})")
         return [*lines, *(f"note: {note}" for note in self.notes), self.summary()]
 
     def as_dict(self) -> dict:
@@ -109,8 +112,19 @@ class TraceReport:
             "bad_rows_dropped": self.n_dropped,
             "other_trace_rows_skipped": self.n_filtered,
             "notes": list(self.notes),
-            "bad_rows": list(self.lines),
+            "bad_rows_file": BAD_ROWS_FILE if self.lines else None,
         }
+
+    def bad_rows(self) -> pd.DataFrame:
+        """Every bad row: its row number in the file, the column(s) named, the problem."""
+        parsed = [_BAD_ROW.match(line) for line in self.lines]
+        return pd.DataFrame(
+            {
+                "row": pd.array([int(m[1]) if m else None for m in parsed], dtype="Int64"),
+                "column": [m[2] if m else None for m in parsed],
+                "problem": [m[3] if m else x for m, x in zip(parsed, self.lines, strict=True)],
+            }
+        )
 
 
 @dataclass(frozen=True, eq=False)

@@ -243,6 +243,29 @@ def test_the_cli_reports_dropped_rows_and_strict_exits_2(tmp_path, centre, capsy
     assert not (tmp_path / "strict").exists()
 
 
+def test_the_cli_shows_20_bad_rows_and_the_count_and_writes_them_all(tmp_path, centre, capsys):
+    lon, lat = centre
+    bad = [f"a,{60 * (3 + i)},north,{lon}" for i in range(24)] + ["a,1,2,3,4"]  # 25 bad rows
+    _csv(tmp_path, [*_good_rows(centre), *bad])
+    out = tmp_path / "run"
+    assert main(["run", _toml(tmp_path, tmp_path / "fixes.csv"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    shown = [line for line in err if line.startswith("bad row: row ")]
+    assert len(shown) == 20 and shown[0].startswith("bad row: row 4, column lat: 'north'")
+    assert "bad row: ... and 5 more (mdpsim run writes all to bad_rows.csv)" in err
+    assert any("28 rows, 3 fixes kept, 25 bad rows dropped" in line for line in err)
+    rows = pd.read_csv(out / "bad_rows.csv")
+    assert list(rows.columns) == ["row", "column", "problem"] and len(rows) == 25
+    assert rows["row"].tolist() == list(range(4, 29))
+    assert rows["column"].iloc[0] == "lat"
+    assert "'north' is not a finite number" in rows["problem"][0]
+    assert rows["problem"].iloc[-1] == "5 fields, the header has 4"
+    assert rows["column"].isna().iloc[-1]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["traces"]["bad_rows_file"] == "bad_rows.csv"
+    assert summary["traces"]["bad_rows_dropped"] == 25
+
+
 def test_scenario_needs_a_path_for_traces():
     with pytest.raises(InputError, match="field mobility.path needs a file"):
         sc.from_dict({**BASE, "mobility": {"source": "traces"}})
