@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -153,6 +154,7 @@ def run_scenario(
     model = run_model(scenario, seed=seed, ticks=ticks, progress=progress, recorder=recorder)
     used_seed = scenario.scenario.seed if seed is None else seed
     guarantee = model.budget.statement(model.tick)
+    fixes = model.world.traces
     with (
         exporting.writing(recorder.table(), *export)
         if recorder is not None and export is not None
@@ -165,7 +167,7 @@ def run_scenario(
             tables(model),
             budget_guarantee=guarantee,
             traces=trace_summary(model),
-            bad_rows=model.world.traces.report.bad_rows() if model.world.traces else None,
+            bad_rows=bad_rows_frame(fixes.report.lines) if fixes is not None else None,
         )
 
 
@@ -185,6 +187,21 @@ def trace_summary(model: PrivacyModel) -> dict | None:
         "snap_distance_m_max": float(snap_m.max()),
         "moves_beyond_reach_fraction": beyond,
     }
+
+
+_BAD_ROW = re.compile(r"^row (\d+)(?:, columns? ([^:]+))?: (.*)$")
+
+
+def bad_rows_frame(lines: tuple[str, ...]) -> pd.DataFrame:
+    """Every bad row of a traces file: its row number, the column(s) named, the problem."""
+    parsed = [_BAD_ROW.match(line) for line in lines]
+    return pd.DataFrame(
+        {
+            "row": pd.array([int(m[1]) if m else None for m in parsed], dtype="Int64"),
+            "column": [m[2] if m else None for m in parsed],
+            "problem": [m[3] if m else x for m, x in zip(parsed, lines, strict=True)],
+        }
+    )
 
 
 def write_outputs(

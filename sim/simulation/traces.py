@@ -63,7 +63,6 @@ NAIVE_NOTE = "times without a time zone were read as UTC (add Z or +HH:MM to say
 WGS84 = "EPSG:4326"
 #: The file of a run's folder holding every bad row of its traces file (row, column, problem).
 BAD_ROWS_FILE = "bad_rows.csv"
-_BAD_ROW = re.compile(r"^row (\d+)(?:, columns? ([^:]+))?: (.*)$")
 
 
 class TraceWarning(UserWarning):
@@ -114,17 +113,6 @@ class TraceReport:
             "notes": list(self.notes),
             "bad_rows_file": BAD_ROWS_FILE if self.lines else None,
         }
-
-    def bad_rows(self) -> pd.DataFrame:
-        """Every bad row: its row number in the file, the column(s) named, the problem."""
-        parsed = [_BAD_ROW.match(line) for line in self.lines]
-        return pd.DataFrame(
-            {
-                "row": pd.array([int(m[1]) if m else None for m in parsed], dtype="Int64"),
-                "column": [m[2] if m else None for m in parsed],
-                "problem": [m[3] if m else x for m, x in zip(parsed, self.lines, strict=True)],
-            }
-        )
 
 
 @dataclass(frozen=True, eq=False)
