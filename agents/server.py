@@ -152,8 +152,7 @@ class CuriousServer(mesa.Agent):
         self.generation_seconds = time.perf_counter() - start
         mech = fitted[self.default_level]
         # the reference printed beside the mechanism's loss: EM at the same total eps
-        em = make("em", epsilon=self.settings.epsilon_per_km).fit(model.domain)
-        self.em_expected_loss_km = em.expected_loss()
+        self.em_expected_loss_km = self._reference_em().expected_loss()
         self.mechanism, self.level_mechanisms, self.generated_at = mech, fitted, model.tick
         self.n_generations += 1
         # the fitted (certified, audited) guarantees: refused whole before any charge
@@ -193,6 +192,17 @@ class CuriousServer(mesa.Agent):
         if cache is not None:
             cache[key] = mech
         return mech
+
+    def _reference_em(self) -> Mechanism:
+        """EM at the scenario's eps on the domain (cached like the fits that take no uploads)."""
+        eps, domain = self.settings.epsilon_per_km, self.model.domain
+        key = ("em", eps, "reference", id(domain))
+        cached = None if self.mechanism_cache is None else self.mechanism_cache.get(key)
+        if cached is None:
+            cached = make("em", epsilon=eps).fit(domain)
+            if self.mechanism_cache is not None:
+                self.mechanism_cache[key] = cached
+        return cached
 
     @property
     def level_expected_loss_km(self) -> list[float]:

@@ -215,7 +215,7 @@ class QueryShare:
 def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAnswer, float]:
     """One query of ``kind`` (sim/queries/kinds.py) at a point drawn from the prior."""
     domain, rng = round_.domain, round_.rng
-    point = domain.x_xy[rng.choice(domain.n_x, p=domain.prior)]
+    point = domain.x_xy[domain.draw_secret(rng)]
     return query_kind(kind)(QueryCall(round_.settings, round_.locations_m, point, budgets, rng))
 
 

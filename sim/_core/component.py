@@ -70,15 +70,9 @@ class Component:
     @classmethod
     def param_names(cls) -> list[str]:
         """Names of the ``__init__`` parameters, the ones ``make(name, **params)`` takes."""
-        names: list[str] = []
         if cls.__init__ is object.__init__:  # no parameters of its own
-            return names
-        for p in inspect.signature(cls.__init__).parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise TypeError(f"{cls.__name__}.__init__ must list its parameters, not *{p.name}")
-            if p.name != "self":
-                names.append(p.name)
-        return names
+            return []
+        return list(_init_params(cls.__init__, cls.__name__))
 
     def get_params(self) -> dict[str, Any]:
         """Constructor parameters and their values."""
@@ -87,6 +81,19 @@ class Component:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+@functools.cache
+def _init_params(init: Callable, owner: str) -> tuple[str, ...]:
+    """The parameter names of ``init`` (an ``__init__``), read from its signature once (every
+    environment reset builds its components, and ``inspect.signature`` is slow)."""
+    names = []
+    for p in inspect.signature(init).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"{owner}.__init__ must list its parameters, not *{p.name}")
+        if p.name != "self":
+            names.append(p.name)
+    return tuple(names)
 
 
 def _guard_overrides(cls: type) -> None:

@@ -66,24 +66,29 @@ def check_scalar(
     :class:`~mdpsim.errors.PrivacyBudgetError`).
     """
     types, article = _KINDS[kind]
-    bounds = interval_text(min, max, include_boundaries)
-    what = " ".join(part for part in (article, bounds) if part)
-    what += f" ({unit})" if unit else ""
+
+    def fail(finite_note: bool = False) -> Exception:  # the message, built only on failure
+        bounds = interval_text(min, max, include_boundaries)
+        what = " ".join(part for part in (article, bounds) if part)
+        what += f" ({unit})" if unit else ""
+        what += ", finite" if finite_note and not bounds else ""
+        return _fail(owner, name, value, what, error)
+
     if kind is not bool and isinstance(value, bool | np.bool_):
-        raise _fail(owner, name, value, what, error)
+        raise fail()
     if not isinstance(value, types):
-        raise _fail(owner, name, value, what, error)
+        raise fail()
     if kind is bool:
         return bool(value)
     number = kind(value)
     if kind is float and (math.isnan(number) or (finite and math.isinf(number))):
-        raise _fail(owner, name, value, what if bounds else f"{what}, finite", error)
+        raise fail(finite_note=True)
     low_closed = include_boundaries in ("both", "left")
     high_closed = include_boundaries in ("both", "right")
     if min is not None and not (number >= min if low_closed else number > min):
-        raise _fail(owner, name, value, what, error)
+        raise fail()
     if max is not None and not (number <= max if high_closed else number < max):
-        raise _fail(owner, name, value, what, error)
+        raise fail()
     return number
 
 

@@ -13,12 +13,16 @@ pseudo-count on each allowed move, so a move never seen is unlikely, not impossi
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 import numpy as np
 from scipy import sparse
 
 from mdpsim.attacks.hmm import Emissions, Kernel, expected_transitions, kernel_from_counts
 
 MODELS = ("reach", "public", "learned", "true")
+#: Per domain, its reach kernels by reach (the bytes of ``reach_km``), dropped with the domain.
+_REACH_KERNELS: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def reach_kernel(dist_xx: np.ndarray, reach_km) -> Kernel:
@@ -28,6 +32,17 @@ def reach_kernel(dist_xx: np.ndarray, reach_km) -> Kernel:
     t = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=dist_xx.shape)
     degree = np.asarray(t.sum(axis=1)).ravel()
     return Kernel.of(sparse.diags(1.0 / degree) @ t)
+
+
+def domain_reach_kernel(domain, reach_km) -> Kernel:
+    """:func:`reach_kernel` over ``domain``'s secrets, built once per domain and reach (every
+    environment reset on one domain starts a tracking attack; kernels are never mutated)."""
+    reach = np.asarray(reach_km, dtype=float)
+    kernels = _REACH_KERNELS.setdefault(domain, {})
+    key = (reach.shape, reach.tobytes())
+    if key not in kernels:
+        kernels[key] = reach_kernel(domain.dist_xx, reach)
+    return kernels[key]
 
 
 def transition_counts(support: Kernel, traces: np.ndarray) -> np.ndarray:

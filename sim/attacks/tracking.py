@@ -47,8 +47,8 @@ from mdpsim.attacks.base import (
 from mdpsim.attacks.mobility_models import (
     MODELS,
     counted_kernel,
+    domain_reach_kernel,
     learn_kernel,
-    reach_kernel,
 )
 from mdpsim.errors import InputError
 
@@ -222,7 +222,7 @@ class Tracking(Attack):
         domain = context.domain
         if context.reach_km is None:
             raise InputError("tracking needs the road reach of one tick (Context.reach_km)")
-        self.support_ = reach_kernel(domain.dist_xx, context.reach_km)
+        self.support_ = domain_reach_kernel(domain, context.reach_km)
         if self.mobility == "public":
             if context.public_traces is None:
                 raise InputError("tracking mobility='public' needs public traces (none given)")

@@ -263,6 +263,21 @@ class Domain:
         return out
 
     @cached_property
+    def prior_cdf(self) -> np.ndarray:
+        """The prior's running sum scaled to end at 1 (read-only), as
+        ``Generator.choice(n_x, p=prior)`` builds it on every call."""
+        cdf = self.prior.cumsum()
+        cdf /= cdf[-1]
+        cdf.setflags(write=False)
+        return cdf
+
+    def draw_secret(self, rng: np.random.Generator) -> int:
+        """One secret drawn from the prior: the draw ``rng.choice(n_x, p=prior)`` makes, and
+        the same stream state after it (tests/sim/test_domain.py), without that call's
+        per-call checks and running sum (a query point is drawn per query)."""
+        return int(self.prior_cdf.searchsorted(rng.random(), side="right"))
+
+    @cached_property
     def constraint_pairs(self) -> np.ndarray:
         """Pairs ``(i, j)``, ``i < j``, whose mDP constraints imply every other pair.
 

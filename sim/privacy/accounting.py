@@ -165,7 +165,7 @@ def gaussian_noise_std_km(rho_per_km2, *, lipschitz: float = 1.0) -> np.ndarray:
     Rounded up by a relative ``1e-12`` so float rounding never shrinks the noise.
     """
     rho = np.asarray(rho_per_km2, dtype=float)
-    if not np.all(np.isfinite(rho)) or np.any(rho <= 0):
+    if not (np.isfinite(rho).all() and (rho > 0).all()):
         raise InputError("rho_per_km2 must be finite and > 0 for every user released")
     k = check_scalar(lipschitz, "lipschitz", min=0)
     if k == 0.0:
@@ -221,7 +221,7 @@ def laurent_massart_bound(d: int, beta) -> np.ndarray:
 
 
 def _check_beta(beta: np.ndarray) -> None:
-    if not np.all((beta > 0) & (beta < 1)):
+    if not ((beta > 0) & (beta < 1)).all():
         raise InputError("beta must lie strictly between 0 and 1")
 
 

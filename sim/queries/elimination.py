@@ -24,6 +24,7 @@ in 1/km^2, ``phi`` values and half-widths in km.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -103,7 +104,12 @@ class _Triple:
 
     def bound(self, users: np.ndarray, beta: float) -> np.ndarray:
         """Half-width ``h`` (km): ``|g - phi(x)| <= h`` with probability ``1 - beta``."""
-        return gaussian_norm_bound(self.dim, beta) / np.sqrt(2.0 * self.rho_total[users])
+        return self.half_width(users, gaussian_norm_bound(self.dim, beta))
+
+    def half_width(self, users: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """:meth:`bound` from its chi quantile ``lam = lambda(dim, beta)`` (the elimination
+        rounds share one beta, so they look the quantile up once)."""
+        return lam / np.sqrt(2.0 * self.rho_total[users])
 
 
 class PointPrivatization(_Triple):
@@ -165,14 +171,27 @@ class Elimination:
 
 
 def _start(triple: Triple, rho, c, scheme, beta0):
+    """The rounds' budget parts and running spends, the users taking part, and the chi
+    quantile ``lambda(dim, beta_each)`` of each (user, round) event's share of ``beta0``."""
     rho = np.asarray(rho, dtype=float)
     if rho.shape != (len(triple.rho_total),):
         raise InputError(f"rho_per_km2 must have one value per user ({len(triple.rho_total)})")
-    parts, cum = split_budget(rho, c, scheme=scheme)
+    c = check_scalar(c, "c", kind=int, min=1, max=MAX_PARTS)  # before the cache's lookup
+    parts, cum = _split_kept(rho.tobytes(), len(rho), c, scheme)
     beta0 = check_probability(beta0, "beta0")
     active = rho > 0
     n0 = max(int(active.sum()), 1)
-    return parts, cum, active, beta0 / (parts.shape[1] * n0)
+    return parts, cum, active, gaussian_norm_bound(triple.dim, beta0 / (parts.shape[1] * n0))
+
+
+@functools.lru_cache(maxsize=64)
+def _split_kept(rho_bytes: bytes, n: int, c: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`split_budget` of the budgets ``rho_bytes`` (float64), read-only and kept: a
+    planner asks the same budgets tick after tick."""
+    parts, cum = split_budget(np.frombuffer(rho_bytes, dtype=float, count=n), c, scheme=scheme)
+    for arr in (parts, cum):
+        arr.setflags(write=False)
+    return parts, cum
 
 
 def _spent(cum: np.ndarray, rounds: np.ndarray) -> np.ndarray:
@@ -200,7 +219,7 @@ def pie_ni(
     """
     if not nu_low <= nu_high:
         raise InputError(f"nu_low={nu_low} must be <= nu_high={nu_high}")
-    parts, cum, active, beta_each = _start(triple, rho_per_km2, c, scheme, beta0)
+    parts, cum, active, lam = _start(triple, rho_per_km2, c, scheme, beta0)
     n = len(active)
     s0, s1 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     rounds = np.zeros(n, dtype=np.int64)
@@ -209,7 +228,7 @@ def pie_ni(
         users = np.nonzero(active)[0]
         triple.release(users, parts[users, j])
         rounds[users] += 1
-        est, h = triple.estimate(users), triple.bound(users, beta_each)
+        est, h = triple.estimate(users), triple.half_width(users, lam)
         low, high = est + h < nu_low, est - h > nu_high
         s1[users[low]] = True
         s0[users[high]] = True
@@ -234,7 +253,7 @@ def pie_k(
     smallest are in every ``G_j`` (Lemma 5.3). Stops after ``c`` rounds or at ``k`` users.
     """
     k = check_positive_int(k, "k")
-    parts, cum, active, beta_each = _start(triple, rho_per_km2, c, scheme, beta0)
+    parts, cum, active, lam = _start(triple, rho_per_km2, c, scheme, beta0)
     n = len(active)
     s0 = np.zeros(n, dtype=bool)
     rounds = np.zeros(n, dtype=np.int64)
@@ -243,7 +262,7 @@ def pie_k(
         users = np.nonzero(active)[0]
         triple.release(users, parts[users, j])
         rounds[users] += 1
-        est, h = triple.estimate(users), triple.bound(users, beta_each)
+        est, h = triple.estimate(users), triple.half_width(users, lam)
         right_k = np.partition(est + h, k - 1)[k - 1]
         out = est - h > right_k
         s0[users[out]] = True
@@ -295,7 +314,13 @@ def point_in_km(point_m) -> np.ndarray:
 def distance_to(point_km: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """``len_p``: the Euclidean distance (km) of ``(n, 2)`` points (km) to ``point_km``,
     1-Lipschitz (KDE and kNN)."""
-    return lambda points_km: np.linalg.norm(points_km - point_km, axis=1)
+    return lambda points_km: _row_norms(points_km - point_km)
+
+
+def _row_norms(d: np.ndarray) -> np.ndarray:
+    """``np.linalg.norm(d, axis=1)`` as that function computes it (the same bits), without its
+    dispatch: ``sqrt`` of each row's sum of squares."""
+    return np.sqrt(np.add.reduce(d * d, axis=1))
 
 
 def budgets_for(rho_per_km2, n: int) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from scipy import sparse
@@ -59,15 +60,7 @@ class MobilityModel:
             raise InputError("mobility needs a road domain (domain.metric = 'road')")
         n_places = min(n_places, domain.n_x)
         places = np.sort(rng.choice(domain.n_x, size=n_places, replace=False, p=domain.prior))
-        pairs = domain.constraint_pairs
-        w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
-        graph = sparse.coo_matrix((w, (pairs[:, 0], pairs[:, 1])), shape=domain.dist_xx.shape)
-        _, pred = csgraph.dijkstra(
-            graph.tocsr(), directed=False, indices=places, return_predecessors=True
-        )
-        longest_gap_km = np.zeros(domain.n_x)
-        np.maximum.at(longest_gap_km, pairs[:, 0], w)
-        np.maximum.at(longest_gap_km, pairs[:, 1], w)
+        pred, longest_gap_km = _routes(domain, places)
         step_m = speed_mps * tick_seconds
         return cls(
             places=places,
@@ -86,6 +79,31 @@ class MobilityModel:
             node = int(pred[node])
             path.append(node)
         return np.asarray(path, dtype=np.int64)
+
+
+#: Per domain, :func:`_routes` by places (an environment's resets of one seed draw the same).
+_ROUTES: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _routes(domain, places: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The shortest-path trees towards ``places`` (next hops, ``(n_places, N)``) and each
+    secret's longest gap (km) to an adjacent secret; read-only, kept per domain and places."""
+    per_domain = _ROUTES.setdefault(domain, {})
+    key = places.tobytes()
+    if key not in per_domain:
+        pairs = domain.constraint_pairs
+        w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
+        graph = sparse.coo_matrix((w, (pairs[:, 0], pairs[:, 1])), shape=domain.dist_xx.shape)
+        _, pred = csgraph.dijkstra(
+            graph.tocsr(), directed=False, indices=places, return_predecessors=True
+        )
+        longest_gap_km = np.zeros(domain.n_x)
+        np.maximum.at(longest_gap_km, pairs[:, 0], w)
+        np.maximum.at(longest_gap_km, pairs[:, 1], w)
+        for arr in (pred, longest_gap_km):
+            arr.setflags(write=False)
+        per_domain[key] = (pred, longest_gap_km)
+    return per_domain[key]
 
 
 class Population:

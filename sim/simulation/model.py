@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import mesa
 import numpy as np
@@ -91,7 +92,6 @@ class PrivacyModel(mesa.Model):
         self.streams = world.streams
         self.graph, self.domain = world.graph, world.domain
         self.mobility, self.population = world.mobility, world.population
-        self.space = _secret_network(self.domain, self.random)
         self.strategies = from_scenario(scenario) if strategies is None else strategies
         self.horizon_ticks = scenario.scenario.ticks
         self.budget = self.strategies.budget
@@ -113,6 +113,12 @@ class PrivacyModel(mesa.Model):
         self.log.timings.append(
             {"tick": 0, "regenerated": True, "mechanism_s": self.server.generation_seconds}
         )
+
+    @cached_property
+    def space(self) -> Network:
+        """The Mesa network space over the secrets, built on first use (a reset that never
+        reads it, as the environment's, does not pay for it; building it draws nothing)."""
+        return _secret_network(self.domain, self.random)
 
     # ------------------------------------------------------------------ one tick
     def report_context(self) -> ReportContext:

@@ -167,3 +167,12 @@ def test_a_domain_larger_than_memory_is_refused_before_it_is_built(helsinki_test
         Domain.from_network(helsinki_test_walk, n_points=100, n_outputs=50, metric="l2")
     with pytest.raises(InputError, match="n_points=101"):
         Domain.from_points(np.zeros((101, 2)) + np.arange(101)[:, None])
+
+
+def test_draw_secret_is_the_draw_of_choice_with_the_prior(road_300):
+    weights = np.random.default_rng(0).random(road_300.n_x) ** 4  # far from uniform
+    domain = road_300.with_prior(weights / weights.sum())
+    ours, theirs = np.random.default_rng(5), np.random.default_rng(5)
+    drawn = [domain.draw_secret(ours) for _ in range(2000)]
+    assert drawn == [int(theirs.choice(domain.n_x, p=domain.prior)) for _ in range(2000)]
+    assert ours.bit_generator.state == theirs.bit_generator.state
