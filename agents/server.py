@@ -78,6 +78,7 @@ class CuriousServer(mesa.Agent):
         self.published = self.mechanism_names.index(self.settings.name)
         self.mechanism: Mechanism | None = None  # the default level's mechanism
         self.level_mechanisms: list[Mechanism] = []
+        self._level_losses_km: list[float] = []
         self.level_charges: list[Charge] = []
         self.level_hit_probability: list[float] = []
         self.generated_at = -1
@@ -154,6 +155,8 @@ class CuriousServer(mesa.Agent):
         # the reference printed beside the mechanism's loss: EM at the same total eps
         self.em_expected_loss_km = self._reference_em().expected_loss()
         self.mechanism, self.level_mechanisms, self.generated_at = mech, fitted, model.tick
+        # public facts of the fitted matrices, read every tick (observations, rows, strategies)
+        self._level_losses_km = [float(m.expected_loss()) for m in fitted]
         self.n_generations += 1
         # the fitted (certified, audited) guarantees: refused whole before any charge
         for m in fitted:
@@ -207,7 +210,7 @@ class CuriousServer(mesa.Agent):
     @property
     def level_expected_loss_km(self) -> list[float]:
         """Each level's prior-averaged utility loss (public)."""
-        return [float(m.expected_loss()) for m in self.level_mechanisms]
+        return list(self._level_losses_km)
 
     def _charge_uploads(self, mech, active: np.ndarray) -> None:
         """Every active user uploaded: each pays the mechanism's upload guarantee."""
@@ -246,7 +249,9 @@ class CuriousServer(mesa.Agent):
     @property
     def expected_loss_km(self) -> float:
         """The current mechanism's prior-averaged utility loss (public)."""
-        return float(self.mechanism.expected_loss()) if self.mechanism is not None else np.nan
+        if self.mechanism is None:
+            return np.nan
+        return self._level_losses_km[self.default_level]
 
     # ------------------------------------------------------------------ 3. reports
     def collect_reports(self, willing: np.ndarray, level: np.ndarray | None = None) -> Reports:

@@ -1,20 +1,32 @@
 """Environment speed: env steps per second against users and points, and the CartPole ratio.
 
 Rates are per CPU second of the process (``time.process_time``, every thread counted), which a
-shared machine's load disturbs less than wall-clock time. One process, one run: Gymnasium's
-``CartPole-v1`` is stepped (random actions) right before each mdpsim row, so the ratio compares
-like with like. The single-agent env is a user's (``user_0`` reports every tick, the others
-follow the strategies; EM at eps 6, the default attacks and queries, 20-tick episodes); the
-parallel env row counts agent-steps (every agent acts each step). Usage:
-``python bench/env_speed.py [--users 5 50] [--points 80 200] [--steps 600]
-[--parallel-users 1000] [--plot docs/img/env_speed.png]``; prints a Markdown table.
+shared machine's load disturbs less than wall-clock time (printed beside it). Each rate is the
+best of ``--repeats`` timed runs (a run the load slowed down is not the env's speed). One
+process, one run: Gymnasium's ``CartPole-v1`` is stepped (random actions) right before each
+mdpsim row, so the ratio compares like with like. The single-agent env is a user's (``user_0``
+reports every tick, the others follow the strategies; EM at eps 6, the default attacks and
+queries, 20-tick episodes with their resets); the parallel env row counts agent-steps (every
+agent acts each step).
+
+``--compare TREE`` measures every row of another checkout too (e.g. a ``git worktree`` of
+main), in a child process that imports that tree's package (its static view,
+``TREE/.typecheck``, which ``python tools/static_view.py`` builds there); the rows alternate
+between the two, so a drift in the machine's load hits both. Usage:
+``python bench/env_speed.py [--users 5 50] [--points 80 200] [--steps 600] [--repeats 3]
+[--parallel-users 1000] [--compare ../main] [--plot docs/img/env_speed.png]``; prints a
+Markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 
@@ -34,38 +46,90 @@ def _scenario(n_users: int, n_points: int, ticks: int = 20):
     )
 
 
-def cartpole_steps_per_s(steps: int) -> float:
+def _best(run, repeats: int) -> tuple[float, float]:
+    """``run()`` -> steps, ``repeats`` times: the best (CPU s, wall s) per step."""
+    cpu = wall = float("inf")
+    for _ in range(repeats):
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        steps = run()
+        cpu = min(cpu, (time.process_time() - start_cpu) / steps)
+        wall = min(wall, (time.perf_counter() - start_wall) / steps)
+    return cpu, wall
+
+
+def cartpole_seconds_per_step(steps: int, repeats: int) -> tuple[float, float]:
     env = gym.make("CartPole-v1")
     env.reset(seed=0)
     env.action_space.seed(0)
-    start = time.process_time()
-    for _ in range(steps):
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        if terminated or truncated:
-            env.reset()
-    return steps / (time.process_time() - start)
+
+    def run() -> int:
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                env.reset()
+        return steps
+
+    return _best(run, repeats)
 
 
-def single_steps_per_s(n_users: int, n_points: int, steps: int) -> float:
+def single_seconds_per_step(
+    n_users: int, n_points: int, steps: int, repeats: int
+) -> tuple[float, float]:
     env = single_agent_env(_scenario(n_users, n_points), agent="user_0")
     env.reset(seed=0)
     env.step(1)  # warm: the first tick tabulates what later ticks reuse
     env.reset(seed=0)
-    start = time.process_time()
-    for _ in range(steps):
-        _, _, _, done, _ = env.step(1)
-        if done:
-            env.reset(seed=0)  # the domain and the mechanism are cached per seed
-    return steps / (time.process_time() - start)
+
+    def run() -> int:
+        for _ in range(steps):
+            _, _, _, done, _ = env.step(1)
+            if done:
+                env.reset(seed=0)  # the domain and the mechanism are cached per seed
+        return steps
+
+    return _best(run, repeats)
 
 
-def parallel_agent_steps_per_s(n_users: int, n_points: int, steps: int) -> float:
-    env = parallel_env(_scenario(n_users, n_points, ticks=steps))
+def parallel_seconds_per_agent_step(
+    n_users: int, n_points: int, steps: int, repeats: int
+) -> tuple[float, float]:
+    env = parallel_env(_scenario(n_users, n_points, ticks=steps * repeats))
     env.reset(seed=0)
-    start = time.process_time()
-    for _ in range(steps):
-        env.step(env.strategy_actions())
-    return steps * len(env.possible_agents) / (time.process_time() - start)
+
+    def run() -> int:
+        for _ in range(steps):
+            env.step(env.strategy_actions())
+        return steps * len(env.possible_agents)
+
+    return _best(run, repeats)
+
+
+def measure(kind: str, n_users: int, n_points: int, args) -> dict:
+    """One row: the env's and CartPole's CPU and wall seconds per (agent-)step."""
+    cart_cpu, _ = cartpole_seconds_per_step(20_000, args.repeats)
+    if kind == "single":
+        cpu, wall = single_seconds_per_step(n_users, n_points, args.steps, args.repeats)
+    else:
+        cpu, wall = parallel_seconds_per_agent_step(n_users, n_points, 10, args.repeats)
+    return {"env": kind, "users": n_users, "points": n_points, "cpu_s": cpu, "wall_s": wall,
+            "cartpole_cpu_s": cart_cpu}  # fmt: skip
+
+
+def _measured_in(tree: str, kind: str, n_users: int, n_points: int, args) -> dict:
+    """:func:`measure` in a child process importing ``tree``'s package (its static view)."""
+    command = [sys.executable, __file__, "--row", kind, str(n_users), str(n_points),
+               "--steps", str(args.steps), "--repeats", str(args.repeats)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve() / ".typecheck")}
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def _line(label: str, row: dict) -> str:
+    rate, cart = 1.0 / row["cpu_s"], 1.0 / row["cartpole_cpu_s"]
+    kind = "single (user)" if row["env"] == "single" else "parallel (agent-steps)"
+    return (f"| {label}{kind} | {row['users']} | {row['points']} | {rate:,.0f} | "
+            f"{row['cpu_s'] * 1e6:,.0f} | {1.0 / row['wall_s']:,.0f} | {cart:,.0f} | "
+            f"{rate / cart:.4f} |")  # fmt: skip
 
 
 def main() -> None:
@@ -73,28 +137,34 @@ def main() -> None:
     parser.add_argument("--users", type=int, nargs="+", default=[5, 50])
     parser.add_argument("--points", type=int, nargs="+", default=[80, 200])
     parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per row (best)")
     parser.add_argument("--parallel-users", type=int, default=1000)
+    parser.add_argument("--compare", default=None, help="another checkout to measure beside")
     parser.add_argument("--plot", default=None, help="write steps/s against users here")
+    parser.add_argument("--row", nargs=3, default=None, help=argparse.SUPPRESS)  # a child
     args = parser.parse_args()
+    if args.row:  # one row as JSON, for --compare's child process
+        kind, n_users, n_points = args.row[0], int(args.row[1]), int(args.row[2])
+        print(json.dumps(measure(kind, n_users, n_points, args)))
+        return
     print(f"load average {os.getloadavg()[0]:.2f} at start\n")
-    print("| env | users | points | steps per CPU s | CartPole steps per CPU s | ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
-    rows = []
-    for n_points in args.points:
-        for n_users in args.users:
-            cart = cartpole_steps_per_s(20_000)
-            rate = single_steps_per_s(n_users, n_points, args.steps)
-            rows.append((n_users, n_points, rate))
-            print(f"| single (user) | {n_users} | {n_points} | {rate:,.0f} | {cart:,.0f} | "
-                  f"{rate / cart:.4f} |")  # fmt: skip
+    print("| env | users | points | steps per CPU s | CPU us per step | steps per wall s | "
+          "CartPole steps per CPU s | ratio |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = [("single", u, p) for p in args.points for u in args.users]
     if args.parallel_users:
-        cart = cartpole_steps_per_s(20_000)
-        rate = parallel_agent_steps_per_s(args.parallel_users, args.points[0], 10)
-        print(f"| parallel (agent-steps) | {args.parallel_users} | {args.points[0]} | "
-              f"{rate:,.0f} | {cart:,.0f} | {rate / cart:.4f} |")  # fmt: skip
+        rows.append(("parallel", args.parallel_users, args.points[0]))
+    plotted = []
+    for kind, n_users, n_points in rows:
+        if args.compare:
+            print(_line("before: ", _measured_in(args.compare, kind, n_users, n_points, args)))
+        row = measure(kind, n_users, n_points, args)
+        print(_line("after: " if args.compare else "", row), flush=True)
+        if kind == "single":
+            plotted.append((n_users, n_points, 1.0 / row["cpu_s"]))
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
     if args.plot:
-        _plot(rows, args.plot)
+        _plot(plotted, args.plot)
 
 
 def _plot(rows, path: str) -> None:
@@ -109,7 +179,7 @@ def _plot(rows, path: str) -> None:
         ax.plot([u for u, _ in mine], [r for _, r in mine], marker="o", label=f"{n_points} points")
     ax.set_xscale("log")
     ax.set_xlabel("users")
-    ax.set_ylabel("single-agent env steps / s")
+    ax.set_ylabel("single-agent env steps / CPU s")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

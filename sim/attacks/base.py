@@ -342,6 +342,11 @@ class Scores:
 
     def means(self) -> dict[str, float]:
         """Mean of every metric over the users (NaN-aware; NaN if none applies)."""
+        return dict(self._means)
+
+    @cached_property
+    def _means(self) -> dict[str, float]:
+        """:meth:`means`, computed once (the suite's table and the tick's row both read it)."""
         out = {}
         for name, v in self.values.items():
             finite = v[~np.isnan(v)] if v.dtype.kind == "f" else v

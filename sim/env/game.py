@@ -270,28 +270,54 @@ class Game:
 
     # ------------------------------------------------------------------ observations
     def observations(self) -> dict[str, np.ndarray]:
+        """Every agent's observation at the start of the coming tick."""
+        users = self._user_observations()
+        out = {"server": self._server_observation()}
+        for i in range(self.n_users):
+            out[f"user_{i}"] = users[i]
+        return out
+
+    def observation(self, agent: str) -> np.ndarray:
+        """One agent's entry of :meth:`observations` (a single-agent env builds only it)."""
+        if agent == "server":
+            return self._server_observation()
+        return self._user_observations()[self.user_index(agent)]
+
+    def _capacities(self) -> np.ndarray:
+        """Each user's filter capacity, 1 where it is 0 (the divisor of the fractions)."""
+        capacity = self.model.filters.capacity
+        return np.where(capacity > 0, capacity, 1.0)
+
+    def _user_observations(self) -> np.ndarray:
+        """``(n_users, fields)`` float32: row ``i`` is ``user_i``'s observation."""
         model = self.model
-        f = model.filters
-        cap = np.where(f.capacity > 0, f.capacity, 1.0)
-        tick_fraction = model.tick / self.horizon
-        cost = model.server.report_charge.cost
-        users = np.zeros((self.n_users, len(USER_OBS)), dtype=np.float32)
-        users[:, 0] = tick_fraction
+        f, server = model.filters, model.server
+        cap = self._capacities()
+        users = np.empty((self.n_users, len(USER_OBS)), dtype=np.float32)
+        users[:, 0] = model.tick / self.horizon
         users[:, 1] = f.remaining / cap
-        users[:, 2] = cost / cap
-        users[:, 3] = model.server.expected_loss_km
-        users[:, 4] = model.server.hit_probability
+        users[:, 2] = server.report_charge.cost / cap
+        users[:, 3] = server.expected_loss_km
+        users[:, 4] = server.hit_probability
         users[:, 5] = self.silent_loss_km
         users[:, 6] = f.halted
         users[:, 7] = self.reported
+        if self.level_fields:
+            users = np.hstack([users, self._level_observations(cap)])
+        return users
+
+    def _server_observation(self) -> np.ndarray:
+        model = self.model
+        f = model.filters
+        cap = self._capacities()
         server = np.array(
             [
-                tick_fraction,
+                model.tick / self.horizon,
                 (model.tick - model.server.generated_at) / self.horizon,
                 self.reported.mean(),
                 f.halted.mean(),
                 float(np.mean(f.remaining / cap)),
-                cost / float(np.mean(cap)),
+                model.server.report_charge.cost / float(np.mean(cap)),
                 model.server.expected_loss_km,
                 self.attack_entropy_bits,
             ],
@@ -300,12 +326,8 @@ class Game:
         if self.mechanism_names:
             server = np.append(server, np.float32(model.server.published))
         if self.level_fields:
-            users = np.hstack([users, self._level_observations(cap)])
             server = np.append(server, self.level_reported.astype(np.float32))
-        out = {"server": np.nan_to_num(server, nan=0.0, posinf=0.0)}
-        for i in range(self.n_users):
-            out[f"user_{i}"] = users[i]
-        return out
+        return np.nan_to_num(server, nan=0.0, posinf=0.0)
 
     def _level_observations(self, cap: np.ndarray) -> np.ndarray:
         """Per user, :data:`LEVEL_OBS` of every level: own charge fraction, loss, hit."""

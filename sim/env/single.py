@@ -43,7 +43,7 @@ class SingleAgentEnv(gym.Env):
         else:
             run_seed = int(self.np_random.integers(2**31))
         self.game.reset(run_seed)
-        return self.game.observations()[self.agent], {}
+        return self.game.observation(self.agent), {}
 
     def strategy_action(self):
         """The action the scenario's strategy would take now for this agent."""
@@ -53,5 +53,5 @@ class SingleAgentEnv(gym.Env):
         if self.agent != "server":
             action = int(np.asarray(action).item())
         rewards, infos = self.game.step({self.agent: action})
-        obs = self.game.observations()[self.agent]
+        obs = self.game.observation(self.agent)
         return obs, rewards[self.agent], False, self.game.done, infos[self.agent]
