@@ -80,13 +80,13 @@ class PerQuery(QueryPlanner):
         rho = settings.rho_per_km2
         row: dict[str, float] = {}
         asked_total = spent_total = 0.0
+        cost = float(round_.budget.query_costs(np.array([rho]))[0])  # every kind's charge
         for kind in settings.kinds:
-            cost = float(round_.budget.query_costs(np.array([rho]))[0])
             # users who cannot afford the query are asked (and halt); the others may answer
             cannot = ~filters.halted & (filters.remaining < cost)
             filters.request(np.where(cannot, cost, 0.0), component=f"query_{kind}")
             budgets = np.where(filters.halted, 0.0, rho)
-            if not np.any(budgets > 0):
+            if not (budgets > 0).any():
                 row[f"{kind}_error"] = float("nan")
                 continue
             answer, error = ask_one(kind, round_, budgets)

@@ -66,30 +66,29 @@ def check_scalar(
     :class:`~mdpsim.errors.PrivacyBudgetError`).
     """
     types, article = _KINDS[kind]
-
-    def fail(finite_note: bool = False) -> Exception:  # the message, built only on failure
-        bounds = interval_text(min, max, include_boundaries)
-        what = " ".join(part for part in (article, bounds) if part)
-        what += f" ({unit})" if unit else ""
-        what += ", finite" if finite_note and not bounds else ""
-        return _fail(owner, name, value, what, error)
-
-    if kind is not bool and isinstance(value, bool | np.bool_):
-        raise fail()
-    if not isinstance(value, types):
-        raise fail()
-    if kind is bool:
+    problem = None
+    if (kind is not bool and isinstance(value, bool | np.bool_)) or not isinstance(value, types):
+        problem = "type"
+    elif kind is bool:
         return bool(value)
-    number = kind(value)
-    if kind is float and (math.isnan(number) or (finite and math.isinf(number))):
-        raise fail(finite_note=True)
-    low_closed = include_boundaries in ("both", "left")
-    high_closed = include_boundaries in ("both", "right")
-    if min is not None and not (number >= min if low_closed else number > min):
-        raise fail()
-    if max is not None and not (number <= max if high_closed else number < max):
-        raise fail()
-    return number
+    else:
+        number = kind(value)
+        low_closed = include_boundaries in ("both", "left")
+        high_closed = include_boundaries in ("both", "right")
+        if kind is float and (math.isnan(number) or (finite and math.isinf(number))):
+            problem = "finite"
+        else:
+            below = min is not None and not (number >= min if low_closed else number > min)
+            above = max is not None and not (number <= max if high_closed else number < max)
+            problem = "bounds" if below or above else None
+    if problem is None:
+        return number
+    # the message is built only on failure (checks run in every tick's accounting)
+    bounds = interval_text(min, max, include_boundaries)
+    what = " ".join(part for part in (article, bounds) if part)
+    what += f" ({unit})" if unit else ""
+    what += ", finite" if problem == "finite" and not bounds else ""
+    raise _fail(owner, name, value, what, error)
 
 
 def check_choice(value: Any, name: str, choices: Iterable[Any], *, owner: str = "") -> Any:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -64,9 +65,10 @@ class TickResult:
     tick: int
     scores: dict[str, list[Scores]]
 
-    @property
+    @cached_property
     def row(self) -> dict[str, float]:
-        """Tick-level means, ``{label}_{metric}``; rates for ``hit``/``bound_violation``."""
+        """Tick-level means, ``{label}_{metric}``; rates for ``hit``/``bound_violation``
+        (built once: the tick's row and the environment's rewards read it)."""
         row: dict[str, float] = {}
         for label, scored in self.scores.items():
             for s in scored:

@@ -103,7 +103,8 @@ class Game:
         self.query_kinds = tuple(scenario.queries.kinds) if game.choose_query_kinds else ()
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
         self._domains: dict[int, Any] = {}
-        self._planar: dict[int, np.ndarray] = {}  # per domain: planar distances (prior answers)
+        # per domain (kept alive in _domains): planar distances and the prior answers' tables
+        self._planar: dict[int, tuple[np.ndarray, dict]] = {}
         for kind in self.scenario.queries.kinds:
             prior_answer(kind)  # every owed query has an answer without data
         # fitted mechanisms that take no uploads, kept across episodes (keyed by name, eps,
@@ -384,10 +385,10 @@ class Game:
 
     def _prior_error(self, kind: str, positions: np.ndarray) -> float:
         domain = self.model.domain
-        planar = self._planar.get(id(domain))
-        if planar is None:
-            planar = self._planar[id(domain)] = planar_distances_km(domain)
-        call = PriorCall(self.scenario.queries, domain, positions, planar)
+        if id(domain) not in self._planar:
+            self._planar[id(domain)] = (planar_distances_km(domain), {})
+        planar, kept = self._planar[id(domain)]
+        call = PriorCall(self.scenario.queries, domain, positions, planar, kept)
         return prior_answer(kind)(call)
 
     def _infos(self) -> dict[str, dict]:

@@ -19,7 +19,7 @@ A query kind of a plug-in registers its prior answer with :func:`register_prior_
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,14 @@ class PriorCall:
     domain: Domain
     positions: np.ndarray
     planar_km: np.ndarray  # (N, N) Euclidean distances between the secrets
+    kept: dict = field(default_factory=dict)  # the domain's tables, kept between calls
+
+    def table(self, key: tuple, build: Callable[[], np.ndarray]) -> np.ndarray:
+        """``build()``, kept in :attr:`kept` under ``key``: an ``(N, N)`` table the domain and
+        the settings fix (the environment keeps one ``kept`` per domain across ticks)."""
+        if key not in self.kept:
+            self.kept[key] = build()
+        return self.kept[key]
 
 
 PriorAnswerFn = Callable[[PriorCall], float]
@@ -73,7 +81,8 @@ def planar_distances_km(domain: Domain) -> np.ndarray:
 def range_prior(call: PriorCall) -> float:
     """Expected CountErr of ``n * prior(disk)`` over the query point."""
     prior = call.domain.prior
-    inside = call.planar_km < call.settings.range_radius_m / 1000.0  # [point, secret]
+    radius_km = call.settings.range_radius_m / 1000.0
+    inside = call.table(("range", radius_km), lambda: call.planar_km < radius_km)  # [point, x]
     counts = np.bincount(call.positions, minlength=len(prior))
     truth = inside @ counts
     estimate = len(call.positions) * (inside @ prior)
@@ -87,7 +96,9 @@ def kde_prior(call: PriorCall) -> float:
     """Expected l1-Err of the prior's mean Gaussian kernel over the query point."""
     prior = call.domain.prior
     b_km = call.settings.kde_bandwidth_m / 1000.0
-    kernel = np.exp(-(call.planar_km**2) / (2.0 * b_km * b_km))  # [point, secret]
+    kernel = call.table(
+        ("kde", b_km), lambda: np.exp(-(call.planar_km**2) / (2.0 * b_km * b_km))
+    )  # [point, secret]
     n = len(call.positions)
     truth = kernel[:, call.positions].mean(axis=1) if n else np.zeros(len(prior))
     return float(prior @ np.abs(kernel @ prior - truth))

@@ -97,9 +97,9 @@ def _checked_costs(costs, n: int | None = None) -> np.ndarray:
     arr = np.asarray(costs, dtype=float)
     if n is not None and arr.shape != (n,):
         raise PrivacyBudgetError(f"costs must have shape ({n},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise PrivacyBudgetError("privacy costs must be finite (got NaN or inf)")
-    if np.any(arr < 0):
+    if (arr < 0).any():
         raise PrivacyBudgetError("privacy costs must be >= 0 (got a negative cost)")
     return arr
 
@@ -393,12 +393,12 @@ class PopulationFilter:
         """Charge every user ``costs`` atomically, or raise and change nothing."""
         c = _checked_costs(costs, self.n_users)
         asked = c > 0
-        if np.any(asked & self.halted):
+        if (asked & self.halted).any():
             raise PrivacyBudgetError(
                 f"{int(np.sum(asked & self.halted))} charged users have halted filters"
             )
         over = asked & ~fits(self.spent, c, self.capacity)
-        if np.any(over):
+        if over.any():
             first = int(np.argmax(over))
             raise PrivacyBudgetError(
                 f"{int(over.sum())} users would pass their budget (user {first}: cost "
@@ -411,7 +411,7 @@ class PopulationFilter:
         return {k: v.copy() for k, v in self._by_component.items()}
 
     def _pay(self, c: np.ndarray, paying: np.ndarray, component) -> None:
-        if not np.any(paying):
+        if not paying.any():
             return
         self.spent = np.where(paying, add_up(self.spent, c), self.spent)
         prev = self._by_component.get(component, np.zeros(self.n_users))
