@@ -16,6 +16,7 @@ For a mechanism ``Z`` (N x K) and prior ``pi``, a report ``y_k`` gives the poste
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -70,12 +71,9 @@ class Bayes(Attack):
 
     def release(self, release: Release) -> None:
         """Tabulate posteriors, estimates and leakage for every output of the new matrix."""
-        sub = release.mechanism.domain_
-        tables = BayesAttack.fit(release.matrix, sub.prior, sub.dist_xx, pairs=sub.constraint_pairs)
-        self.posterior_t_ = np.ascontiguousarray(tables.posterior.T)  # (K, N): rows
+        tables, self.posterior_t_, self.entropy_ = _tabulated(release)
         self.guess_ = tables.optimal_estimate
         self.top_ = tables.map_estimate
-        self.entropy_ = entropy_bits(tables.posterior.T)
         self.tables_ = tables
 
     def observe(self, obs: Observation) -> list[LocationEstimate]:
@@ -95,6 +93,26 @@ class Bayes(Attack):
                 entropy_bits=self.entropy_[out],
             )
         ]
+
+
+#: Per released mechanism, its matrix and :func:`_tabulated`'s tables of it (dropped with it).
+_TABLES: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _tabulated(release: Release) -> tuple[BayesAttack, np.ndarray, np.ndarray]:
+    """The attack's tables of the released matrix, its ``(K, N)`` posterior rows and their
+    entropies (bits); kept per mechanism while its matrix stays the same, so a mechanism an
+    environment keeps across resets is tabulated once (the tables are only read)."""
+    mechanism, matrix = release.mechanism, release.matrix
+    kept = _TABLES.get(mechanism)
+    if kept is not None and kept[0] is matrix:
+        return kept[1]
+    sub = mechanism.domain_
+    tables = BayesAttack.fit(matrix, sub.prior, sub.dist_xx, pairs=sub.constraint_pairs)
+    rows = np.ascontiguousarray(tables.posterior.T)  # (K, N): rows
+    out = (tables, rows, entropy_bits(tables.posterior.T))
+    _TABLES[mechanism] = (matrix, out)
+    return out
 
 
 def posterior_table(matrix: np.ndarray, prior: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ Beliefs are kept normalised per column; scalings cancel in every ratio used here
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
@@ -28,6 +29,12 @@ class Kernel:
 
     forward: sparse.csr_matrix  # T
     transposed: sparse.csr_matrix  # T^T: predict = T^T b
+
+    @cached_property
+    def float32(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        """``(transposed, forward)`` in float32, the filter's per-tick products, built once per
+        kernel (a reach kernel serves every environment reset on its domain)."""
+        return self.transposed.astype(np.float32), self.forward.astype(np.float32)
 
     @classmethod
     def of(cls, matrix) -> Kernel:

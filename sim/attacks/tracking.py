@@ -265,8 +265,7 @@ class Tracking(Attack):
         """Adopt a kernel; the per-tick filter runs on float32 copies (half the memory
         traffic; beliefs are renormalised every tick), EM and Viterbi on float64."""
         self.kernel_ = kernel
-        self._predict32 = kernel.transposed.astype(np.float32)
-        self._back32 = kernel.forward.astype(np.float32)
+        self._predict32, self._back32 = kernel.float32
 
     def release(self, release: Release) -> None:
         """Keep the new likelihood over all secrets, ``(K, N)``: float64 for the history, and a
