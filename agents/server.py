@@ -153,7 +153,8 @@ class CuriousServer(mesa.Agent):
         self.generation_seconds = time.perf_counter() - start
         mech = fitted[self.default_level]
         # the reference printed beside the mechanism's loss: EM at the same total eps
-        self.em_expected_loss_km = self._reference_em().expected_loss()
+        em = self._fitted("em", self.settings.epsilon_per_km, {}, active)
+        self.em_expected_loss_km = em.expected_loss()
         self.mechanism, self.level_mechanisms, self.generated_at = mech, fitted, model.tick
         # public facts of the fitted matrices, read every tick (observations, rows, strategies)
         self._level_losses_km = [float(m.expected_loss()) for m in fitted]
@@ -195,17 +196,6 @@ class CuriousServer(mesa.Agent):
         if cache is not None:
             cache[key] = mech
         return mech
-
-    def _reference_em(self) -> Mechanism:
-        """EM at the scenario's eps on the domain (cached like the fits that take no uploads)."""
-        eps, domain = self.settings.epsilon_per_km, self.model.domain
-        key = ("em", eps, "reference", id(domain))
-        cached = None if self.mechanism_cache is None else self.mechanism_cache.get(key)
-        if cached is None:
-            cached = make("em", epsilon=eps).fit(domain)
-            if self.mechanism_cache is not None:
-                self.mechanism_cache[key] = cached
-        return cached
 
     @property
     def level_expected_loss_km(self) -> list[float]:
