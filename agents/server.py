@@ -153,7 +153,8 @@ class CuriousServer(mesa.Agent):
         self.generation_seconds = time.perf_counter() - start
         mech = fitted[self.default_level]
         # the reference printed beside the mechanism's loss: EM at the same total eps
-        em = self._fitted("em", self.settings.epsilon_per_km, {}, active)
+        eps = self.settings.epsilon_per_km
+        em = self._fitted("em", make("em", epsilon=eps), {}, active)
         self.em_expected_loss_km = em.expected_loss()
         self.mechanism, self.level_mechanisms, self.generated_at = mech, fitted, model.tick
         # public facts of the fitted matrices, read every tick (observations, rows, strategies)
