@@ -45,22 +45,42 @@ def test_unknown_agent_is_refused(scenario):
         single_agent_env(scenario, agent="user_9")
 
 
+_RUN_TOML = (
+    '[scenario]\nname = "env"\nseed = 3\nticks = 5\n[network]\nsource = "helsinki-test"\n'
+    "[domain]\nn_points = 60\n[users]\ncount = 4\n"
+    '[mechanism]\nname = "em"\nepsilon_per_km = 6.0\n[queries]\nrho_per_km2 = 20.0\n'
+    '[strategies]\nreport = "budget_aware"\nbudget = {name = "cgp", rho_per_km2 = 500.0}\n'
+)
+
+
+def _assert_same_bytes_as_mdpsim_run(tmp_path, model) -> None:
+    write_outputs(tmp_path / "env", model.config, 11, tables(model))
+    for name in ("ticks.parquet", "users.parquet"):
+        assert (tmp_path / "env" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+
+
 def test_following_the_strategies_writes_the_bytes_of_mdpsim_run(tmp_path, scenario):
     path = tmp_path / "s.toml"
-    path.write_text(
-        '[scenario]\nname = "env"\nseed = 3\nticks = 5\n[network]\nsource = "helsinki-test"\n'
-        "[domain]\nn_points = 60\n[users]\ncount = 4\n"
-        '[mechanism]\nname = "em"\nepsilon_per_km = 6.0\n[queries]\nrho_per_km2 = 20.0\n'
-        '[strategies]\nreport = "budget_aware"\nbudget = {name = "cgp", rho_per_km2 = 500.0}\n'
-    )
+    path.write_text(_RUN_TOML)
     assert main(["run", str(path), "--out", str(tmp_path / "cli"), "--seed", "11"]) == 0
     env = parallel_env(sc.load(path))
     env.reset(seed=11)
     while env.agents:
         env.step(env.strategy_actions())
-    write_outputs(tmp_path / "env", env.model.config, 11, tables(env.model))
-    for name in ("ticks.parquet", "users.parquet"):
-        assert (tmp_path / "env" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+    _assert_same_bytes_as_mdpsim_run(tmp_path, env.model)
+
+
+@pytest.mark.parametrize("agent", ["user_0", "server"])
+def test_a_single_agent_following_its_strategy_writes_the_bytes_of_mdpsim_run(tmp_path, agent):
+    path = tmp_path / "s.toml"
+    path.write_text(_RUN_TOML)
+    assert main(["run", str(path), "--out", str(tmp_path / "cli"), "--seed", "11"]) == 0
+    env = single_agent_env(sc.load(path), agent=agent)
+    env.reset(seed=11)
+    done = False
+    while not done:
+        *_, done, _ = env.step(env.strategy_action())
+    _assert_same_bytes_as_mdpsim_run(tmp_path, env.model)
 
 
 def test_a_silent_user_never_reports_and_the_server_refresh_action_regenerates(scenario):
