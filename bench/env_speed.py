@@ -15,7 +15,7 @@ main), in a child process that imports that tree's package (its static view,
 between the two, so a drift in the machine's load hits both. Usage:
 ``python bench/env_speed.py [--users 5 50] [--points 80 200] [--steps 600] [--repeats 3]
 [--parallel-users 1000] [--compare ../main] [--plot docs/img/env_speed.png]``; prints a
-Markdown table.
+Markdown table. ``--breakdown`` prints instead where a step of the first row's env goes.
 """
 
 from __future__ import annotations
@@ -104,6 +104,43 @@ def parallel_seconds_per_agent_step(
     return _best(run, repeats)
 
 
+def breakdown(n_users: int, n_points: int, steps: int) -> list[tuple[str, float]]:
+    """Wall microseconds per step of the single-agent env by part: the tick's phases as the
+    model times them (``model.log.timings``), the resets, and the rest (the env's decisions,
+    the tick's row, rewards and observations)."""
+    env = single_agent_env(_scenario(n_users, n_points), agent="user_0")
+    env.reset(seed=0)
+    env.step(1)
+    env.reset(seed=0)
+    parts: dict[str, float] = {}
+    reset_s = 0.0
+
+    def add_timings() -> None:
+        for row in env.unwrapped.model.log.timings[1:]:  # tick 0's generation is the reset's
+            for key, value in row.items():
+                if key.endswith("_s"):
+                    parts[key] = parts.get(key, 0.0) + value
+
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, _, done, _ = env.step(1)
+        if done:
+            add_timings()
+            began = time.perf_counter()
+            env.reset(seed=0)
+            reset_s += time.perf_counter() - began
+    total_s = time.perf_counter() - start
+    add_timings()
+    names = {"mechanism_s": "mechanism (refresh)", "report_s": "reports (filters, sampler)",
+             "query_s": "queries (filters, elimination)", "attack_s": "attacks (filter, scores)",
+             "move_s": "mobility"}  # fmt: skip
+    out = [(names.get(key, key), value / steps * 1e6) for key, value in parts.items()]
+    out.append(("reset (per step, 20-tick episodes)", reset_s / steps * 1e6))
+    rest = total_s - reset_s - sum(parts.values())
+    out.append(("env: decisions, tick row, rewards, observations", rest / steps * 1e6))
+    return out
+
+
 def measure(kind: str, n_users: int, n_points: int, args) -> dict:
     """One row: the env's and CartPole's CPU and wall seconds per (agent-)step."""
     cart_cpu, _ = cartpole_seconds_per_step(20_000, args.repeats)
@@ -142,7 +179,19 @@ def main() -> None:
     parser.add_argument("--compare", default=None, help="another checkout to measure beside")
     parser.add_argument("--plot", default=None, help="write steps/s against users here")
     parser.add_argument("--row", nargs=3, default=None, help=argparse.SUPPRESS)  # a child
+    parser.add_argument("--breakdown", action="store_true", help="where a step's time goes")
     args = parser.parse_args()
+    if args.breakdown:  # the first users and points given
+        parts = breakdown(args.users[0], args.points[0], args.steps * args.repeats)
+        total = sum(us for _, us in parts)
+        print(
+            f"| part ({args.users[0]} users, {args.points[0]} points) | wall us per step | share |"
+        )
+        print("|---|---:|---:|")
+        for name, us in parts:
+            print(f"| {name} | {us:,.0f} | {us / total:.0%} |")
+        print(f"| total | {total:,.0f} | |")
+        return
     if args.row:  # one row as JSON, for --compare's child process
         kind, n_users, n_points = args.row[0], int(args.row[1]), int(args.row[2])
         print(json.dumps(measure(kind, n_users, n_points, args)))
@@ -156,33 +205,44 @@ def main() -> None:
         rows.append(("parallel", args.parallel_users, args.points[0]))
     plotted = []
     for kind, n_users, n_points in rows:
+        measured = []
         if args.compare:
-            print(_line("before: ", _measured_in(args.compare, kind, n_users, n_points, args)))
-        row = measure(kind, n_users, n_points, args)
-        print(_line("after: " if args.compare else "", row), flush=True)
-        if kind == "single":
-            plotted.append((n_users, n_points, 1.0 / row["cpu_s"]))
+            measured.append(("before: ", _measured_in(args.compare, kind, n_users, n_points, args)))
+        measured.append(("after: " if args.compare else "", measure(kind, n_users, n_points, args)))
+        for label, row in measured:
+            print(_line(label, row), flush=True)
+            if kind == "single":
+                plotted.append((label, n_users, n_points, 1.0 / row["cpu_s"]))
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
     if args.plot:
         _plot(plotted, args.plot)
 
 
 def _plot(rows, path: str) -> None:
+    """Steps per CPU second against users, a line per point count (dashed: ``--compare``'s
+    tree); ``rows`` are ``(label, users, points, rate)``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    for n_points in sorted({p for _, p, _ in rows}):
-        mine = [(u, r) for u, p, r in rows if p == n_points]
-        ax.plot([u for u, _ in mine], [r for _, r in mine], marker="o", label=f"{n_points} points")
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for (label, n_points), style in _styles(rows).items():
+        mine = [(u, r) for lab, u, p, r in rows if (lab, p) == (label, n_points)]
+        ax.plot(*zip(*mine, strict=True), style, marker="o", label=f"{label}{n_points} points")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("users")
     ax.set_ylabel("single-agent env steps / CPU s")
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def _styles(rows) -> dict[tuple[str, int], str]:
+    """A line style per (tree, points): solid for this tree, dashed for the compared one."""
+    keys = sorted({(label, p) for label, _, p, _ in rows})
+    return {(label, p): "--" if label == "before: " else "-" for label, p in keys}
 
 
 if __name__ == "__main__":
