@@ -344,12 +344,28 @@ class Scores:
         """Mean of every metric over the users (NaN-aware; NaN if none applies)."""
         return dict(self._means)
 
+    def finite_totals(self) -> dict[str, tuple[float, int]]:
+        """Per metric, the sum and the count of its non-NaN values (as float64)."""
+        return {name: (float(v.sum()), len(v)) for name, v in self._finite.items()}
+
+    @cached_property
+    def _finite(self) -> dict[str, np.ndarray]:
+        """Each metric's non-NaN values as float64, computed once (the means, the totals)."""
+        out = {}
+        for name, v in self.values.items():
+            v = np.asarray(v, dtype=float)
+            out[name] = v[~np.isnan(v)]
+        return out
+
     @cached_property
     def _means(self) -> dict[str, float]:
         """:meth:`means`, computed once (the suite's table and the tick's row both read it)."""
         out = {}
         for name, v in self.values.items():
-            finite = v[~np.isnan(v)] if v.dtype.kind == "f" else v
+            if v.dtype == np.float64:
+                finite = self._finite[name]
+            else:  # in its own dtype, as float32 values always were
+                finite = v[~np.isnan(v)] if v.dtype.kind == "f" else v
             out[name] = float(finite.mean()) if len(finite) else float("nan")
         return out
 

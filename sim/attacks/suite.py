@@ -182,12 +182,10 @@ class AttackSuite:
         for s in scored:
             self._rows.append({"attack": label, "tick": s.tick, "n_users": len(s.users),
                                **s.means()})  # fmt: skip
-            for metric, v in s.values.items():
-                v = np.asarray(v, dtype=float)
-                v = v[~np.isnan(v)]
+            for metric, (total, count) in s.finite_totals().items():
                 acc = totals.setdefault(metric, [0.0, 0])
-                acc[0] += float(v.sum())
-                acc[1] += len(v)
+                acc[0] += total
+                acc[1] += count
         return scored
 
     def table(self) -> pd.DataFrame:
