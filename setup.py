@@ -20,5 +20,8 @@ packages = [
 setup(
     packages=packages,
     package_dir=ROOTS,
-    package_data={"mdpsim": ["py.typed"], "mdpsim.scenarios": ["*.toml"]},
+    package_data={
+        "mdpsim": ["py.typed", "examples/plugin_example/**/*"],  # a distribution of its own
+        "mdpsim.scenarios": ["*.toml"],
+    },
 )

@@ -17,14 +17,14 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from mdpsim.errors import InputError, Interrupted, plain
-from mdpsim.experiments.flags import check_flags
+from mdpsim.experiments.flags import check_flags, csv_list
 from mdpsim.experiments.plugins import installed_version
 
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
 TRACEBACK_ENV = "MDPSIM_TRACEBACK"
-BAD_ROWS_SHOWN = 20  # bad-row lines printed; all of them are in summary.json
+BAD_ROWS_SHOWN = 20  # bad-row lines printed; all of them go to the output's bad_rows.csv
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
 SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
@@ -195,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
         "gap (repeatable; lp_medoids, which gives the bound, and em are always shown)",
     )
 
-    sub.add_parser("plugins", help="list the installed plug-ins; a broken one with its error")
+    p = sub.add_parser("plugins", help="list the installed plug-ins; a broken one with its error")
+    p.add_argument("--example", metavar="DIR", help="write the example plug-in into new DIR")
 
     p = sub.add_parser("dashboard", help="start the Streamlit dashboard (live runs, batches)")
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
@@ -389,6 +390,7 @@ def _batch(args: argparse.Namespace) -> int:
     from mdpsim._core.threads import available_cores
     from mdpsim.experiments import overrides
     from mdpsim.experiments.batch import run_batch
+    from mdpsim.experiments.run import write_bad_rows
 
     scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
     out = overrides.out_or(args.out, f"runs/{scenario.scenario.name}-batch")
@@ -406,6 +408,7 @@ def _batch(args: argparse.Namespace) -> int:
         threads_per_task=args.threads_per_task,
         notify=lambda line: print(f"damaged: {line}", file=sys.stderr),
     )
+    write_bad_rows(out, scenario)
     print(
         f"tasks            {outcome.n_done} of {outcome.n_tasks} finished "
         f"({outcome.n_skipped} skipped as already done), {outcome.n_failed} failed"
@@ -449,14 +452,17 @@ def _print_failures(failures: dict[str, str], out, *, show: int = 10) -> None:
 
 @command("attack")
 def _attack(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from mdpsim.experiments import harness, overrides
+    from mdpsim.experiments.run import write_bad_rows
 
     overrides.check_out(args.out, force=args.force)
     scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
     plan = harness.plan_of(
         scenario,
-        mechanisms=_csv(args.mechanisms, str, "--mechanisms"),
-        epsilons=_csv(args.epsilons, float, "--epsilons"),
+        mechanisms=csv_list(args.mechanisms, str, "--mechanisms"),
+        epsilons=csv_list(args.epsilons, float, "--epsilons"),
         repetitions=args.repetitions,
     )
     out = overrides.folder(args.out, f"runs/{scenario.scenario.name}-attacks", args.force)
@@ -468,6 +474,7 @@ def _attack(args: argparse.Namespace) -> int:
         overwrite=args.force,
         failures=outcome.failures,
     )
+    paths += filter(None, [write_bad_rows(out, scenario)])
     print(harness.success_markdown(outcome.summary))
     print(f"outputs          {', '.join(str(p) for p in paths)}")
     if not outcome.failures:
@@ -478,7 +485,7 @@ def _attack(args: argparse.Namespace) -> int:
         print(f"failed: {where}: {error_line(text)}", file=sys.stderr)
     print(
         f"{len(outcome.failures)} failed (the others' tables are written); tracebacks in "
-        f"{paths[-1]}",
+        f"{Path(out) / 'failures.json'}",
         file=sys.stderr,
     )
     return EXIT_PARTIAL
@@ -487,6 +494,7 @@ def _attack(args: argparse.Namespace) -> int:
 @command("frontier")
 def _frontier(args: argparse.Namespace) -> int:
     from mdpsim.experiments import frontier, overrides
+    from mdpsim.experiments.run import write_bad_rows
     from mdpsim.mechanisms.lp.stackelberg import check_metric
 
     overrides.check_out(args.out, force=args.force)
@@ -496,9 +504,9 @@ def _frontier(args: argparse.Namespace) -> int:
     out = overrides.folder(args.out, f"runs/{scenario.scenario.name}-frontier", args.force)
     domain, curve, points, cap = frontier.run(
         scenario,
-        qualities=_csv(args.qualities, float, "--qualities"),
-        mechanisms=_csv(args.mechanisms, str, "--mechanisms"),
-        epsilons=_csv(args.epsilons, float, "--epsilons"),
+        qualities=csv_list(args.qualities, float, "--qualities"),
+        mechanisms=csv_list(args.mechanisms, str, "--mechanisms"),
+        epsilons=csv_list(args.epsilons, float, "--epsilons"),
         quality_metric=args.quality_metric,
         adversary_metric=args.adversary_metric,
     )
@@ -507,22 +515,10 @@ def _frontier(args: argparse.Namespace) -> int:
         f"adversary {args.adversary_metric}"
     )
     paths = frontier.write_outputs(curve, points, cap, out, title=title, overwrite=args.force)
+    paths += filter(None, [write_bad_rows(out, scenario)])
     print(frontier.markdown(curve, points, cap))
     print(f"outputs          {', '.join(str(p) for p in paths)}")
     return 0
-
-
-def _csv(text: str | None, kind: type, flag: str) -> list | None:
-    """A comma-separated flag value as a list of ``kind`` (``None`` if not given)."""
-    if text is None:
-        return None
-    try:
-        values = [kind(v.strip()) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise InputError(f"{flag}={text!r} must be a comma-separated list") from None
-    if not values:
-        raise InputError(f"{flag}={text!r} lists nothing")
-    return values
 
 
 @command("report")
@@ -537,9 +533,9 @@ def _report(args: argparse.Namespace) -> int:
 
 @command("plugins")
 def _plugins(args: argparse.Namespace) -> int:
-    from mdpsim.experiments.plugins import plugin_table
+    from mdpsim.experiments.plugins import plugin_table, write_example
 
-    print(plugin_table())
+    print("\n".join(write_example(args.example)) if args.example else plugin_table())
     return 0
 
 

@@ -42,8 +42,11 @@ def wanted() -> dict[Path, Path]:
     for name, folder in mapping.items():
         base = VIEW.joinpath(*name.split("."))
         src = REPO / folder
+        others = [p.parent for p in src.rglob("pyproject.toml")]  # distributions of their own
         for path in sorted(src.rglob("*")):
             if path.suffix not in SUFFIXES or "__pycache__" in path.parts:
+                continue
+            if any(path.is_relative_to(other) for other in others):
                 continue
             links[base / path.relative_to(src)] = path
     assert all(not (REPO / "sim" / f).exists() for f in nested), "a mapped folder shadows sim/"

@@ -97,3 +97,16 @@ def _reference():
     from mdpsim.simulation import scenario
 
     return scenario.from_dict(_REFERENCE)
+
+
+def csv_list(text: str | None, kind: type, flag: str) -> list | None:
+    """A comma-separated flag value as a list of ``kind`` (``None`` if not given)."""
+    if text is None:
+        return None
+    try:
+        values = [kind(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"{flag}={text!r} must be a comma-separated list") from None
+    if not values:
+        raise InputError(f"{flag}={text!r} lists nothing")
+    return values

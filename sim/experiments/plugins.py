@@ -1,12 +1,14 @@
 """What ``mdpsim plugins`` lists: every component an installed distribution offers through an
 entry point (docs/plugins.md), with its kind, distribution and entry point, each loaded to
-tell whether it works (a broken one with its one-line error)."""
+tell whether it works (a broken one with its one-line error); ``mdpsim plugins --example DIR``
+writes the complete example plug-in distribution that ships with mdpsim."""
 
 from __future__ import annotations
 
 from mdpsim.errors import InputError, plain
 
 HEAD = ("name", "kind", "distribution", "entry point", "status")
+EXAMPLE = "examples/plugin_example"  # package data of mdpsim: a distribution of its own
 
 
 def installed_version() -> str:
@@ -55,3 +57,27 @@ def plugin_table() -> str:
         "  ".join(v.ljust(w) for v, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
         for row in [HEAD, *rows]
     )
+
+
+def write_example(dest: str) -> list[str]:
+    """Copy the example plug-in distribution (pyproject.toml, src/mdpsim_example) into the new
+    folder ``dest``; its files' paths. InputError if ``dest`` exists (nothing is overwritten)."""
+    import importlib.resources
+    from pathlib import Path
+
+    out = Path(dest).expanduser()
+    if out.exists():
+        raise InputError(f"--example {dest!r} exists; name a new folder")
+    if not out.parent.is_dir():
+        raise InputError(f"--example {dest!r}: its parent folder does not exist")
+    files: list[str] = []
+    with importlib.resources.as_file(importlib.resources.files("mdpsim") / EXAMPLE) as src:
+        tmp = out.parent / f".{out.name}.partial"
+        for path in sorted(src.rglob("*")):
+            built = {"__pycache__", "build"} & set(path.parts) or ".egg-info" in str(path)
+            if path.is_file() and not built:
+                (tmp / path.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / path.relative_to(src)).write_bytes(path.read_bytes())
+                files.append(str(out / path.relative_to(src)))
+        tmp.rename(out)
+    return files

@@ -204,6 +204,21 @@ def bad_rows_frame(lines: tuple[str, ...]) -> pd.DataFrame:
     )
 
 
+def write_bad_rows(folder: str | Path, scenario: Scenario) -> Path | None:
+    """Every bad row of ``scenario``'s traces file into ``folder``'s ``bad_rows.csv`` (for
+    ``mdpsim attack``, ``batch`` and ``frontier``; a run writes it with its tables): its path,
+    or None when there is none (synthetic mobility, a clean file, no folder written)."""
+    from mdpsim.simulation.world import load_graph, trace_fixes
+
+    folder = Path(folder)
+    fixes = trace_fixes(scenario, load_graph(scenario)) if folder.is_dir() else None
+    if fixes is None or not fixes.report.lines:
+        return None
+    path, tmp = folder / BAD_ROWS_FILE, folder / f".{BAD_ROWS_FILE}.partial"
+    bad_rows_frame(fixes.report.lines).to_csv(tmp, index=False)
+    return tmp.replace(path)
+
+
 def write_outputs(
     out_dir: str | Path,
     scenario: Scenario,

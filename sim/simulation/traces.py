@@ -95,11 +95,12 @@ class TraceReport:
 
     def told(self, shown: int) -> list[str]:
         """What the CLI prints: the first ``shown`` bad rows, how many more, the notes, the
-        summary (``mdpsim run`` writes every bad row to :data:`BAD_ROWS_FILE`)."""
+        summary (every command writes all bad rows to :data:`BAD_ROWS_FILE` in its output)."""
         lines = [f"bad row: {line}" for line in self.lines[:shown]]
         if len(self.lines) > shown:
             more = len(self.lines) - shown
-            lines.append(f"bad row: ... and {more} more (mdpsim run writes all to {BAD_ROWS_FILE})")
+            where = f"all of them: {BAD_ROWS_FILE} in the output"
+            lines.append(f"bad row: ... and {more} more ({where})")
         return [*lines, *(f"note: {note}" for note in self.notes), self.summary()]
 
     def as_dict(self) -> dict:

@@ -1,5 +1,5 @@
 """A plug-in's attack on the live page, in a real browser: the example plug-in
-(tests/plugin_example) pip-installed, ``mdpsim dashboard --scenarios DIR`` listing a scenario
+(sim/examples/plugin_example) pip-installed, ``mdpsim dashboard --scenarios DIR`` listing a scenario
 that runs its attack ``mode_guess``; picked in the sidebar and run, its columns are charted."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from test_dashboard_browser import _free_port as free_port
 from test_dashboard_browser import _wait_healthy as wait_healthy
 from test_dashboard_browser import _wait_rendered as wait_rendered
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "plugin_example"
+EXAMPLE = Path(__file__).resolve().parents[2] / "sim" / "examples" / "plugin_example"
 PLUGIN_TOML = """
 [scenario]
 name = "plugin_live"

@@ -1,5 +1,5 @@
 """docs/plugins.md: its Python examples run as written, and the complete example's code is
-tests/plugin_example's."""
+the example shipped with mdpsim (sim/examples/plugin_example)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
-EXAMPLE = DOC.parents[1] / "tests" / "plugin_example" / "src" / "mdpsim_example" / "__init__.py"
+EXAMPLE = DOC.parents[1] / "sim" / "examples" / "plugin_example" / "src" / "mdpsim_example"
+EXAMPLE = EXAMPLE / "__init__.py"
 
 
 def test_the_plugin_docs_example_runs(helsinki_test_walk, capsys):
@@ -25,7 +26,7 @@ def test_the_complete_example_in_the_docs_is_the_plugin_example_and_passes_the_c
 
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
     code = EXAMPLE.read_text(encoding="utf-8")
-    assert code in blocks, "docs/plugins.md no longer shows tests/plugin_example's code"
+    assert code in blocks, "docs/plugins.md no longer shows the shipped example's code"
     names: dict = {"__name__": "plugins_doc_example"}
     exec(compile(code, str(DOC), "exec"), names)
     check_mechanism(names["CoinEM"])

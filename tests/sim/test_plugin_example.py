@@ -1,15 +1,14 @@
-"""The example plug-in (tests/plugin_example, its own pyproject.toml) installed with pip, as a
-user would: its mechanism runs in `mdpsim run` and `mdpsim attack`, its attack shows in the
-tables, its strategy plays in the env, and mdpsim.testing's checks pass on each."""
+"""The example plug-in that ships with mdpsim (its own pyproject.toml), written out by
+``mdpsim plugins --example DIR`` and installed with pip, as a user would: its mechanism runs
+in `mdpsim run` and `mdpsim attack`, its attack shows in the tables, its strategy plays in
+the env, and mdpsim.testing's checks pass on each."""
 
 from __future__ import annotations
 
 import importlib
 import json
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,6 @@ from mdpsim import attacks, mechanisms
 from mdpsim.agents import strategies
 from mdpsim.cli import main
 from mdpsim.env import parallel_env
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "plugin_example"
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +37,11 @@ REGISTRIES = [mechanisms.base._MECHANISMS, attacks.base._ATTACKS, *strategies.RE
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
-    """pip installs the example (no dependencies, no download) into a folder put on sys.path."""
+    """``mdpsim plugins --example`` writes the example; pip installs it (no dependencies, no
+    download) into a folder put on sys.path."""
     src = tmp_path_factory.mktemp("src") / "example"
-    shutil.copytree(EXAMPLE, src)
+    assert main(["plugins", "--example", str(src)]) == 0
+    assert (src / "pyproject.toml").is_file() and (src / "src" / "mdpsim_example").is_dir()
     target = tmp_path_factory.mktemp("site")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "-q"]
     flags = ["--no-deps", "--no-build-isolation", "--no-index", "--target", str(target)]
@@ -57,6 +56,14 @@ def example(tmp_path_factory):
         r.refresh_plugins()
         for name in ("coin_em", "mode_guess", "every_other"):
             r._classes.pop(name, None)
+
+
+def test_the_example_is_written_only_into_a_new_folder(tmp_path, capsys):
+    (tmp_path / "taken").mkdir()
+    assert main(["plugins", "--example", str(tmp_path / "taken")]) == 2
+    assert "--example" in capsys.readouterr().err and not any((tmp_path / "taken").iterdir())
+    assert main(["plugins", "--example", str(tmp_path / "no" / "such")]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
 
 
 def test_the_entry_points_are_listed(example):

@@ -243,6 +243,18 @@ def test_the_cli_reports_dropped_rows_and_strict_exits_2(tmp_path, centre, capsy
     assert not (tmp_path / "strict").exists()
 
 
+def test_attack_batch_and_frontier_write_the_bad_rows_into_their_output(tmp_path, centre, capsys):
+    lon, lat = centre
+    _csv(tmp_path, [*_good_rows(centre), "a,60,north,24.9", f"a,30,{lat},{lon}"])
+    scenario = _toml(tmp_path, tmp_path / "fixes.csv")
+    frontier = ["--qualities", "0.5", "--mechanisms", "em", "--epsilons", "4"]
+    for command, extra in (("attack", []), ("batch", ["--workers", "1"]), ("frontier", frontier)):
+        out = tmp_path / command
+        assert main([command, scenario, "--out", str(out), *extra]) == 0, capsys.readouterr().err
+        rows = pd.read_csv(out / "bad_rows.csv")
+        assert rows["row"].tolist() == [4, 5] and rows["column"].tolist() == ["lat", "time"]
+
+
 def test_the_cli_shows_20_bad_rows_and_the_count_and_writes_them_all(tmp_path, centre, capsys):
     lon, lat = centre
     bad = [f"a,{60 * (3 + i)},north,{lon}" for i in range(24)] + ["a,1,2,3,4"]  # 25 bad rows
@@ -252,7 +264,7 @@ def test_the_cli_shows_20_bad_rows_and_the_count_and_writes_them_all(tmp_path, c
     err = capsys.readouterr().err.splitlines()
     shown = [line for line in err if line.startswith("bad row: row ")]
     assert len(shown) == 20 and shown[0].startswith("bad row: row 4, column lat: 'north'")
-    assert "bad row: ... and 5 more (mdpsim run writes all to bad_rows.csv)" in err
+    assert "bad row: ... and 5 more (all of them: bad_rows.csv in the output)" in err
     assert any("28 rows, 3 fixes kept, 25 bad rows dropped" in line for line in err)
     rows = pd.read_csv(out / "bad_rows.csv")
     assert list(rows.columns) == ["row", "column", "problem"] and len(rows) == 25

@@ -75,7 +75,13 @@ def test_the_wheel_installs_one_top_level_name(wheel):
     tops = {line.split(",")[0].split("/")[0] for line in record.splitlines() if line}
     assert tops == {"mdpsim", dist_info}
     assert top_level == ["mdpsim"]
-    for shipped in ("mdpsim/scenarios/helsinki_demo.toml", "mdpsim/dashboard/pages/live.py"):
+    example = "mdpsim/examples/plugin_example"
+    for shipped in (
+        "mdpsim/scenarios/helsinki_demo.toml",
+        "mdpsim/dashboard/pages/live.py",
+        f"{example}/pyproject.toml",
+        f"{example}/src/mdpsim_example/__init__.py",
+    ):
         assert f"{shipped}," in record
 
 
@@ -92,6 +98,8 @@ def test_the_installed_package_runs_from_another_folder(venv, tmp_path):
     )
     assert (tmp_path / "three" / "ticks.parquet").is_file()
     assert _check([str(venv / "python"), "-m", "mdpsim", "--help"], tmp_path).startswith("usage")
+    _check([str(venv / "mdpsim"), "plugins", "--example", "example"], tmp_path)
+    assert (tmp_path / "example" / "src" / "mdpsim_example" / "__init__.py").is_file()
 
 
 def test_the_installed_dashboard_answers_its_health_check(venv, tmp_path):
