@@ -21,7 +21,7 @@ METRICS = [("domain", "l2"), pytest.param(("l2", "zero_one"), marks=pytest.mark.
 def plane(walk_domain):
     def build(metrics):
         if metrics not in _PLANES:
-            domain = walk_domain(60, 11)
+            domain = walk_domain(40, 11)
             kw = {"quality_metric": metrics[0], "adversary_metric": metrics[1]}
             curve = frontier.optimum_curve(domain, [0.1, 0.3, 0.5, 0.8], **kw)
             names = ["em", "laplace", "lp", "rmp"]
@@ -55,7 +55,7 @@ def test_the_bound_is_exact_at_the_grid_and_above_the_optimum_between(plane, wal
     at_grid = frontier.frontier_bound(curve, curve["quality_km"])
     np.testing.assert_allclose(at_grid, curve["adversary_error_km"], atol=1e-9)
     between = frontier.optimum_curve(
-        walk_domain(60, 11), [0.25, 0.5], quality_metric="domain", adversary_metric="l2"
+        walk_domain(40, 11), [0.25, 0.5], quality_metric="domain", adversary_metric="l2"
     )
     bound = frontier.frontier_bound(curve, between["quality_km"])
     assert np.all(between["adversary_error_km"].to_numpy() <= bound + TOL_KM)

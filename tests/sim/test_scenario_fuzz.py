@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,15 +37,29 @@ def scenario_dicts(draw):
     return raw
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenario_dicts())
-def test_any_dict_is_accepted_or_refused_with_a_named_field(raw):
+def _accepted_or_refused_with_a_message(raw: dict) -> None:
     try:
         s = sc.from_dict(raw)
     except InputError as exc:
         assert str(exc)  # the message is never empty
         return
     assert s.get("mechanism.epsilon_per_km") > 0  # accepted scenarios are fully valid
+
+
+_FUZZ = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+
+
+@settings(max_examples=120, **_FUZZ)  # 2,000 in the slow test below
+@given(scenario_dicts())
+def test_any_dict_is_accepted_or_refused_with_a_named_field(raw):
+    _accepted_or_refused_with_a_message(raw)
+
+
+@pytest.mark.slow
+@settings(max_examples=2000, **_FUZZ)
+@given(scenario_dicts())
+def test_any_dict_is_accepted_or_refused_with_a_named_field_many(raw):
+    _accepted_or_refused_with_a_message(raw)
 
 
 @settings(max_examples=300, deadline=None)

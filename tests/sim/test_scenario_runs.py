@@ -182,7 +182,7 @@ _COMMON = {
 }
 
 
-@settings(max_examples=50, **_COMMON)
+@settings(max_examples=20, **_COMMON)  # 300 in the slow test below
 @given(scenarios())
 def test_every_accepted_scenario_runs(helsinki_test_walk, raw):
     _runs_or_is_refused(raw)
