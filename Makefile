@@ -31,9 +31,13 @@ lint: venv
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# `make test` runs the fast suite; `make test TESTS=all` adds the slow and browser tests (CI).
+# `make test` runs the fast suite on every core (pytest-xdist, one test file per worker at a
+# time); `make test TESTS=all` adds the slow tests to it, then runs the browser tests one by one
+# (CI). Every test also passes alone and in any order: `.venv/bin/python -m pytest` runs serially.
+XDIST := -n auto --dist loadfile
 test: lint docs
-	$(PY) -m pytest $(if $(filter all,$(TESTS)),-m "",)
+	$(PY) -m pytest $(XDIST) $(if $(filter all,$(TESTS)),-m "not browser",)
+	$(if $(filter all,$(TESTS)),$(PY) -m pytest -m browser,@true)
 
 demo: venv
 	$(VENV)/bin/mdpsim demo
