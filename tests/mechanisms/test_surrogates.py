@@ -137,3 +137,11 @@ def test_a_new_family_is_one_class_registered_by_name(monkeypatch, blocks, scale
     res = fit_blocks(blocks, sur, scales, rng=rng, n_swap_iter=2)
     assert isinstance(sur["dy"], Flat) and res.thetas["dy"].shape == (1,)
     assert sorted(res.perm) == list(range(12))
+
+
+def test_a_rank_beyond_the_neighbourhood_is_refused_by_the_family_that_has_one():
+    from mdpsim.mechanisms import make
+
+    with pytest.raises(InputError, match="rank=9 must be <= n_neighbours=4"):
+        make("dista_lp", epsilon=4.0, upload="strict", family="svd", rank=9, n_neighbours=4)
+    make("dista_lp", epsilon=4.0, upload="strict", family="gaussian", rank=9, n_neighbours=4)

@@ -82,6 +82,17 @@ class Surrogate(ABC):
         SVD rank (a family without a rank has no use for it)."""
         return cls(n_rows, n_cols)
 
+    @classmethod
+    def check_rank(cls, rank: int, n_neighbours: int) -> None:
+        """Refuse a configured rank the family cannot use on blocks of ``n_neighbours`` rows
+        (a family without a rank takes any)."""
+        return None
+
+    def right_factor(self, theta: np.ndarray) -> np.ndarray | None:
+        """The right factor ``V`` (``n_cols x r``) of a factored family's parameters, else
+        None (the upload attack reads it from an SVD upload)."""
+        return None
+
     @property
     @abstractmethod
     def n_params(self) -> int:
@@ -185,6 +196,14 @@ class SVDSurrogate(Surrogate):
     @classmethod
     def for_block(cls, n_rows: int, n_cols: int, *, rank: int) -> Surrogate:
         return cls(n_rows, n_cols, rank=rank)
+
+    @classmethod
+    def check_rank(cls, rank: int, n_neighbours: int) -> None:
+        if rank > n_neighbours:
+            raise InputError(f"rank={rank} must be <= n_neighbours={n_neighbours}")
+
+    def right_factor(self, theta: np.ndarray) -> np.ndarray:
+        return self.split_svd(np.asarray(theta, dtype=float))[2]
 
     @property
     def n_params(self) -> int:

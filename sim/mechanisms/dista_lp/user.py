@@ -32,6 +32,7 @@ from mdpsim.mechanisms.dista_lp.noise_scales import UploadCalibration
 from mdpsim.mechanisms.dista_lp.release import NOISE_LAWS, ParameterRelease
 from mdpsim.mechanisms.dista_lp.surrogates import (
     FAMILIES,
+    SURROGATES,
     FitResult,
     Surrogate,
     fit_blocks,
@@ -128,8 +129,7 @@ class UploadConfig:
             raise InputError(f"family={self.family!r} must be one of {FAMILIES}")
         check_positive_int(self.rank, "rank")
         n = check_positive_int(self.n_neighbours, "n_neighbours", minimum=2)
-        if self.family == "svd" and self.rank > n:
-            raise InputError(f"rank={self.rank} must be <= n_neighbours={n}")
+        SURROGATES[self.family].check_rank(self.rank, n)
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
         check_positive_int(self.n_swap_iter, "n_swap_iter", minimum=0)

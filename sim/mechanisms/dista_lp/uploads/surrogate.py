@@ -22,6 +22,7 @@ from mdpsim.errors import InputError, PrivacyBudgetError
 from mdpsim.mechanisms.dista_lp import block_repair
 from mdpsim.mechanisms.dista_lp.benders import solve_benders
 from mdpsim.mechanisms.dista_lp.locate import locate_surrogate_upload
+from mdpsim.mechanisms.dista_lp.surrogates import make_surrogate
 from mdpsim.mechanisms.dista_lp.uploads.base import (
     BYTES_PER_FLOAT,
     CalibrationCache,
@@ -201,9 +202,7 @@ def _row_of(neighbourhood: np.ndarray, x) -> int:
 
 
 def _v_factor(upload: Upload, n_outputs: int) -> np.ndarray | None:
-    """The right factor ``V`` (``K x r``) of an SVD ``dy`` upload, else ``None``."""
-    if upload.family != "svd":
-        return None
-    theta = np.asarray(upload.params["dy"], dtype=float)
-    r = min(upload.rank, upload.n_local, n_outputs)
-    return theta[r + upload.n_local * r :].reshape(n_outputs, r)
+    """The right factor ``V`` (``K x r``) of a factored (SVD) ``dy`` upload, else ``None``."""
+    rank = min(upload.rank, upload.n_local, n_outputs)
+    sur = make_surrogate(upload.family, upload.n_local, n_outputs, rank=rank)
+    return sur.right_factor(np.asarray(upload.params["dy"], dtype=float))
