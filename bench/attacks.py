@@ -50,7 +50,7 @@ def _sim_tick_seconds(
             "strategies": {"budget": {"name": "cgp", "rho_per_km2": 1e6}},
             "mechanism": {"name": "em", "epsilon_per_km": 7.0},
             "queries": {"rho_per_km2": 20.0},
-            "attacks": {"tracking": False, "upload": False},
+            "attacks": {"run": ["bayes"]},
             "output": {"per_user": False},
         }
     )

@@ -33,7 +33,6 @@ ATTACKS = {
         "learned": {"attack": "tracking", "mobility": "learned", "learn_every_ticks": 10},
         "smooth": {"attack": "tracking", "method": "smooth", "lag_ticks": 3},
     },
-    "upload": False,
 }
 
 

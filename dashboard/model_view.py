@@ -45,7 +45,7 @@ EDITABLE = {
     "mechanism.name": "mechanism",
     "mechanism.epsilon_per_km": "epsilon (1/km)",
     "queries.every_ticks": "queries every (ticks, 0: never)",
-    "attacks.tracking": "tracking attack",
+    "attacks.run": "attacks",
 }
 
 #: Strategy kinds the live page lets a user pick: kind -> label.

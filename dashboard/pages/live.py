@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from mdpsim.attacks import available as attacks
 from mdpsim.dashboard import charts as ch
 from mdpsim.dashboard import model_view as mv
 from mdpsim.dashboard import resources
@@ -92,8 +93,9 @@ def sidebar() -> None:
                 key = widget_key(field)
                 if field == "mechanism.name":
                     st.selectbox(label, available(), key=key)
-                elif field == "attacks.tracking":
-                    st.checkbox(label, key=key)
+                elif field == "attacks.run":  # the registered attacks and the scenario's labels
+                    chosen = st.session_state[key]
+                    st.multiselect(label, list(dict.fromkeys([*chosen, *attacks()])), key=key)
                 elif isinstance(st.session_state[key], float):
                     st.number_input(label, key=key)
                 else:

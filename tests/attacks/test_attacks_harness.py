@@ -104,7 +104,7 @@ def attacks_of(make_scenario):
     return lambda **attacks: base(attacks=attacks)
 
 
-def test_attacks_table_builds_labelled_specs_and_keeps_the_old_keys(attacks_of):
+def test_attacks_table_builds_labelled_specs_and_refuses_the_old_switches(attacks_of):
     sc = attacks_of(
         run=["bayes", "viterbi", "upload"],
         params={"viterbi": {"attack": "tracking", "method": "viterbi"}},
@@ -114,10 +114,13 @@ def test_attacks_table_builds_labelled_specs_and_keeps_the_old_keys(attacks_of):
         {"name": "tracking", "label": "viterbi", "method": "viterbi"},
         {"name": "upload", "label": "upload"},
     ]
-    off = attacks_of(run=["bayes", "viterbi", "upload"], tracking=False, upload=False,
-                    params={"viterbi": {"attack": "tracking", "method": "viterbi"}})  # fmt: skip
-    assert [s["label"] for s in off.attacks.specs()] == ["bayes"]
     assert [s["name"] for s in attacks_of().attacks.specs()] == ["bayes", "tracking", "upload"]
+    for switch in ("tracking", "upload"):  # one way to say it: attacks.run
+        line = f"attacks.{switch} is gone: attacks.run lists the attacks that run; leave '{switch}'"
+        with pytest.raises(InputError, match=line):
+            attacks_of(**{switch: False})
+        with pytest.raises(InputError, match=line):
+            attacks_of(run=["bayes"]).replace(**{f"attacks.{switch}": False})
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,6 @@ def _model(ticks: int) -> PrivacyModel:
                         },
                         "smooth": {"attack": "tracking", "method": "smooth", "lag_ticks": LAG},
                     },
-                    "upload": False,
                 },
                 "output": {"per_user": False},
             }

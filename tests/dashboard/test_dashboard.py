@@ -143,7 +143,7 @@ def test_applying_edits_rebuilds_the_model(helsinki_walk):
     at.run()
     at.number_input(key="live_users_count").set_value(12)
     at.number_input(key="live_mechanism_epsilon_per_km").set_value(3.0)
-    at.checkbox(key="live_attacks_tracking").set_value(False)
+    at.multiselect(key="live_attacks_run").set_value(["bayes", "upload"])
     at.button(key="live_apply").click().run()
     _no_failures(at)
     model = at.session_state["live_model"]
@@ -332,7 +332,7 @@ def store(tmp_path_factory, helsinki_walk) -> Path:
             "users": {"count": 6},
             "mechanism": {"name": "em", "epsilon_per_km": 4.0},
             "queries": {"every_ticks": 0},
-            "attacks": {"upload": False},
+            "attacks": {"run": ["bayes", "tracking"]},
             "sweep": {
                 "mechanism.name": ["em", "laplace"],
                 "users.speed_mps": [1.0, 2.0],

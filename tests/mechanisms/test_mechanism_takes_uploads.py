@@ -74,7 +74,7 @@ def world(make_scenario):
         strategies={"budget": {"name": "cgp", "rho_per_km2": 1e6}},
         mechanism={"name": NAME},
         queries={"every_ticks": 0},
-        attacks={"run": ["bayes", "upload"], "tracking": False},
+        attacks={"run": ["bayes", "upload"]},
     )
 
 

@@ -29,7 +29,7 @@ def _model(make_scenario, name: str, domain, graph, budget: dict, **extra) -> Pr
         users={"count": 6},
         mechanism={"name": name, "epsilon_per_km": EPS, "params": params},
         queries={"every_ticks": 0},
-        attacks={"tracking": False, "upload": False},
+        attacks={"run": ["bayes"]},
         strategies={"budget": budget},
     )
     return PrivacyModel(s, graph=graph, domain=domain)

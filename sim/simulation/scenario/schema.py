@@ -42,6 +42,8 @@ RETIRED: dict[str, tuple[str, str, str]] = {
     "mechanism.refresh_every_ticks": ("refresh", "every", "ticks"),
     "attacks.pseudonym_change_tick": ("pseudonyms", "change_at", "tick"),
 }
+#: Old on/off switches of what ``attacks.run`` lists: refused with the one line saying so.
+SWITCHES = {"attacks.tracking": "tracking", "attacks.upload": "upload"}
 
 
 class Scenario(BaseModel):
@@ -198,7 +200,7 @@ def from_dict(raw: dict[str, Any], *, path: str | None = None) -> Scenario:
             f"unknown table [{unknown[0]}]; allowed tables: "
             + ", ".join(f"[{t}]" for t in Scenario.model_fields)
         )
-    for dotted in RETIRED:
+    for dotted in [*RETIRED, *SWITCHES]:
         table, _, name = dotted.partition(".")
         given = raw.get(table)
         if isinstance(given, dict) and name in given:
@@ -240,7 +242,7 @@ def _check_sweep(scenario: Scenario) -> None:
 def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
     """``(table, field)`` of a field, or ``("strategies", kind, parameter)`` of a strategy's
     parameter; one line naming the name otherwise (a retired field: what to write)."""
-    if dotted in RETIRED:
+    if dotted in RETIRED or dotted in SWITCHES:
         raise InputError(retired_line(dotted))
     table, _, name = dotted.partition(".")
     if table == "strategies" and "." in name:
@@ -255,7 +257,14 @@ def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
 
 
 def retired_line(dotted: str, value: Any = None) -> str:
-    """The one line refusing a retired field (:data:`RETIRED`), with the TOML to write."""
+    """The one line refusing a retired field (:data:`RETIRED`, :data:`SWITCHES`), with the TOML
+    to write."""
+    if dotted in SWITCHES:
+        return (
+            f"{dotted} is gone: attacks.run lists the attacks that run; leave "
+            f"{SWITCHES[dotted]!r} (and labels of attack = {SWITCHES[dotted]!r}) out of it, "
+            'e.g. run = ["bayes"]'
+        )
     kind, name, param = RETIRED[dotted]
     given = "..." if value is None else _toml(value)
     return (

@@ -272,8 +272,8 @@ class AttacksTable(Table):
 
     ``run`` lists attack labels; a label is a registered attack (``mdpsim.attacks.available()``)
     or any name given ``attack = ...`` in ``params.<label>``, e.g.
-    ``params.viterbi = {attack = "tracking", method = "viterbi"}``. The old on/off keys keep
-    working: ``tracking = false`` / ``upload = false`` drop every tracking / upload attack."""
+    ``params.viterbi = {attack = "tracking", method = "viterbi"}``. ``run`` is the one way to
+    say which attacks run (the old ``tracking`` / ``upload`` switches are refused)."""
 
     run: list[str] = Field(
         default=["bayes", "tracking", "upload"], description="labels of the attacks to run"
@@ -283,8 +283,6 @@ class AttacksTable(Table):
         description="per label: attack = a registered attack (default: the label) and its "
         "parameters",
     )
-    tracking: bool = Field(default=True, description="false: drop every tracking attack (old key)")
-    upload: bool = Field(default=True, description="false: drop every upload attack (old key)")
     grant_true_mobility: bool = Field(
         default=False,
         description="hand the users' true transitions to the adversary (tracking mobility = "
@@ -304,7 +302,7 @@ class AttacksTable(Table):
         stray = [label for label in self.params if label not in self.run]
         if stray:
             raise _refuse(f"has {stray[0]!r}, which attacks.run does not list", field="params")
-        for spec in self.specs(active_only=False):
+        for spec in self.specs():
             params = {k: v for k, v in spec.items() if k != "label"}
             try:
                 make(params.pop("name"), **params)
@@ -319,17 +317,13 @@ class AttacksTable(Table):
                 )
         return self
 
-    def specs(self, *, active_only: bool = True) -> list[dict[str, Any]]:
-        """``[{"name": attack, "label": label, **params}]`` for :class:`mdpsim.attacks.AttackSuite`,
-        without the attacks an old on/off key switches off."""
+    def specs(self) -> list[dict[str, Any]]:
+        """``[{"name": attack, "label": label, **params}]``, one per label of ``run``, for
+        :class:`mdpsim.attacks.AttackSuite`."""
         out = []
         for label in self.run:
             params = dict(self.params.get(label, {}))
             name = params.pop("attack", label)
-            if active_only and (
-                (name == "tracking" and not self.tracking) or (name == "upload" and not self.upload)
-            ):
-                continue
             out.append({"name": name, "label": label, **params})
         return out
 
