@@ -134,11 +134,28 @@ def _healthy(url: str, proc: subprocess.Popen) -> bool:
     return False
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the dashboard's process group (mdpsim and the streamlit it started)."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
+def _stop(proc: subprocess.Popen, *, grace_s: float = 15.0) -> None:
+    """SIGTERM to the dashboard's process group (mdpsim and the streamlit it started), then
+    SIGKILL to whatever of the group is left after ``grace_s`` (a streamlit still starting up
+    can miss the SIGTERM and outlive its parent)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break  # the group is empty
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and _group_alive(proc.pid):
+            proc.poll()  # reap mdpsim itself
+            time.sleep(0.2)
     proc.wait(timeout=30)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _output(proc: subprocess.Popen) -> str:
