@@ -15,7 +15,7 @@ and of the server, and what they chose.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -34,6 +34,10 @@ GAME = {
     "attacks": {"run": ["bayes"]},
     "game": {"epsilon_levels": [1.0, 4.0, 12.0], "mechanisms": ["em", "lp"]},
 }
+#: :data:`GAME` with the queries' charge fixed (``queries.saving = false``): with saving the
+#: charge follows the users' places, so no player's exact best response exists in
+#: :data:`GAME`; this is the closest game where every one does (docs/env.md, "An equilibrium")
+EXACT_GAME = {**GAME, "queries": {**GAME["queries"], "saving": False}}
 WEIGHTS = RewardWeights(attack_weight=3.0, query_weight=0.1)
 Policy = Callable[[np.ndarray], object] | None  # None: the scenario's strategy
 
@@ -89,6 +93,17 @@ class SelfPlay:
 
     def server_action(self, index: int) -> np.ndarray:
         return np.array(np.unravel_index(index, tuple(self.server_nvec)), dtype=np.int64)
+
+    def profile(self, users: TabularQ | None, server: TabularQ | None) -> dict[str, Callable]:
+        """The learners as observation policies (agent -> policy; a missing learner leaves
+        its agents to their strategies), e.g. for :func:`mdpsim.env.exploitability`."""
+        out: dict[str, Callable] = {}
+        if users is not None:
+            out.update(dict.fromkeys(self.users, users.act))
+        if server is not None:
+            learner = server
+            out["server"] = lambda obs: self.server_action(learner.act(obs))
+        return out
 
     def episode(
         self,
@@ -157,22 +172,33 @@ class SelfPlay:
         return {k: float(np.nanmean([r[k] for r in runs])) for k in runs[0]}
 
 
-def play(rounds: int = 5, episodes: int = 150, *, held_out: Sequence[int] = range(10)) -> list:
-    """The table's rows: round 0 (the strategies), then per round the users' move and the
-    server's move, each evaluated on ``held_out`` seeds."""
-    game = SelfPlay()
+def moves(
+    rounds: int = 5, episodes: int = 150, *, game: dict | None = None
+) -> Iterator[tuple[int, str, SelfPlay, TabularQ | None, TabularQ | None]]:
+    """Round 0 (the strategies: no learners), then per round the users' move and the server's
+    move: ``(round, moved, self_play, users, server)``, each learner trained against the
+    other's current policy."""
+    sp = SelfPlay(game)
     train_seeds = range(1000, 1020)
     users: TabularQ | None = None
     server: TabularQ | None = None
-    rows = [{"round": 0, "moved": "strategies", **game.evaluate(users, server, held_out)}]
+    yield 0, "strategies", sp, users, server
     for r in range(1, rounds + 1):
-        users = game.new_user_learner(r)
-        game.train(users, "users", users, server, train_seeds, episodes)
-        rows.append({"round": r, "moved": "users", **game.evaluate(users, server, held_out)})
-        server = game.new_server_learner(r)
-        game.train(server, "server", users, server, train_seeds, episodes)
-        rows.append({"round": r, "moved": "server", **game.evaluate(users, server, held_out)})
-    return rows
+        users = sp.new_user_learner(r)
+        sp.train(users, "users", users, server, train_seeds, episodes)
+        yield r, "users", sp, users, server
+        server = sp.new_server_learner(r)
+        sp.train(server, "server", users, server, train_seeds, episodes)
+        yield r, "server", sp, users, server
+
+
+def play(rounds: int = 5, episodes: int = 150, *, held_out: Sequence[int] = range(10)) -> list:
+    """The table's rows: round 0 (the strategies), then per round the users' move and the
+    server's move, each evaluated on ``held_out`` seeds."""
+    return [
+        {"round": r, "moved": moved, **game.evaluate(users, server, held_out)}
+        for r, moved, game, users, server in moves(rounds, episodes)
+    ]
 
 
 def markdown(rows: list[dict]) -> str:

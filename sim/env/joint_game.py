@@ -25,7 +25,7 @@ it is refused).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -71,6 +71,18 @@ class _Menu:
     expected_loss_km: float
     user_obs: np.ndarray  # (n_users, fields) observation template
     server_obs: np.ndarray
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One tick of an episode: what every player chose, the mechanism the reports meet (after
+    a refresh) and the expected rewards."""
+
+    user_actions: list[int]
+    decision: Decision
+    mechanism: int
+    user_rewards: np.ndarray
+    server_reward: float
 
 
 @dataclass
@@ -337,20 +349,23 @@ class JointGame:
         return n_q
 
     # ------------------------------------------------------------------ values
+    def play(self, policies: Mapping[str, Policy] | None = None) -> Iterator[Tick]:
+        """The episode every player's policy (default: this game's) plays, tick by tick."""
+        game = self if policies is None else replace_policies(self, policies)
+        state = game.initial()
+        for tick in range(self.horizon):
+            users, decision = game.user_actions(tick, state), game.server_decision(tick, state)
+            after, rewards, r_server = game.step(tick, state, users, decision)
+            yield Tick(users, decision, after.mechanism, rewards, r_server)
+            state = after
+
     def values(self, policies: Mapping[str, Policy] | None = None) -> dict[str, float]:
         """Every player's exact expected episode reward when all follow ``policies`` (default:
         this game's)."""
-        game = self if policies is None else replace_policies(self, policies)
-        state = game.initial()
-        totals = np.zeros(self.n)
-        server = 0.0
-        for tick in range(self.horizon):
-            users = game.user_actions(tick, state)
-            state, rewards, r_server = game.step(
-                tick, state, users, game.server_decision(tick, state)
-            )
-            totals += rewards
-            server += r_server
+        totals, server = np.zeros(self.n), 0.0
+        for tick in self.play(policies):
+            totals += tick.user_rewards
+            server += tick.server_reward
         return {"server": server, **{f"user_{i}": float(totals[i]) for i in range(self.n)}}
 
     def best_response(self, agent: str) -> Solved:

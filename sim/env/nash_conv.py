@@ -1,13 +1,16 @@
-"""Exploitability of a profile of user policies: each user's gain from its exact best response.
+"""Exploitability of a profile of policies: each player's gain from its exact best response.
 
-For a profile (one observation -> action policy per user, or one shared by all; the server
-follows the scenario's strategies), user ``i``'s gain at a seed is
-``best_response.value - value of its policy``, both exact on the same information-state MDP
-(:class:`~mdpsim.env.responses.UserGame`); the gains are averaged over ``seeds`` and
-NashConv is their sum (OpenSpiel's ``nash_conv``: 0 exactly at a Nash equilibrium). Under a
-memoryless attack a user's reward does not depend on the other users' choices, so each gain is
-computed in that user's own game. The server's term is left out: its exact best response is not
-implemented (sim/env/responses.py); docs/env.md says so beside the table.
+A profile maps agents (users and the server) to deterministic observation -> action policies;
+an agent left out follows the scenario's strategies, and a single callable is every user's
+policy. Player ``p``'s gain at a seed is ``best_response.value - value of its policy``, both
+exact on the same game (:class:`~mdpsim.env.joint_game.JointGame`), the others unchanged; the
+gains are averaged over ``seeds`` and NashConv is their sum, the server's included (OpenSpiel's
+``nash_conv``: 0 exactly at a Nash equilibrium, and no gain is negative).
+
+When the server follows its strategies (a fixed refresh schedule, the default mechanism, the
+planner's queries), a user's reward does not depend on the other users, and its best response
+is the dynamic programme over its own information state (:class:`~mdpsim.env.responses.UserGame`,
+the same value, faster); against a given server policy it is the public-state game's.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdpsim.env.joint_game import JointGame
 from mdpsim.env.responses import Policy, UserGame
 
 
 @dataclass(frozen=True)
 class Exploitability:
-    """Per user the mean gain from its best response, their sum, and the profile's values."""
+    """Per player (users and ``server``) the mean gain from its best response, their sum, and
+    the profile's and the best responses' mean values."""
 
     gains: dict[str, float]
     values: dict[str, float]
@@ -32,23 +37,34 @@ class Exploitability:
     def nash_conv(self) -> float:
         return float(sum(self.gains.values()))
 
+    @property
+    def users_gain(self) -> float:
+        """The users' part of NashConv."""
+        return float(sum(g for a, g in self.gains.items() if a != "server"))
+
 
 def exploitability(
     env, policies: Policy | Mapping[str, Policy], *, seeds: Iterable[int]
 ) -> Exploitability:
-    """The users' gains (means over ``seeds``) for ``policies`` in ``env`` (a parallel or a
-    single-agent env, or its Game); a single callable is every user's policy."""
+    """Every player's gain (means over ``seeds``) for ``policies`` in ``env`` (a parallel or a
+    single-agent env, or its Game); one line (InputError) when a best response is not exact."""
     game = getattr(env, "game", env)
-    seeds = [int(s) for s in seeds]
     users = [a for a in game.agents if a != "server"]
-    gains, values, best = {}, {}, {}
-    for agent in users:
-        policy: Policy = policies if callable(policies) else policies[agent]
-        v, b = [], []
-        for seed in seeds:
-            user_game = UserGame(game, seed=seed, agent=agent)
-            v.append(user_game.evaluate(policy))
-            b.append(user_game.solve(user_game.rewards[None, :])[0][0][0, 0])
-        values[agent], best[agent] = float(np.mean(v)), float(np.mean(b))
-        gains[agent] = best[agent] - values[agent]
-    return Exploitability(gains=gains, values=values, best_values=best)
+    profile = dict(policies) if not callable(policies) else dict.fromkeys(users, policies)
+    values: dict[str, list[float]] = {a: [] for a in ("server", *users)}
+    best: dict[str, list[float]] = {a: [] for a in values}
+    for seed in [int(s) for s in seeds]:
+        joint = JointGame(game, seed=seed, policies=profile)
+        for agent, value in joint.values().items():
+            values[agent].append(value)
+        best["server"].append(joint.best_response("server").value)
+        for agent in users:
+            if "server" in profile:
+                best[agent].append(joint.best_response(agent).value)
+            else:
+                user_game = UserGame(game, seed=seed, agent=agent)
+                best[agent].append(user_game.solve(user_game.rewards[None, :])[0][0][0, 0])
+    mean_values = {a: float(np.mean(v)) for a, v in values.items()}
+    mean_best = {a: float(np.mean(v)) for a, v in best.items()}
+    gains = {a: mean_best[a] - mean_values[a] for a in values}
+    return Exploitability(gains=gains, values=mean_values, best_values=mean_best)
