@@ -1,21 +1,24 @@
 """An exact equilibrium of the self-play game by best-response dynamics over exact best responses.
 
-``python -m mdpsim.agents.policies.equilibrium [--seed 0] [--plot docs/img/equilibrium_nash_conv.png]``
-plays :data:`~mdpsim.agents.policies.self_play.EXACT_GAME` (the self-play game with the
-queries' charge fixed, where every player's best response is exact). From the scenario's
-strategies it alternates: every user moves to its exact best response against the current
-profile, then the server to its exact best response against those users
+``python -m mdpsim.agents.policies.equilibrium [--seed 0] [--plot PNG]`` plays
+:data:`~mdpsim.agents.policies.self_play.EXACT_GAME` (the self-play game with the queries'
+charge fixed, where every player's best response is exact). From the scenario's strategies it
+alternates: every user moves to its exact best response against the current profile, then the
+server to its exact best response against those users
 (:meth:`~mdpsim.env.joint_game.JointGame.best_response`). At every iterate each player's gain
 from its best response is computed exactly, and NashConv is their sum; it stops when NashConv
 is below ``tolerance`` times the reward scale (the range of every player's exact episode reward
 over the iterates). A pure profile where no player gains is a Nash equilibrium over all
 policies, mixed ones included: each best response is exact against the others' deterministic
-policies. Dynamics that do not reach one within ``iterations`` end in one line (InputError).
+policies. Dynamics that cycle (a game with no pure equilibrium on their path) end in one line
+(InputError) after ``iterations``: mixing is not done, since a best response to a mixture
+reads what the others' past moves reveal (docs/env.md, "An equilibrium").
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,9 +71,7 @@ def reward_scale(history: Sequence[Iterate]) -> float:
     return float(max(values) - min(values))
 
 
-def solve(
-    env, *, seed: int = 0, tolerance: float = TOLERANCE, iterations: int = 20
-) -> Equilibrium:
+def solve(env, *, seed: int = 0, tolerance: float = TOLERANCE, iterations: int = 20) -> Equilibrium:
     """Best-response dynamics in ``env``'s game at run seed ``seed`` from its strategies."""
     base = JointGame(env, seed=seed)
     users = [f"user_{i}" for i in range(base.n)]
@@ -93,21 +94,30 @@ def solve(
 
 
 def markdown(eq: Equilibrium) -> str:
-    """The equilibrium's episode: per tick the mechanism the reports meet, the server's
-    refresh and query, and every user's report (its eps per km, or silent)."""
+    """The equilibrium's episode: per run of alike ticks the mechanism the reports meet, the
+    server's refresh and query, and every user's report (its eps per km, or silent)."""
     names, levels = eq.game.game.mechanism_names, eq.game.game.levels
     users = [f"user_{i}" for i in range(eq.game.n)]
-    lines = [
-        "| tick | mechanism | refreshed | queried | " + " | ".join(users) + " |",
-        "|---:|---|---|---|" + "---:|" * len(users),
-    ]
+    rows: list[tuple[int, int, tuple[str, ...]]] = []  # first tick, last tick, cells
     for t, tick in enumerate(eq.ticks(), start=1):
         refresh, _, kinds = tick.decision
-        reports = [f"eps {levels[a - 1]:g}" if a else "silent" for a in tick.user_actions]
-        lines.append(
-            f"| {t} | {names[tick.mechanism]} | {'yes' if refresh else ''} | "
-            f"{'yes' if kinds else ''} | " + " | ".join(reports) + " |"
+        cells = (
+            names[tick.mechanism],
+            "yes" if refresh else "",
+            "yes" if kinds else "",
+            *(f"eps {levels[a - 1]:g}" if a else "silent" for a in tick.user_actions),
         )
+        if rows and rows[-1][2] == cells:
+            rows[-1] = (rows[-1][0], t, cells)
+        else:
+            rows.append((t, t, cells))
+    lines = [
+        "| ticks | mechanism | refreshed | queried | " + " | ".join(users) + " |",
+        "|---|---|---|---|" + "---:|" * len(users),
+    ]
+    for first, last, cells in rows:
+        span = str(first) if first == last else f"{first}-{last}"
+        lines.append(f"| {span} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -153,7 +163,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--plot", type=Path, default=None, help="write the NashConv curve here")
     args = parser.parse_args(argv)
     env = single_agent_env(sc.from_dict(EXACT_GAME), agent="server", weights=WEIGHTS)
-    eq = solve(env, seed=args.seed, iterations=args.iterations)
+    try:
+        eq = solve(env, seed=args.seed, iterations=args.iterations)
+    except InputError as err:  # one line and status 2, as the CLI
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(f"reward scale {eq.scale:.2f}, NashConv {eq.nash_conv:.2e}")
     print(curve_markdown(eq))
     print()

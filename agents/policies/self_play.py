@@ -23,7 +23,7 @@ from mdpsim.agents.policies.q_learning import TabularQ, UserState
 from mdpsim.env import LEVEL_OBS, USER_OBS, RewardWeights, parallel_env
 from mdpsim.simulation import scenario as sc
 
-GAME = {
+GAME: dict[str, dict] = {
     "scenario": {"name": "self_play", "seed": 3, "ticks": 20},
     "network": {"source": "helsinki-test"},
     "domain": {"n_points": 60},

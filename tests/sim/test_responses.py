@@ -84,8 +84,8 @@ def test_no_shipped_policy_beats_the_best_response(env):
 def test_exploitability_is_zero_at_the_best_response_and_positive_for_always(env):
     seeds = range(2)
     at_always = exploitability(env, _always, seeds=seeds)
-    assert set(at_always.gains) == {"user_0", "user_1"}
-    assert all(g > 0.1 for g in at_always.gains.values())
+    assert set(at_always.gains) == {"server", "user_0", "user_1"}
+    assert all(at_always.gains[u] > 0.1 for u in ("user_0", "user_1"))
     assert at_always.nash_conv == pytest.approx(sum(at_always.gains.values()))
     assert exploitability(env, GreedyReporter(3.0).act, seeds=seeds).nash_conv >= -1e-9
 
