@@ -6,7 +6,8 @@
   the scenario's strategies;
 * :func:`best_response` - a user's or the server's exact best response (``value``,
   ``act(obs)``);
-* :func:`exploitability` - each user's gain from it for a profile of policies, and NashConv.
+* :func:`exploitability` - each player's gain (the users' and the server's) from it for a
+  profile of policies, and NashConv.
 
 ``overrides`` are dotted scenario fields with ``__`` for the dot (``users__count=10``), plus
 ``strategies={"report": ...}`` (specs or instances) and ``weights=RewardWeights(...)``.
