@@ -11,8 +11,9 @@ is below ``tolerance`` times the reward scale (the range of every player's exact
 over the iterates). A pure profile where no player gains is a Nash equilibrium over all
 policies, mixed ones included: each best response is exact against the others' deterministic
 policies. Dynamics that cycle (a game with no pure equilibrium on their path) end in one line
-(InputError) after ``iterations``: mixing is not done, since a best response to a mixture
-reads what the others' past moves reveal (docs/env.md, "An equilibrium").
+(InputError) when a profile repeats, or after ``iterations``: mixing is not done, since a best
+response to a mixture reads what the others' past moves reveal (docs/env.md, "An
+equilibrium").
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from mdpsim.agents.policies.self_play import EXACT_GAME, WEIGHTS
 from mdpsim.env import JointGame, single_agent_env
@@ -77,19 +80,30 @@ def solve(env, *, seed: int = 0, tolerance: float = TOLERANCE, iterations: int =
     users = [f"user_{i}" for i in range(base.n)]
     profile: dict[str, Policy] = {}
     history: list[Iterate] = []
-    for _ in range(iterations):
+    seen: dict[tuple, int] = {}  # the profiles' plans -> their iteration
+    for k in range(iterations):
         game = replace_policies(base, profile)
         values = game.values()
         responses = {a: game.best_response(a) for a in ("server", *users)}
         history.append(Iterate(values, {a: r.value - values[a] for a, r in responses.items()}))
         if history[-1].nash_conv < tolerance * reward_scale(history):
             return Equilibrium(base, profile, history)
-        moved: dict[str, Policy] = {a: responses[a].act for a in users}
-        moved["server"] = replace_policies(base, moved).best_response("server").act
-        profile = moved
+        server = replace_policies(base, {a: responses[a].act for a in users}).best_response(
+            "server"
+        )
+        plans = (*(responses[a] for a in users), server)
+        key = tuple(tuple(np.asarray(x).tobytes() for x in r.plan) for r in plans)
+        if key in seen:
+            raise InputError(
+                f"best-response dynamics cycle: iteration {k + 1} repeats iteration "
+                f"{seen[key]} (last NashConv {history[-1].nash_conv:.3g}, scale "
+                f"{reward_scale(history):.3g}); no pure equilibrium on their path"
+            )
+        seen[key] = k + 1
+        profile = {r.agent: r.act for r in plans}
     raise InputError(
         f"no equilibrium within {iterations} iterations of best-response dynamics (NashConv "
-        f"{history[-1].nash_conv:.3g}, scale {reward_scale(history):.3g}): they cycle"
+        f"{history[-1].nash_conv:.3g}, scale {reward_scale(history):.3g})"
     )
 
 

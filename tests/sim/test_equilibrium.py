@@ -35,7 +35,7 @@ def test_dynamics_that_cycle_say_so():
     """EM or Laplace against eps 1 or 4: the server's choice and the users' alternate."""
     env = single_agent_env(sc.from_dict(CYCLING), agent="server", weights=CYCLING_WEIGHTS)
     with pytest.raises(InputError, match="cycle"):
-        solve(env, seed=0, iterations=3)
+        solve(env, seed=0)
 
 
 @pytest.mark.slow
