@@ -4,17 +4,20 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTHON ?= $(shell bash .ci/find_python312)
+# The extras `make venv` installs (pyproject.toml); CI adds `rl` (stable-baselines3, docs/rl.md).
+EXTRAS ?= dev
 
 .PHONY: venv view docs test demo dashboard lint format clean wheel
 
-$(VENV)/.installed: pyproject.toml
+# The stamp names the extras, so that asking for other extras installs them.
+$(VENV)/.installed-$(EXTRAS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python 3.12 found; install it or run 'make PYTHON=/path/to/python3.12'" >&2; exit 2; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip >/dev/null
-	$(PY) -m pip install -e ".[dev]"
+	$(PY) -m pip install -e ".[$(EXTRAS)]"
 	touch $@
 
-venv: $(VENV)/.installed view
+venv: $(VENV)/.installed-$(EXTRAS) view
 
 # The static view of the package for mypy, import-linter and pyright (tools/static_view.py).
 view:

@@ -13,7 +13,7 @@ with 95 % half-widths, and each policy's exact value (mean over the seeds).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,14 +56,21 @@ def always(obs) -> int:
     return len(LEVELS)
 
 
-def compare(held_out: Sequence[int], *, episodes: int = 600) -> dict[str, dict[str, float]]:
-    """Per policy: played mean and 95 % half-width on ``held_out``, and the mean exact value."""
+def compare(
+    held_out: Sequence[int],
+    *,
+    episodes: int = 600,
+    policies: Mapping[str, Callable[..., int]] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Per policy: played mean and 95 % half-width on ``held_out``, and the mean exact value;
+    ``policies`` adds named observation policies (``act(obs) -> action``) to the table."""
     game_env = env()
     learned = level_user(game_env, episodes=episodes, seeds=range(1000, 1020), seed=0)
     fixed = {
         "greedy": GreedyReporter(WEIGHTS.attack_weight).act,
         "always": always,
         "q_learning": learned.act,
+        **(policies or {}),
     }
     played: dict[str, list[float]] = {name: [] for name in ("best_response", *fixed)}
     exact: dict[str, list[float]] = {name: [] for name in played}
