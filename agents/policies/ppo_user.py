@@ -18,6 +18,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 import gymnasium
@@ -54,9 +55,11 @@ def vector_env(n_envs: int = N_ENVS, seeds: Sequence[int] = TRAIN_SEEDS) -> Dumm
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     seeds = list(seeds)
-    return DummyVecEnv(
-        [lambda i=i: SeedCycle(lookahead.env(), seeds[i::n_envs]) for i in range(n_envs)]
-    )
+    return DummyVecEnv([partial(_seeded_game, seeds[i::n_envs]) for i in range(n_envs)])
+
+
+def _seeded_game(seeds: Sequence[int]) -> gymnasium.Env:
+    return SeedCycle(lookahead.env(), seeds)
 
 
 def train(*, timesteps: int = TIMESTEPS, seed: int = 0) -> PPO:
