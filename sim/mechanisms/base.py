@@ -62,11 +62,19 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from mdpsim._core.component import Component, contract_error, describe, is_plugin
+from mdpsim._core.component import Component, ReturnCheck, contract_error, describe, is_plugin
 from mdpsim._core.registry import Registry
 from mdpsim._core.validation import check_epsilon
 from mdpsim.errors import InputError, plain
-from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, certify, check_guarantee
+from mdpsim.privacy.guarantees import (
+    PMDP,
+    Composition,
+    Guarantee,
+    NoGuarantee,
+    PureMDP,
+    certify,
+    check_guarantee,
+)
 from mdpsim.privacy.sampling import sample_rows
 from mdpsim.privacy.verifier import ROW_SUM_TOL, PluginPrivacyViolation, PrivacyViolation
 
@@ -99,6 +107,19 @@ class Uploads:
 #: and the solvers' tolerances (1e-9) are no longer small against what the check certifies.
 EPS_DIAMETER_RANGE = (1e-3, 700.0)
 
+
+def _not_a_guarantee(value: Any, *, types: tuple[type, ...]) -> str | None:
+    """What is wrong with a guarantee property's value (None: nothing)."""
+    if isinstance(value, types):
+        return None
+    names = ", ".join(t.__name__ for t in types if t is not type(None))
+    none = " or None" if type(None) in types else ""
+    return f"{value!r}, not a guarantee ({names}{none}; mdpsim.privacy.guarantees)"
+
+
+_GUARANTEES = (PureMDP, PMDP, Composition, NoGuarantee)
+
+
 #: Methods only mdpsim defines: they fit, certify, sample and price the released matrix.
 FINAL_METHODS = ("fit", "sample", "sample_many", "expected_loss", "matrix_")
 
@@ -112,6 +133,12 @@ class Mechanism(Component):
     conformance_params: ClassVar[dict] = {}
     # epsilon x diameter a fit accepts (module docstring); tighter numerics narrow it.
     eps_diameter_range: ClassVar[tuple[float, float]] = EPS_DIAMETER_RANGE
+    # A plug-in's guarantee properties must return guarantees (one line naming it otherwise).
+    return_checks: ClassVar[dict[str, ReturnCheck]] = {
+        "guarantee": lambda g: _not_a_guarantee(g, types=_GUARANTEES),
+        "report_guarantee": lambda g: _not_a_guarantee(g, types=_GUARANTEES),
+        "upload_guarantee": lambda g: _not_a_guarantee(g, types=(PureMDP, PMDP, type(None))),
+    }
 
     def __init__(self, epsilon: float) -> None:
         self.epsilon = check_epsilon(epsilon)

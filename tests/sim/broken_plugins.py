@@ -59,6 +59,15 @@ class GuaranteeRaises(Mechanism):
         raise AttributeError("epsilon_pt")
 
 
+class GuaranteeIsAString(Mechanism):
+    def _fit(self, domain):
+        return exponential_matrix(domain.dist_xy, self.epsilon), {}
+
+    @property
+    def report_guarantee(self):
+        return "pure 5"
+
+
 class SizeCheckRaises(Mechanism):
     def check_domain_size(self, n_x, n_y):
         raise KeyError(n_x)

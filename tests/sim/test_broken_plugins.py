@@ -30,6 +30,7 @@ MECHANISMS = [
     ("MatrixOnly", "_fit must return (matrix, info dict)"),
     ("InfoNotADict", "the fit's info is list, not a dict"),
     ("GuaranteeRaises", "report_guarantee raised AttributeError: epsilon_pt"),
+    ("GuaranteeIsAString", "report_guarantee returned 'pure 5', not a guarantee (PureMDP, PMDP"),
     ("SizeCheckRaises", "check_domain_size raised KeyError: 30"),
     ("InitRaises", "cannot be built: RuntimeError: licence file not found"),
     ("lying_sampler:Liar", "Liar defines sample_many, which only mdpsim may"),
