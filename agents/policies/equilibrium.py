@@ -27,24 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from mdpsim.agents.policies.self_play import EXACT_GAME, WEIGHTS
-from mdpsim.env import JointGame, single_agent_env
+from mdpsim.env import Exploitability, JointGame, single_agent_env
 from mdpsim.env.joint_game import Policy, Tick, replace_policies
 from mdpsim.errors import InputError
 from mdpsim.simulation import scenario as sc
 
 TOLERANCE = 0.01  # of the reward scale
-
-
-@dataclass(frozen=True)
-class Iterate:
-    """One profile of the dynamics: every player's exact value and gain."""
-
-    values: dict[str, float]
-    gains: dict[str, float]
-
-    @property
-    def nash_conv(self) -> float:
-        return float(sum(self.gains.values()))
 
 
 @dataclass
@@ -53,7 +41,7 @@ class Equilibrium:
 
     game: JointGame
     profile: dict[str, Policy]
-    history: list[Iterate]
+    history: list[Exploitability]  # one per profile of the dynamics, exact
 
     @property
     def nash_conv(self) -> float:
@@ -68,7 +56,7 @@ class Equilibrium:
         return list(self.game.play(self.profile))
 
 
-def reward_scale(history: Sequence[Iterate]) -> float:
+def reward_scale(history: Sequence[Exploitability]) -> float:
     """The range of every player's exact episode reward over ``history``."""
     values = [v for it in history for v in it.values.values()]
     return float(max(values) - min(values))
@@ -79,13 +67,15 @@ def solve(env, *, seed: int = 0, tolerance: float = TOLERANCE, iterations: int =
     base = JointGame(env, seed=seed)
     users = [f"user_{i}" for i in range(base.n)]
     profile: dict[str, Policy] = {}
-    history: list[Iterate] = []
+    history: list[Exploitability] = []
     seen: dict[tuple, int] = {}  # the profiles' plans -> their iteration
     for k in range(iterations):
         game = replace_policies(base, profile)
         values = game.values()
         responses = {a: game.best_response(a) for a in ("server", *users)}
-        history.append(Iterate(values, {a: r.value - values[a] for a, r in responses.items()}))
+        best = {a: r.value for a, r in responses.items()}
+        gains = {a: best[a] - values[a] for a in best}
+        history.append(Exploitability(gains=gains, values=values, best_values=best))
         if history[-1].nash_conv < tolerance * reward_scale(history):
             return Equilibrium(base, profile, history)
         server = replace_policies(base, {a: responses[a].act for a in users}).best_response(
@@ -143,7 +133,7 @@ def curve_markdown(eq: Equilibrium) -> str:
     for k, it in enumerate(eq.history):
         users = [a for a in it.values if a != "server"]
         lines.append(
-            f"| {k} | {it.nash_conv:.2f} | {sum(it.gains[a] for a in users):.2f} | "
+            f"| {k} | {it.nash_conv:.2f} | {it.users_gain:.2f} | "
             f"{it.gains['server']:.3f} | {sum(it.values[a] for a in users) / len(users):.2f} | "
             f"{it.values['server']:.3f} |"
         )
