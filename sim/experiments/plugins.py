@@ -63,6 +63,7 @@ def write_example(dest: str) -> list[str]:
     """Copy the example plug-in distribution (pyproject.toml, src/mdpsim_example) into the new
     folder ``dest``; its files' paths. InputError if ``dest`` exists (nothing is overwritten)."""
     import importlib.resources
+    import shutil
     from pathlib import Path
 
     out = Path(dest).expanduser()
@@ -70,14 +71,10 @@ def write_example(dest: str) -> list[str]:
         raise InputError(f"--example {dest!r} exists; name a new folder")
     if not out.parent.is_dir():
         raise InputError(f"--example {dest!r}: its parent folder does not exist")
-    files: list[str] = []
+    built = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")  # a local pip install's
+    tmp = out.parent / f".{out.name}.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
     with importlib.resources.as_file(importlib.resources.files("mdpsim") / EXAMPLE) as src:
-        tmp = out.parent / f".{out.name}.partial"
-        for path in sorted(src.rglob("*")):
-            built = {"__pycache__", "build"} & set(path.parts) or ".egg-info" in str(path)
-            if path.is_file() and not built:
-                (tmp / path.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / path.relative_to(src)).write_bytes(path.read_bytes())
-                files.append(str(out / path.relative_to(src)))
-        tmp.rename(out)
-    return files
+        shutil.copytree(src, tmp, ignore=built)
+    tmp.rename(out)  # whole or not at all
+    return sorted(str(p) for p in out.rglob("*") if p.is_file())
