@@ -29,7 +29,7 @@ from mdpsim._core.validation import check_positive_int
 _budget: ContextVar[int | None] = ContextVar("thread_budget", default=None)
 _lock = threading.Lock()
 _depth = 0
-_limit = None
+_restore: list = []  # (library, threads) to put back when the last block ends
 _controller = None
 _modules_seen = -1
 
@@ -73,20 +73,34 @@ def one_blas_thread() -> Iterator[None]:
 
     The limit is process-wide, so nested and concurrent blocks (two dashboard sessions in one
     server) share it: the first to enter sets it, the last to leave restores the libraries'
-    own settings."""
-    global _depth, _limit
+    own settings. Only the libraries not already at one thread are touched (each tick enters
+    a block; threadpoolctl's ``limit`` costs ~20 us, setting one library ~1 us)."""
+    global _depth, _restore
     with _lock:
         if _depth == 0:
-            _limit = _blas_controller().limit(limits=1)
+            _restore = _limit_to_one(_blas_controller().lib_controllers)
         _depth += 1
     try:
         yield
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _limit is not None:
-                _limit.restore_original_limits()
-                _limit = None
+            if _depth == 0:
+                for lib, threads in _restore:
+                    lib.set_num_threads(threads)
+                _restore = []
+
+
+def _limit_to_one(libraries) -> list:
+    """Set every library of ``libraries`` (threadpoolctl controllers) to one thread; returns
+    ``(library, its threads before)`` for those that had more."""
+    changed = []
+    for lib in libraries:
+        threads = lib.num_threads
+        if threads != 1:
+            lib.set_num_threads(1)
+            changed.append((lib, threads))
+    return changed
 
 
 def _blas_controller():

@@ -214,8 +214,12 @@ class Game:
             out[f"user_{i}"] = int(1 + level[i]) if d.report[i] else 0
         return out
 
-    def step(self, actions: dict[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
-        """One tick: agents in ``actions`` replace their strategies; returns rewards and infos."""
+    def step(
+        self, actions: dict[str, Any], *, scored: tuple[str, ...] | None = None
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """One tick: agents in ``actions`` replace their strategies; returns the rewards and
+        infos of the agents in ``scored`` (None: every agent; a single-agent env asks only
+        its own, so a user's env does not score the server's queries)."""
         model = self.model
         default = model.decide()
         report = default.report.copy()
@@ -240,9 +244,13 @@ class Game:
             if choice:
                 level[i] = choice - 1
         levels = level if len(self.levels) > 1 else None
-        secrets, active = model.population.position.copy(), ~model.filters.halted
+        agents = self.agents if scored is None else scored
+        owed = None  # the users' places and unhalted filters, what a query owed addresses
+        if "server" in agents:
+            owed = model.population.position.copy(), ~model.filters.halted
         model.advance(Decisions(report=report, level=levels, **server))
-        return self._rewards(secrets, active), self._infos()
+        rewards = self._rewards(owed)
+        return {a: rewards[a] for a in agents}, self._infos(agents)
 
     def _server_decision(self, action: Any) -> dict[str, Any]:
         """The server's action as the fields of :class:`~mdpsim.simulation.model.Decisions`."""
@@ -344,9 +352,9 @@ class Game:
         return np.nan_to_num(np.stack(cols, axis=1), nan=0.0, posinf=0.0).astype(np.float32)
 
     # ------------------------------------------------------------------ rewards
-    def _rewards(self, secrets: np.ndarray, active: np.ndarray) -> dict[str, float]:
-        """The tick's rewards; ``secrets`` / ``active``: the users' places and unhalted
-        filters at the start of the tick (what a query owed then addresses)."""
+    def _rewards(self, owed: tuple[np.ndarray, np.ndarray] | None) -> dict[str, float]:
+        """The tick's rewards; ``owed``: the users' places and unhalted filters at the start
+        of the tick (what a query owed then addresses), None to leave the server unscored."""
         model, w = self.model, self.weights
         reports, attacks = model.last_reports, model.last_attacks
         n = self.n_users
@@ -364,8 +372,10 @@ class Game:
         entropy = attacks.row.get("bayes_entropy_bits", float("nan"))  # no truth in it
         self.attack_entropy_bits = 0.0 if np.isnan(entropy) else float(entropy)
         users = -loss - w.attack_weight * success
-        owed_error = self.answer_error(secrets, active)
-        out = {"server": float(success.mean() - w.query_weight * owed_error)}
+        out = {}
+        if owed is not None:
+            owed_error = self.answer_error(*owed)
+            out["server"] = float(success.mean() - w.query_weight * owed_error)
         for i in range(n):
             out[f"user_{i}"] = float(users[i])
         return out
@@ -391,6 +401,6 @@ class Game:
         call = PriorCall(self.scenario.queries, domain, positions, planar, kept)
         return prior_answer(kind)(call)
 
-    def _infos(self) -> dict[str, dict]:
+    def _infos(self, agents) -> dict[str, dict]:
         tick = self.model.tick  # the tick's full row: model.log.ticks[-1]
-        return {agent: {"tick": tick} for agent in self.agents}
+        return {agent: {"tick": tick} for agent in agents}

@@ -52,6 +52,6 @@ class SingleAgentEnv(gym.Env):
     def step(self, action):
         if self.agent != "server":
             action = int(np.asarray(action).item())
-        rewards, infos = self.game.step({self.agent: action})
+        rewards, infos = self.game.step({self.agent: action}, scored=(self.agent,))
         obs = self.game.observation(self.agent)
         return obs, rewards[self.agent], False, self.game.done, infos[self.agent]
