@@ -175,6 +175,7 @@ class CuriousServer(mesa.Agent):
         if mech.upload_guarantee is not None:  # one level only (scenario validation)
             self._charge_uploads(mech, active)
         uploads = self._upload_slots(mech, active)
+        self._mechanism_row = self._mechanism_facts()
         if self.attacks is not None:  # the first mechanism serves from tick 1
             released = mech if len(fitted) == 1 else LevelStack.of(fitted)
             self.attacks.release(
@@ -222,7 +223,12 @@ class CuriousServer(mesa.Agent):
         return uploads
 
     def mechanism_row(self) -> dict:
-        """Tick-level facts about the current mechanism."""
+        """Tick-level facts about the current mechanism (one dict per generation: read it,
+        do not change it)."""
+        return self._mechanism_row
+
+    def _mechanism_facts(self) -> dict:
+        """:meth:`mechanism_row`, read from the mechanism just generated."""
         info: dict = self.mechanism.info_ if self.mechanism is not None else {}
         return {
             "mechanism": self.mechanism_name,

@@ -75,7 +75,7 @@ from mdpsim.privacy.guarantees import (
     certify,
     check_guarantee,
 )
-from mdpsim.privacy.sampling import sample_rows
+from mdpsim.privacy.sampling import RowSampler
 from mdpsim.privacy.verifier import ROW_SUM_TOL, PluginPrivacyViolation, PrivacyViolation
 
 _MECHANISMS: Registry[Mechanism] = Registry("mechanism")
@@ -324,7 +324,11 @@ def draw_reports(mechanism: Mechanism, indices, rng: np.random.Generator) -> np.
     idx = np.asarray(indices, dtype=np.int64)
     if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= len(matrix))):
         raise InputError(f"secret indices must lie in [0, {len(matrix)})")
-    return sample_rows(matrix, idx, rng)
+    sampler = getattr(mechanism, "_Mechanism__sampler", None)
+    if sampler is None or sampler.matrix is not matrix:  # one per certified matrix
+        sampler = RowSampler(matrix)
+        mechanism._Mechanism__sampler = sampler  # type: ignore[attr-defined]
+    return sampler.draw(idx, rng)
 
 
 def _implements(cls: type, hook: str) -> bool:

@@ -11,6 +11,7 @@ The slow path is taken with probability about ``K * 2^-50`` per draw. See docs/s
 
 from __future__ import annotations
 
+import bisect
 from fractions import Fraction
 
 import numpy as np
@@ -36,6 +37,63 @@ def sample_rows(matrix: np.ndarray, rows: np.ndarray, rng: np.random.Generator) 
 
 
 _CHUNK_ENTRIES = 2**20
+
+
+class RowSampler:
+    """:func:`sample_rows` for repeated draws from one matrix (a mechanism's certified one,
+    which never changes): the same draws, found faster for a few rows at a time.
+
+    A handful of rows (the reports of one tick in a small game) are drawn one by one in
+    Python floats from each row's cached CDF: the same float64 operations as
+    :func:`_sample_block` (a tick below 2^53 and the products are exact conversions and
+    single roundings either way), so the same cells, safety test and slow path. More rows
+    go to :func:`sample_rows`."""
+
+    #: Rows per call drawn one by one (above: the vectorised block).
+    SCALAR_ROWS = 16
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+        self._width = matrix.shape[1]
+        self._rows: dict[int, tuple[list[float], list[float], float, float] | None] = {}
+
+    def draw(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One exact draw of a column index for each row index in ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not 0 < len(rows) <= self.SCALAR_ROWS:
+            return sample_rows(self.matrix, rows, rng)
+        tables = [self._table(r) for r in rows.tolist()]
+        if None in tables:  # a negative entry: sample_rows' block handles it
+            return sample_rows(self.matrix, rows, rng)
+        ticks = rng.integers(0, 2**_BITS, size=len(rows), dtype=np.int64).tolist()
+        out = np.empty(len(rows), dtype=np.int64)
+        for j, (tick, table) in enumerate(zip(ticks, tables, strict=True)):
+            out[j] = self._cell(tick, table, int(rows[j]), rng)
+        return out
+
+    def _table(self, row: int) -> tuple[list[float], list[float], float, float] | None:
+        """Row ``row``'s entries, CDF, ``total / 2^53`` and error margin (None: a negative
+        entry, left to :func:`sample_rows`)."""
+        if row not in self._rows:
+            p = self.matrix[row]
+            cdf = np.cumsum(p)
+            total = cdf[-1]
+            if not total > 0:
+                raise ValueError("cannot sample from a row whose entries sum to zero")
+            err = (self._width + 4) * np.finfo(float).eps * total
+            table = (p.tolist(), cdf.tolist(), float(total / _SCALE), float(err))
+            self._rows[row] = table if p.min() >= 0 else None
+        return self._rows[row]
+
+    def _cell(self, tick: int, table, row: int, rng: np.random.Generator) -> int:
+        """:func:`_sample_block`'s cell for one draw of ``row`` (its ``table``)."""
+        p, cdf, scale, err = table
+        lo, hi = tick * scale, (tick + 1) * scale
+        k = min(bisect.bisect_right(cdf, lo), self._width - 1)  # a CDF of p >= 0 is sorted
+        left = cdf[k - 1] if k > 0 else 0.0
+        if lo - err >= left and hi + err < cdf[k] and p[k] > 0:
+            return k
+        return _ExactRow(self.matrix[row]).draw(tick, rng)
 
 
 def _sample_row(p: np.ndarray, ticks: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -100,6 +100,8 @@ class PrivacyModel(mesa.Model):
         self.strategies.query_planner.bind(scenario.queries, horizon_ticks=self.horizon_ticks)
         self.tick = 0
         self.pseudonyms = np.arange(world.n_users, dtype=np.int64)  # the names reports carry
+        self._user_ids = np.arange(world.n_users, dtype=np.int64)  # every tick's "user" column
+        self._user_ids.setflags(write=False)
         self.log = TickLog()
         for index in range(world.n_users):
             UserAgent(self, index)
@@ -186,16 +188,17 @@ class PrivacyModel(mesa.Model):
 
     # ------------------------------------------------------------------ data collection
     def _collect(self, reports, queries, attacks, regenerated) -> None:
-        remaining = self.filters.remaining
-        n = self.population.n_users
+        filters = self.filters
+        remaining = filters.remaining
+        n = len(remaining)
         row = {
             "tick": self.tick,
             "n_users": n,
-            "n_reports": int(len(reports.users)),
-            "n_halted": int(self.filters.halted.sum()),
-            "remaining_budget_mean": float(remaining.mean()),
-            "remaining_budget_min": float(remaining.min()),
-            "delta_spent_max": float(self.filters.delta_spent.max()),
+            "n_reports": len(reports.users),
+            "n_halted": int(np.count_nonzero(filters.halted)),
+            "remaining_budget_mean": float(np.add.reduce(remaining) / n),  # np.mean's sum
+            "remaining_budget_min": float(np.minimum.reduce(remaining)),
+            "delta_spent_max": float(np.maximum.reduce(filters.delta_spent)),
             "utility_loss_km": _mean(reports.loss_km),
             "mechanism_regenerated": bool(regenerated),
             **self.server.mechanism_row(),
@@ -206,10 +209,10 @@ class PrivacyModel(mesa.Model):
         if self.config.output.per_user:
             cols = {
                 "tick": np.full(n, self.tick, dtype=np.int64),
-                "user": np.arange(n, dtype=np.int64),
+                "user": self._user_ids,
                 "secret": self.population.position.copy(),
                 "remaining_budget": remaining,
-                "halted": self.filters.halted.copy(),
+                "halted": filters.halted.copy(),
             }
             cols.update(reports.user_columns(n))
             cols.update(attacks.user_columns(n))

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mdpsim.privacy.sampling import _BITS, _ExactRow, _sample_row, sample_rows
+from mdpsim.privacy.sampling import (
+    _BITS,
+    RowSampler,
+    _ExactRow,
+    _sample_block,
+    _sample_row,
+    sample_rows,
+)
 
 
 class _ZeroBits:
@@ -111,3 +118,53 @@ def test_many_draws_of_one_row_match_the_general_path_byte_for_byte():
     from mdpsim.privacy.sampling import _sample_block
 
     assert np.array_equal(fast, _sample_block(matrix, rows, ticks, rng))
+
+
+class _Ticks:
+    """A generator that hands out the given 53-bit ticks, then zero extra bits."""
+
+    def __init__(self, ticks) -> None:
+        self.ticks = list(ticks)
+
+    def integers(self, low, high, size=None, dtype=np.int64):
+        if size is None:
+            return 0
+        out, self.ticks = np.array(self.ticks[:size], dtype=dtype), self.ticks[size:]
+        return out
+
+
+def test_the_row_sampler_draws_what_the_block_draws_at_every_cdf_boundary():
+    # RowSampler's one-by-one path (a few rows per call) against sample_rows' block
+    rng = np.random.default_rng(11)
+    p = np.array([1e-300, 0.25, 0.0, 1e-17, 0.25, 0.0, 0.5 - 1e-17, 5e-324])
+    matrix = np.vstack([rng.dirichlet(np.full(8, 0.3)), p, np.full(8, 1 / 8)])
+    sampler = RowSampler(matrix)
+    for row in range(len(matrix)):
+        cdf = np.cumsum(matrix[row]) / matrix[row].sum()
+        near = np.floor(cdf * 2.0**_BITS).astype(np.int64)
+        ticks = np.clip(np.concatenate([near - 1, near, near + 1]), 0, 2**_BITS - 1)
+        rows = np.full(len(ticks), row)
+        for part in range(0, len(ticks), 3):  # three rows per call: the one-by-one path
+            chunk = ticks[part : part + 3]
+            mine = sampler.draw(rows[: len(chunk)], _Ticks(chunk))
+            block = _sample_block(matrix, rows[: len(chunk)], chunk, _ZeroBits())
+            assert np.array_equal(mine, block), (row, chunk)
+
+
+@pytest.mark.parametrize("n_rows", [1, 2, 5, 16, 17, 200])
+def test_the_row_sampler_gives_the_bytes_of_sample_rows(n_rows):
+    rng = np.random.default_rng(n_rows)
+    matrix = rng.dirichlet(np.full(40, 0.2), size=30)
+    matrix[3, :20] = 0.0  # zeros, and a row with a tiny entry
+    matrix[4, 7] = 1e-300
+    sampler = RowSampler(matrix)
+    for seed in range(30):
+        rows = rng.integers(0, 30, n_rows)
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert np.array_equal(sampler.draw(rows, a), sample_rows(matrix, rows, b))
+        assert a.integers(2**62) == b.integers(2**62)  # the streams moved alike
+
+
+def test_the_row_sampler_refuses_a_row_summing_to_zero():
+    with pytest.raises(ValueError, match="sum to zero"):
+        RowSampler(np.zeros((2, 3))).draw(np.array([1]), np.random.default_rng(0))
