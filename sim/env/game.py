@@ -179,6 +179,8 @@ class Game:
             strategies=strategies,
             mechanism_cache=self._mechanisms,
         )
+        capacity = self._model.filters.capacity  # fixed for the episode
+        self._cap = np.where(capacity > 0, capacity, 1.0)  # the divisor of the fractions
         prior = domain.prior
         self.silent_loss_km = (
             float(prior @ domain.dist_xx @ prior)
@@ -249,8 +251,7 @@ class Game:
         if "server" in agents:
             owed = model.population.position.copy(), ~model.filters.halted
         model.advance(Decisions(report=report, level=levels, **server))
-        rewards = self._rewards(owed)
-        return {a: rewards[a] for a in agents}, self._infos(agents)
+        return self._rewards(owed, scored), self._infos(agents)
 
     def _server_decision(self, action: Any) -> dict[str, Any]:
         """The server's action as the fields of :class:`~mdpsim.simulation.model.Decisions`."""
@@ -290,27 +291,31 @@ class Game:
         """One agent's entry of :meth:`observations` (a single-agent env builds only it)."""
         if agent == "server":
             return self._server_observation()
-        return self._user_observations()[self.user_index(agent)]
+        return self._user_observations(self.user_index(agent))
 
-    def _capacities(self) -> np.ndarray:
-        """Each user's filter capacity, 1 where it is 0 (the divisor of the fractions)."""
-        capacity = self.model.filters.capacity
-        return np.where(capacity > 0, capacity, 1.0)
-
-    def _user_observations(self) -> np.ndarray:
-        """``(n_users, fields)`` float32: row ``i`` is ``user_i``'s observation."""
+    def _user_observations(self, user: int | None = None) -> np.ndarray:
+        """``(n_users, fields)`` float32: row ``i`` is ``user_i``'s observation; with
+        ``user``, that row alone (the same float64 values, taken one by one)."""
         model = self.model
         f, server = model.filters, model.server
-        cap = self._capacities()
+        who: int | slice = slice(None) if user is None else user
+        cap = self._cap[who]
+        fields = (
+            model.tick / self.horizon,
+            f.remaining[who] / cap,
+            server.report_charge.cost / cap,
+            server.expected_loss_km,
+            server.hit_probability,
+            self.silent_loss_km,
+            f.halted[who],
+            self.reported[who],
+        )  # USER_OBS
+        if user is not None:
+            row = np.array(fields, dtype=np.float32)
+            return np.concatenate([row, self._level_observations(cap)]) if self.level_fields else row
         users = np.empty((self.n_users, len(USER_OBS)), dtype=np.float32)
-        users[:, 0] = model.tick / self.horizon
-        users[:, 1] = f.remaining / cap
-        users[:, 2] = server.report_charge.cost / cap
-        users[:, 3] = server.expected_loss_km
-        users[:, 4] = server.hit_probability
-        users[:, 5] = self.silent_loss_km
-        users[:, 6] = f.halted
-        users[:, 7] = self.reported
+        for column, values in enumerate(fields):
+            users[:, column] = values
         if self.level_fields:
             users = np.hstack([users, self._level_observations(cap)])
         return users
@@ -318,7 +323,7 @@ class Game:
     def _server_observation(self) -> np.ndarray:
         model = self.model
         f = model.filters
-        cap = self._capacities()
+        cap = self._cap
         server = np.array(
             [
                 model.tick / self.horizon,
@@ -338,23 +343,25 @@ class Game:
             server = np.append(server, self.level_reported.astype(np.float32))
         return np.nan_to_num(server, nan=0.0, posinf=0.0)
 
-    def _level_observations(self, cap: np.ndarray) -> np.ndarray:
-        """Per user, :data:`LEVEL_OBS` of every level: own charge fraction, loss, hit."""
+    def _level_observations(self, cap: np.ndarray | float) -> np.ndarray:
+        """Per user, :data:`LEVEL_OBS` of every level: own charge fraction, loss, hit
+        (``cap``: the users' capacities, or one user's for its row alone)."""
         server = self.model.server
         loss, hit = server.level_expected_loss_km, server.level_hit_probability
         cols = []
         for charge, loss_km, hit_p in zip(server.level_charges, loss, hit, strict=True):
-            cols += [
-                charge.cost / cap,
-                np.full(self.n_users, loss_km),
-                np.full(self.n_users, hit_p),
-            ]
-        return np.nan_to_num(np.stack(cols, axis=1), nan=0.0, posinf=0.0).astype(np.float32)
+            cols += [charge.cost / cap, loss_km, hit_p]
+        if np.ndim(cap):
+            cols = np.stack(np.broadcast_arrays(*cols), axis=1)
+        return np.nan_to_num(np.asarray(cols, dtype=float), nan=0.0, posinf=0.0).astype(np.float32)
 
     # ------------------------------------------------------------------ rewards
-    def _rewards(self, owed: tuple[np.ndarray, np.ndarray] | None) -> dict[str, float]:
-        """The tick's rewards; ``owed``: the users' places and unhalted filters at the start
-        of the tick (what a query owed then addresses), None to leave the server unscored."""
+    def _rewards(
+        self, owed: tuple[np.ndarray, np.ndarray] | None, scored: tuple[str, ...] | None
+    ) -> dict[str, float]:
+        """The rewards of the agents in ``scored`` (None: all); ``owed``: the users' places
+        and unhalted filters at the start of the tick (what a query owed then addresses),
+        None when the server is not scored."""
         model, w = self.model, self.weights
         reports, attacks = model.last_reports, model.last_attacks
         n = self.n_users
@@ -376,8 +383,10 @@ class Game:
         if owed is not None:
             owed_error = self.answer_error(*owed)
             out["server"] = float(success.mean() - w.query_weight * owed_error)
-        for i in range(n):
-            out[f"user_{i}"] = float(users[i])
+        if scored is None:
+            out.update(zip(self.agents[1:], users.tolist(), strict=True))
+        else:
+            out.update((a, float(users[self.user_index(a)])) for a in scored if a != "server")
         return out
 
     def answer_error(self, secrets: np.ndarray, active: np.ndarray) -> float:
