@@ -312,7 +312,9 @@ class Game:
         )  # USER_OBS
         if user is not None:
             row = np.array(fields, dtype=np.float32)
-            return np.concatenate([row, self._level_observations(cap)]) if self.level_fields else row
+            if self.level_fields:
+                row = np.concatenate([row, self._level_observations(cap)])
+            return row
         users = np.empty((self.n_users, len(USER_OBS)), dtype=np.float32)
         for column, values in enumerate(fields):
             users[:, column] = values
@@ -348,12 +350,11 @@ class Game:
         (``cap``: the users' capacities, or one user's for its row alone)."""
         server = self.model.server
         loss, hit = server.level_expected_loss_km, server.level_hit_probability
-        cols = []
+        cols: list = []
         for charge, loss_km, hit_p in zip(server.level_charges, loss, hit, strict=True):
             cols += [charge.cost / cap, loss_km, hit_p]
-        if np.ndim(cap):
-            cols = np.stack(np.broadcast_arrays(*cols), axis=1)
-        return np.nan_to_num(np.asarray(cols, dtype=float), nan=0.0, posinf=0.0).astype(np.float32)
+        values = np.stack(np.broadcast_arrays(*cols), axis=1) if np.ndim(cap) else np.array(cols)
+        return np.nan_to_num(values, nan=0.0, posinf=0.0).astype(np.float32)
 
     # ------------------------------------------------------------------ rewards
     def _rewards(
