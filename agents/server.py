@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import mesa
 import numpy as np
@@ -155,21 +156,18 @@ class CuriousServer(mesa.Agent):
         # the reference printed beside the mechanism's loss: EM at the same total eps
         eps = self.settings.epsilon_per_km
         em = self._fitted("em", make("em", epsilon=eps), {}, active)
-        self.em_expected_loss_km = em.expected_loss()
+        self.em_expected_loss_km = public_facts(em)[0]
         self.mechanism, self.level_mechanisms, self.generated_at = mech, fitted, model.tick
         # public facts of the fitted matrices, read every tick (observations, rows, strategies)
-        self._level_losses_km = [float(m.expected_loss()) for m in fitted]
+        facts = [public_facts(m) for m in fitted]
+        self._level_losses_km = [loss_km for loss_km, _ in facts]
         self.n_generations += 1
         # the fitted (certified, audited) guarantees: refused whole before any charge
         for m in fitted:
             model.budget.check(report=m.report_guarantee, upload=m.upload_guarantee, queries=False)
         self.level_charges = [model.budget.charge(m.report_guarantee) for m in fitted]
         self.report_charge = self.level_charges[self.default_level]
-        # prior-averaged chance that the MAP guess of one report is exact (public)
-        prior = mech.domain_.prior
-        self.level_hit_probability = [
-            float((prior[:, None] * m.matrix_).max(axis=0).sum()) for m in fitted
-        ]
+        self.level_hit_probability = [hit for _, hit in facts]
         self.hit_probability = self.level_hit_probability[self.default_level]
         self.uploaded = np.ones(model.population.n_users, dtype=bool)
         if mech.upload_guarantee is not None:  # one level only (scenario validation)
@@ -329,6 +327,23 @@ class CuriousServer(mesa.Agent):
             outputs[reports.users] += reports.levels * model.domain.n_y
         obs = Observation(tick=model.tick, outputs=outputs, pseudonyms=model.pseudonyms)
         return self.attacks.observe(obs, model.population.position)
+
+
+#: Per fitted mechanism, its :func:`public_facts` (with the matrix they were read from).
+_FACTS: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def public_facts(mech: Mechanism) -> tuple[float, float]:
+    """A fitted mechanism's prior-averaged utility loss (km) and the prior-averaged chance
+    that the MAP guess of one report is exact: public facts of its matrix, read once per
+    matrix (a cached fit is generated again at every reset of an environment)."""
+    matrix = mech.matrix_
+    cached = _FACTS.get(mech)
+    if cached is None or cached[0] is not matrix:
+        prior = mech.domain_.prior
+        hit = float((prior[:, None] * matrix).max(axis=0).sum())
+        cached = _FACTS[mech] = (matrix, (float(mech.expected_loss()), hit))
+    return cached[1]
 
 
 def attack_success(result: TickResult, n_users: int) -> np.ndarray:

@@ -62,11 +62,14 @@ class MobilityModel:
         places = np.sort(rng.choice(domain.n_x, size=n_places, replace=False, p=domain.prior))
         pred, longest_gap_km = _routes(domain, places)
         step_m = speed_mps * tick_seconds
+        reach_km = step_m / 1000.0 + longest_gap_km
+        for arr in (places, reach_km):
+            arr.setflags(write=False)  # a model is shared (build_world keeps one per seed)
         return cls(
             places=places,
             step_m=step_m,
             dwell_ticks=(int(dwell_ticks[0]), int(dwell_ticks[1])),
-            reach_km=step_m / 1000.0 + longest_gap_km,
+            reach_km=reach_km,
             _pred=pred,
         )
 

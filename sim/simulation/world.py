@@ -25,6 +25,7 @@ import copy
 import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from scipy import sparse
@@ -120,23 +121,15 @@ def build_world(
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
     streams = {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}
     domain = build_domain(scenario, graph, seed=seed) if domain is None else domain
-    users = scenario.users
-    mobility = MobilityModel.build(
-        domain,
-        n_places=users.n_places,
-        speed_mps=users.speed_mps,
-        tick_seconds=scenario.scenario.tick_seconds,
-        dwell_ticks=(users.dwell_ticks[0], users.dwell_ticks[1]),
-        rng=streams["places"],
-    )
+    mobility = _mobility(scenario, domain, seed, streams["places"])
     population: Population | TracePopulation
     if fixes is None:
         population = Population(
             mobility,
             domain,
-            users.count,
+            scenario.users.count,
             streams["mobility"],
-            personal_places=users.personal_places,
+            personal_places=scenario.users.personal_places,
         )
     else:
         walks = fixes.walks(domain, scenario.scenario.tick_seconds, how=scenario.mobility.resample)
@@ -151,6 +144,29 @@ def build_world(
         streams=streams,
         traces=fixes,
     )
+
+
+#: Per domain, the mobility models built on it by (seed, users' movement fields): the places
+#: stream is drawn by nothing else, so a seed's model is the same every time (an
+#: environment's resets rebuild the same world; the model is frozen, its arrays read-only).
+_MOBILITY: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _mobility(scenario: Scenario, domain: Domain, seed: int, places_rng) -> MobilityModel:
+    """The scenario's mobility model on ``domain`` for run seed ``seed`` (drawn from the
+    places stream ``places_rng`` once per domain, seed and movement fields)."""
+    users = scenario.users
+    fields = (users.n_places, users.speed_mps, scenario.scenario.tick_seconds,
+              users.dwell_ticks[0], users.dwell_ticks[1])  # fmt: skip
+    per_domain = _MOBILITY.setdefault(domain, {})
+    key = (seed, fields)
+    if key not in per_domain:
+        n_places, speed_mps, tick_seconds, *dwell = fields
+        per_domain[key] = MobilityModel.build(
+            domain, n_places=n_places, speed_mps=speed_mps, tick_seconds=tick_seconds,
+            dwell_ticks=(dwell[0], dwell[1]), rng=places_rng,
+        )  # fmt: skip
+    return per_domain[key]
 
 
 def trace_fixes(scenario: Scenario, graph) -> Fixes | None:
