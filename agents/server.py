@@ -352,6 +352,6 @@ def attack_success(result: TickResult, n_users: int) -> np.ndarray:
     for scored in result.scores.values():
         for s in scored:
             if s.tick == result.tick and "hit" in s.values:
-                hit = np.nan_to_num(s.values["hit"], nan=0.0)
-                success[s.users] = np.maximum(success[s.users], hit)
+                # fmax: a NaN hit (no estimate) leaves the user's success as it is
+                success[s.users] = np.fmax(success[s.users], s.values["hit"])
     return success

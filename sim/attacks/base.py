@@ -346,28 +346,69 @@ class Scores:
 
     def finite_totals(self) -> dict[str, tuple[float, int]]:
         """Per metric, the sum and the count of its non-NaN values (as float64)."""
-        return {name: (float(v.sum()), len(v)) for name, v in self._finite.items()}
+        return dict(self._totals)
 
-    @cached_property
-    def _finite(self) -> dict[str, np.ndarray]:
-        """Each metric's non-NaN values as float64, computed once (the means, the totals)."""
+    def columns(self, n_users: int) -> dict[str, np.ndarray]:
+        """Per metric, a float64 column over all ``n_users`` slots: the values at ``users``,
+        NaN elsewhere."""
+        table = self._table
+        if table is not None:  # one fill and one scatter for all metrics
+            block = np.full((len(table), n_users), np.nan)
+            block[:, self.users] = table
+            return dict(zip(self.values, block, strict=True))
         out = {}
         for name, v in self.values.items():
-            v = np.asarray(v, dtype=float)
-            out[name] = v[~np.isnan(v)]
+            out[name] = col = np.full(n_users, np.nan)
+            col[self.users] = v
         return out
+
+    @cached_property
+    def _table(self) -> np.ndarray | None:
+        """The metrics' values as the rows of one ``(M, R)`` float64 array, when they are all
+        float64 vectors of one length (every location estimate's), else ``None``: the means,
+        totals and columns then take a few array operations for all metrics together."""
+        rows = list(self.values.values())
+        n = len(self.users)
+        if rows and all(
+            isinstance(v, np.ndarray) and v.dtype == np.float64 and v.shape == (n,) for v in rows
+        ):
+            return np.array(rows)
+        return None
+
+    @cached_property
+    def _totals(self) -> dict[str, tuple[float, int]]:
+        """:meth:`finite_totals`, computed once. A row's sum over the table's last axis is the
+        same float64 sum as the row's own (pairwise along the contiguous axis)."""
+        table = self._table
+        if table is None:
+            return {name: _finite_total(np.asarray(v, dtype=float)) for name, v in self.values.items()}
+        sums = np.add.reduce(table, axis=1).tolist()
+        nans = np.add.reduce(np.isnan(table), axis=1).tolist()
+        n = table.shape[1]
+        return {
+            name: (total, n) if nan == 0 else (0.0, 0) if nan == n else _finite_total(row)
+            for name, row, total, nan in zip(self.values, table, sums, nans, strict=True)
+        }
 
     @cached_property
     def _means(self) -> dict[str, float]:
-        """:meth:`means`, computed once (the suite's table and the tick's row both read it)."""
+        """:meth:`means`, computed once (the suite's table and the tick's row both read it):
+        float64 values' mean is their finite total over its count (``np.mean``'s bits)."""
         out = {}
         for name, v in self.values.items():
-            if v.dtype == np.float64:
-                finite = self._finite[name]
+            if self._table is not None or v.dtype == np.float64:
+                total, count = self._totals[name]
+                out[name] = total / count if count else float("nan")
             else:  # in its own dtype, as float32 values always were
                 finite = v[~np.isnan(v)] if v.dtype.kind == "f" else v
-            out[name] = float(finite.mean()) if len(finite) else float("nan")
+                out[name] = float(finite.mean()) if len(finite) else float("nan")
         return out
+
+
+def _finite_total(values: np.ndarray) -> tuple[float, int]:
+    """The sum and the count of the non-NaN entries of a float64 vector."""
+    finite = values[~np.isnan(values)]
+    return float(finite.sum()), len(finite)
 
 
 def entropy_bits(posterior: np.ndarray) -> np.ndarray:
@@ -377,7 +418,10 @@ def entropy_bits(posterior: np.ndarray) -> np.ndarray:
         p = p.astype(float)
     log_p = np.maximum(p, np.finfo(p.dtype).tiny)  # one temporary, logged in place
     np.log(log_p, out=log_p)
-    return -np.einsum("...x,...x->...", p, log_p) / np.log(2.0)
+    return np.einsum("...x,...x->...", p, log_p) / _MINUS_LN2  # = -sum / ln 2, bit for bit
+
+
+_MINUS_LN2 = -np.log(2.0)
 
 
 #: Scorers of the whole-run estimates, registered beside their attacks (places, linkage):
@@ -398,7 +442,6 @@ def score(estimate: Estimate, truth: Truth, domain) -> Scores:
 def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
     secrets = truth.positions[est.tick][est.users]
     n = len(est.users)
-    nan = np.full(n, np.nan)
     dist = domain.dist_xx if est.space == "x" else domain.dist_xy
     values = {"guess_error_km": dist[secrets, est.guess]}
     if est.posterior is not None:
@@ -412,9 +455,9 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
         values["error_km"] = values["guess_error_km"]
         hit = est.guess == secrets if est.space == "x" else domain.y_in_x[est.guess] == secrets
         values["hit"] = hit.astype(float)
-        values["entropy_bits"] = nan
+        values["entropy_bits"] = np.full(n, np.nan)
     leak = est.leakage_per_km
-    values["leakage_per_km"] = nan if leak is None else np.asarray(leak, dtype=float)
+    values["leakage_per_km"] = np.full(n, np.nan) if leak is None else np.asarray(leak, dtype=float)
     eps = truth.report_epsilon.get(est.tick)
     if leak is not None and eps is not None:
         values["bound_violation"] = (values["leakage_per_km"] > eps * (1 + BOUND_RTOL)).astype(

@@ -83,9 +83,12 @@ class TickResult:
             for s in scored:
                 if s.tick != self.tick:
                     continue
-                for metric, values in s.values.items():
-                    col = cols.setdefault(f"{label}_{metric}", np.full(n_users, np.nan))
-                    col[s.users] = values
+                for metric, col in s.columns(n_users).items():
+                    key = f"{label}_{metric}"
+                    if key in cols:  # a second estimate of this label about this tick
+                        cols[key][s.users] = s.values[metric]
+                    else:
+                        cols[key] = col
         return cols
 
 
@@ -101,7 +104,7 @@ class AttackSuite:
         # estimate, and per attack and metric the sum and count of its non-NaN values
         self._rows: list[dict] = []
         self._totals: dict[str, dict[str, list[float]]] = {label: {} for label in self.attacks}
-        self._release: Release | None = None
+        self._report_epsilon: float | None = None  # of the release in force
         self.keep_going = _KEEP_GOING.get()
         #: label -> the one line of an attack dropped for a plug-in mistake (keep_going only)
         self.failed: dict[str, str] = {}
@@ -154,13 +157,12 @@ class AttackSuite:
 
     def release(self, release: Release) -> None:
         """A new mechanism: every attack sees it before the tick's reports."""
-        self._release = release
+        self._report_epsilon = release.report_epsilon_per_km
         self._each(lambda _label, attack: attack.release(release))
 
     def observe(self, obs: Observation, true_positions: np.ndarray, *, progress=None) -> TickResult:
         """Feed one tick's reports to every attack and score what comes back."""
-        eps = None if self._release is None else self._release.report_epsilon_per_km
-        self.truth.record(obs.tick, true_positions, obs.pseudonyms, eps)
+        self.truth.record(obs.tick, true_positions, obs.pseudonyms, self._report_epsilon)
         out = self._each(
             lambda label, attack: self._scored(
                 label, self._checked(label, "observe", attack.observe(obs))
