@@ -19,6 +19,7 @@ from scipy import sparse
 _VITERBI_USERS = 32  # users per Viterbi block: (N, max in-degree, 32) scratch per tick
 _EM_USERS = 64  # users per block of the expected transition counts
 _TRANSPOSE_ROWS = 64  # rows per block of a cache-blocked transposed copy
+_TRANSPOSE_AT_ONCE_BYTES = 16384  # arrays up to this size are transposed in one copy
 #: Normalised beliefs below this are set to 0 (:func:`flush_tiny`).
 FLUSH_BELOW = np.float32(2.0**-100)
 
@@ -75,8 +76,8 @@ def normalise_rows(b: np.ndarray, restart) -> np.ndarray:
     """:func:`normalise` for beliefs held as rows ``(U, N)``: every row sums to 1 in place; a
     dead row restarts from ``restart(dead)``, the ``(n_dead, N)`` rows to use instead."""
     mass = b.sum(axis=1)
-    dead = ~(mass > 0)
-    if np.any(dead):
+    if not mass.min(initial=np.inf) > 0:  # a row of mass 0 (or NaN) died
+        dead = ~(mass > 0)
         b[dead] = restart(dead)
         mass[dead] = b[dead].sum(axis=1)
     b /= mass[:, None]
@@ -118,6 +119,9 @@ def transpose(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     one of them)."""
     if out is None:
         out = np.empty(a.shape[::-1], dtype=a.dtype)
+    if a.nbytes <= _TRANSPOSE_AT_ONCE_BYTES:  # in cache anyway: one copy
+        out[...] = a.T
+        return out
     for start in range(0, a.shape[0], _TRANSPOSE_ROWS):
         rows = slice(start, start + _TRANSPOSE_ROWS)
         out[:, rows] = a[rows].T

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -117,8 +118,7 @@ class Smoothing(Method):
 
     def record(self, attack: Tracking, outputs: np.ndarray) -> None:
         attack.alphas_.append(attack._columns)
-        lik = attack._emission_rows32(outputs)
-        attack.liks_.append(None if lik is None else hmm.transpose(lik))
+        attack.liks_.append(hmm.transpose(attack._emission_rows32(outputs)))
 
     def at_tick(self, attack, t, rows, top, entropy) -> list[LocationEstimate]:
         if t < attack.lag_ticks:
@@ -153,6 +153,31 @@ class Viterbi(Method):
 def _pool(threads: int) -> ThreadPoolExecutor:
     """One process-wide pool per thread count, shared by all tracking attacks."""
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tracking")
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts end to end (the one part itself when there is one)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+#: Per released mechanism, its matrix and :func:`_likelihood_tables` of it (dropped with it).
+_LIKELIHOODS: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _likelihood_tables(release: Release) -> tuple[np.ndarray, np.ndarray]:
+    """The release's ``(K, N)`` float64 likelihood and the filter's ``(K + 1, N)`` float32
+    rows (:func:`hmm.scaled32`, then ones: the row output -1 gathers); kept per mechanism
+    while its matrix stays the same (an environment's resets reuse their mechanisms; the
+    tables are only read)."""
+    mechanism, matrix = release.mechanism, release.matrix
+    kept = _LIKELIHOODS.get(mechanism)
+    if kept is not None and kept[0] is matrix:
+        return kept[1]
+    lik_t = np.ascontiguousarray(matrix.T)
+    scaled = hmm.scaled32(lik_t)
+    rows32 = np.vstack([scaled, np.ones((1, scaled.shape[1]), dtype=np.float32)])
+    _LIKELIHOODS[mechanism] = (matrix, (lik_t, rows32))
+    return lik_t, rows32
 
 
 @register("tracking")
@@ -240,14 +265,12 @@ class Tracking(Attack):
         self.prior_ = np.asarray(domain.prior, dtype=float)
         self._prior_row32 = self.prior_.astype(np.float32)[None, :]
         u = context.n_users
-        if self.threads is None:
-            threads = min(MAX_THREADS, task_threads(), max(1, u // MIN_USERS_PER_THREAD))
-        else:
-            threads = self.threads
-        bounds = np.linspace(0, u, min(threads, max(u, 1)) + 1).astype(int)
+        n_parts = min(self._threads(u), max(u, 1))
+        bounds = [u * i // n_parts for i in range(n_parts + 1)]  # any split: the same bits
         self._parts = [slice(a, b) for a, b in itertools.pairwise(bounds)]
         # per part, (N, U_part) float32 beliefs; every column sums to 1
-        self._columns = [np.tile(self._prior_row32.T, (1, p.stop - p.start)) for p in self._parts]
+        prior_column = self._prior_row32.T
+        self._columns = [np.repeat(prior_column, p.stop - p.start, axis=1) for p in self._parts]
         self.emissions_ = hmm.Emissions()  # every tick's reports, for EM and Viterbi
         self.ticks_: list[int] = []
         self.pseudonyms_: np.ndarray | None = None
@@ -255,11 +278,26 @@ class Tracking(Attack):
         self.liks_: deque = deque(maxlen=self.lag_ticks + 1)  # smooth: their (N, U) emissions
         self.guesses_: list[np.ndarray] = []  # the filter's MAP of every slot, per tick
         self.trace_: np.ndarray | None = None  # viterbi: the decoded trace, at the end
-        rng = np.random.default_rng(context.seed)
-        self.learners_ = np.sort(rng.choice(u, size=min(u, self.learn_users), replace=False))
+        self.learners_ = self._learners(u, context.seed)
         self.learned_counts_: np.ndarray | None = None  # expected moves of the blocks learnt
         self.block_start_ = 0  # first tick of the block the next learning step reads
         self._lik_t: np.ndarray | None = None
+
+    def _threads(self, n_users: int) -> int:
+        """The filter's threads: ``threads``, else the task's budget, at most
+        :data:`MAX_THREADS` and one per :data:`MIN_USERS_PER_THREAD` users."""
+        if self.threads is not None:
+            return self.threads
+        by_users = min(MAX_THREADS, max(1, n_users // MIN_USERS_PER_THREAD))
+        return by_users if by_users == 1 else min(by_users, task_threads())
+
+    def _learners(self, n_users: int, seed: int) -> np.ndarray:
+        """The slots EM learns from: ``learn_users`` of them, drawn with ``seed`` (all of them,
+        in order, when there are no more: what the draw would give, without drawing)."""
+        if n_users <= self.learn_users:
+            return np.arange(n_users)
+        rng = np.random.default_rng(seed)
+        return np.sort(rng.choice(n_users, size=self.learn_users, replace=False))
 
     def _use(self, kernel: hmm.Kernel) -> None:
         """Adopt a kernel; the per-tick filter runs on float32 copies (half the memory
@@ -269,10 +307,9 @@ class Tracking(Attack):
 
     def release(self, release: Release) -> None:
         """Keep the new likelihood over all secrets, ``(K, N)``: float64 for the history, and a
-        float32 copy, scaled clear of underflow, whose rows (one per output) the filter
-        gathers."""
-        self._lik_t = np.ascontiguousarray(release.matrix.T)
-        self._lik_t32 = hmm.scaled32(self._lik_t)
+        float32 copy, scaled clear of underflow, whose rows (one per output, then a row of
+        ones for no report) the filter gathers."""
+        self._lik_t, self._lik_t32 = _likelihood_tables(release)
 
     # ------------------------------------------------------------------ per tick
     def observe(self, obs: Observation) -> list[LocationEstimate]:
@@ -336,15 +373,15 @@ class Tracking(Attack):
                 for b in (slice(a, a + _USER_BLOCK) for a in range(0, len(mine), _USER_BLOCK))
             ]
             columns[i] = hmm.transpose(mine)
-            return np.concatenate([t for t, _ in scores]), np.concatenate([e for _, e in scores])
+            return _joined([t for t, _ in scores]), _joined([e for _, e in scores])
 
-        if len(self._parts) == 1:
-            results = [step(0)]
+        if len(self._parts) == 1:  # no pool: at a few users it would cost more than the step
+            top, entropy = step(0)
         else:
             results = list(_pool(len(self._parts)).map(step, range(len(self._parts))))
+            top = _joined([t for t, _ in results])
+            entropy = _joined([e for _, e in results])
         self._columns = columns  # a new list: smoothing keeps the last one in alphas_
-        top = np.concatenate([t for t, _ in results])
-        entropy = np.concatenate([e for _, e in results])
         return rows, top, entropy
 
     def _update_block(
@@ -354,24 +391,15 @@ class Tracking(Attack):
         the likelihood to the entropy); returns each row's most likely secret and entropy."""
         block[resets] = self._prior_row32
         lik = self._emission_rows32(outputs)
-        if lik is not None:
-            block *= lik
-        hmm.normalise_rows(
-            block, lambda dead: (1.0 if lik is None else lik[dead]) * self._prior_row32
-        )
+        block *= lik
+        hmm.normalise_rows(block, lambda dead: lik[dead] * self._prior_row32)
         hmm.flush_tiny(block)
         return block.argmax(axis=1), entropy_bits(block)
 
-    def _emission_rows32(self, outputs: np.ndarray) -> np.ndarray | None:
+    def _emission_rows32(self, outputs: np.ndarray) -> np.ndarray:
         """``(U, N)`` float32 likelihood of each slot's report (a row per slot), ones for
-        silent slots; ``None`` if no slot reported."""
-        silent = outputs < 0
-        if np.all(silent):
-            return None
-        lik = self._lik_t32[np.where(silent, 0, outputs)]
-        if np.any(silent):
-            lik[silent] = 1.0
-        return lik
+        silent slots (output -1: the table's last row)."""
+        return self._lik_t32[outputs]
 
     def _learn(self) -> None:
         """Incremental EM: the ticks since the last learning step (and the tick before, for
@@ -402,7 +430,7 @@ class Tracking(Attack):
         beta = np.ones_like(alpha)
         for r in range(t, s, -1):
             lik = self.liks_[len(self.liks_) - 1 - (t - r)]
-            beta = self._back32 @ (beta if lik is None else lik * beta)
+            beta = self._back32 @ (lik * beta)
             top = beta.max(axis=0)
             beta[:, ~(top > 0) | self.emissions_.resets[r]] = 1.0  # no information from r on
             beta /= np.where(top > 0, top, 1.0)  # rescaled: only ratios within a column matter
