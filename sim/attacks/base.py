@@ -381,7 +381,9 @@ class Scores:
         same float64 sum as the row's own (pairwise along the contiguous axis)."""
         table = self._table
         if table is None:
-            return {name: _finite_total(np.asarray(v, dtype=float)) for name, v in self.values.items()}
+            return {
+                name: _finite_total(np.asarray(v, dtype=float)) for name, v in self.values.items()
+            }
         sums = np.add.reduce(table, axis=1).tolist()
         nans = np.add.reduce(np.isnan(table), axis=1).tolist()
         n = table.shape[1]

@@ -1,0 +1,64 @@
+"""Scores read as one table and the filter's cached likelihood rows give the same bits as the
+per-metric and per-release computations they replace (docs/attacks.md, Speed)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdpsim.attacks import Release
+from mdpsim.attacks.base import Scores
+from mdpsim.attacks.tracking import _likelihood_tables
+from mdpsim.mechanisms import make as make_mechanism
+
+
+def _per_metric(values: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """Means and finite totals metric by metric, as the scorer computed them before."""
+    means, totals = {}, {}
+    for name, v in values.items():
+        finite = v[~np.isnan(v)]
+        totals[name] = (float(finite.sum()), len(finite))
+        means[name] = float(finite.mean()) if len(finite) else float("nan")
+    return means, totals
+
+
+def test_a_score_table_gives_the_per_metric_means_totals_and_columns():
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 5, 9, 1000):
+        mixed = rng.standard_normal(n) * 1e3
+        mixed[::3] = np.nan
+        values = {
+            "clean": rng.random(n),
+            "mixed": mixed,
+            "none": np.full(n, np.nan),
+            "hit": (rng.random(n) > 0.5).astype(float),
+        }
+        users = np.sort(rng.choice(2 * n + 1, size=n, replace=False))
+        s = Scores(tick=1, users=users, values=values)
+        means, totals = _per_metric(values)
+        assert s.finite_totals() == totals
+        got, want = np.array(list(s.means().values())), np.array(list(means.values()))
+        assert got.tobytes() == want.tobytes()
+        for name, col in s.columns(2 * n + 1).items():
+            expected = np.full(2 * n + 1, np.nan)
+            expected[users] = values[name]
+            assert col.tobytes() == expected.tobytes()
+
+
+def test_float32_values_keep_their_own_mean():
+    v = np.array([0.1, 0.2, 0.7], dtype=np.float32)
+    s = Scores(tick=1, users=np.arange(3), values={"a": v, "b": np.ones(3)})
+    assert s.means()["a"] == float(v.mean())
+    assert s.finite_totals()["a"] == (float(v.astype(float).sum()), 3)
+
+
+def test_the_filter_likelihood_rows_are_kept_per_mechanism_and_matrix(walk_domain):
+    dom = walk_domain(30, 1)
+    a = make_mechanism("em", epsilon=2.0).fit(dom)
+    b = make_mechanism("em", epsilon=4.0).fit(dom)
+    lik_a, rows_a = _likelihood_tables(Release(tick=1, mechanism=a))
+    assert _likelihood_tables(Release(tick=5, mechanism=a))[1] is rows_a  # kept
+    assert not np.array_equal(_likelihood_tables(Release(tick=1, mechanism=b))[1], rows_a)
+    assert lik_a.tobytes() == np.ascontiguousarray(a.matrix_.T).tobytes()
+    assert np.all(rows_a[-1] == 1.0) and rows_a.shape == (dom.n_y + 1, dom.n_x)
+    a.matrix_ = a.matrix_.copy()  # a new matrix object: tabulated again
+    assert _likelihood_tables(Release(tick=9, mechanism=a))[1] is not rows_a
