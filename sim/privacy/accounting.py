@@ -200,10 +200,18 @@ def gaussian_norm_bound(d: int, beta) -> np.ndarray:
     :func:`laurent_massart_bound` is the paper's closed-form upper bound of it.
     """
     beta = np.asarray(beta, dtype=float)
+    if beta.ndim == 0:
+        return np.asarray(chi_quantile(d, float(beta)))  # a fresh array: the cache is shared
     _check_beta(beta)
-    if beta.ndim == 0:  # the elimination asks the same few quantiles every round
-        return np.asarray(_chi_isf(int(d), float(beta)))  # a fresh array: the cache is shared
     return stats.chi.isf(beta, df=int(d))
+
+
+def chi_quantile(d: int, beta: float) -> float:
+    """:func:`gaussian_norm_bound` of one ``beta`` as a float (the elimination asks the same
+    few quantiles every round)."""
+    if not 0.0 < beta < 1.0:
+        raise InputError(_BETA_RANGE)
+    return _chi_isf(int(d), float(beta))
 
 
 @functools.lru_cache(maxsize=256)
@@ -220,9 +228,12 @@ def laurent_massart_bound(d: int, beta) -> np.ndarray:
     return np.sqrt(d + 2.0 * np.sqrt(d * x) + 2.0 * x)
 
 
+_BETA_RANGE = "beta must lie strictly between 0 and 1"
+
+
 def _check_beta(beta: np.ndarray) -> None:
     if not ((beta > 0) & (beta < 1)).all():
-        raise InputError("beta must lie strictly between 0 and 1")
+        raise InputError(_BETA_RANGE)
 
 
 def _check_lambda(lambda_km) -> float:

@@ -25,8 +25,9 @@ in 1/km^2, ``phi`` values and half-widths in km.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,12 @@ from mdpsim._core.validation import (
     check_scalar,
 )
 from mdpsim.errors import InputError
-from mdpsim.privacy.accounting import gaussian_norm_bound, gaussian_release
+from mdpsim.privacy.accounting import (
+    chi_quantile,
+    gaussian_noise_std_km,
+    gaussian_norm_bound,
+    gaussian_release,
+)
 from mdpsim.privacy.filters import add_up, sub_down
 
 SPLITS = ("even", "doubling")
@@ -98,9 +104,46 @@ class _Triple:
         self.weighted_sum[users] += rho[:, None] * noisy
         self.rho_total[users] += rho
 
+    def trial_rounds(
+        self, users: np.ndarray, parts: np.ndarray, std_km: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``len(parts)`` rounds of :meth:`release` by ``users`` with the ``(rounds, users)``
+        budgets ``parts`` and their noise stds, drawn in one go and not kept: the running
+        weighted sums ``(rounds, users, dim)`` and rho totals ``(rounds, users)`` after each
+        round, the very floats the rounds one by one would hold (:meth:`keep` one of them)."""
+        noise = self._rng.standard_normal((*parts.shape, self.dim))
+        terms = parts[..., None] * (self._values[users] + noise * std_km[..., None])
+        terms[0] += self.weighted_sum[users]
+        totals = parts.copy()
+        totals[0] += self.rho_total[users]
+        return np.add.accumulate(terms, axis=0), np.add.accumulate(totals, axis=0)
+
+    def rng_state(self) -> Mapping[str, Any]:
+        """The rng's state, for :meth:`rewind`."""
+        return self._rng.bit_generator.state
+
+    def rewind(self, state: Mapping[str, Any], rounds: int, users: int) -> None:
+        """Set the rng back to ``state`` and make exactly the draws of ``rounds`` rounds of
+        ``users`` releases (:meth:`trial_rounds` drew more than the rounds kept)."""
+        self._rng.bit_generator.state = state
+        self._rng.standard_normal(rounds * users * self.dim)
+
+    def keep(self, users: np.ndarray, weighted_sum: np.ndarray, rho_total: np.ndarray) -> None:
+        """Make one round of :meth:`trial_rounds` the users' state."""
+        self.weighted_sum[users] = weighted_sum
+        self.rho_total[users] = rho_total
+
     def mean(self, users: np.ndarray) -> np.ndarray:
         """The combined release (km): ``N(value, I / (2 rho_total))``."""
         return self.weighted_sum[users] / self.rho_total[users, None]
+
+    def estimate(self, users: np.ndarray) -> np.ndarray:
+        """``g``: the users' estimates of ``phi(x)`` (km)."""
+        return self.estimate_of(self.mean(users))
+
+    def estimate_of(self, mean: np.ndarray) -> np.ndarray:
+        """``g`` of combined releases ``(m, dim)`` (km) -> ``(m,)`` km."""
+        raise NotImplementedError
 
     def bound(self, users: np.ndarray, beta: float) -> np.ndarray:
         """Half-width ``h`` (km): ``|g - phi(x)| <= h`` with probability ``1 - beta``."""
@@ -109,7 +152,12 @@ class _Triple:
     def half_width(self, users: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """:meth:`bound` from its chi quantile ``lam = lambda(dim, beta)`` (the elimination
         rounds share one beta, so they look the quantile up once)."""
-        return lam / np.sqrt(2.0 * self.rho_total[users])
+        return half_width_km(self.rho_total[users], lam)
+
+
+def half_width_km(rho_total: np.ndarray, lam) -> np.ndarray:
+    """``h = lam / sqrt(2 rho_total)`` (km) of combined releases with ``rho_total`` (1/km^2)."""
+    return lam / np.sqrt(2.0 * rho_total)
 
 
 class PointPrivatization(_Triple):
@@ -128,8 +176,8 @@ class PointPrivatization(_Triple):
         super().__init__(np.asarray(locations_km, dtype=float), rng=rng)
         self.phi = phi
 
-    def estimate(self, users: np.ndarray) -> np.ndarray:
-        return self.phi(self.mean(users))
+    def estimate_of(self, mean: np.ndarray) -> np.ndarray:
+        return self.phi(mean)
 
 
 class DistancePrivatization(_Triple):
@@ -144,8 +192,8 @@ class DistancePrivatization(_Triple):
     def __init__(self, phi_values_km, *, rng: np.random.Generator) -> None:
         super().__init__(np.asarray(phi_values_km, dtype=float).reshape(-1, 1), rng=rng)
 
-    def estimate(self, users: np.ndarray) -> np.ndarray:
-        return self.mean(users)[:, 0]
+    def estimate_of(self, mean: np.ndarray) -> np.ndarray:
+        return mean[:, 0]
 
 
 Triple = PointPrivatization | DistancePrivatization
@@ -170,35 +218,103 @@ class Elimination:
     iterations: int
 
 
-def _start(triple: Triple, rho, c, scheme, beta0):
-    """The rounds' budget parts and running spends, the users taking part, and the chi
-    quantile ``lambda(dim, beta_each)`` of each (user, round) event's share of ``beta0``."""
+@dataclass(frozen=True)
+class _Split:
+    """One budget vector's split (read-only, kept between queries): :func:`split_budget`'s
+    ``parts`` and ``cum`` transposed to ``(c, n)`` (a round's column is a row), each part's
+    Gaussian noise std (km; NaN for a part of 0, which releases nothing), who is asked
+    (``rho > 0``), and whether every asked user's parts are all > 0 (else nothing is released)."""
+
+    parts: np.ndarray
+    cum: np.ndarray
+    std_km: np.ndarray
+    asked: np.ndarray
+    releasable: bool
+
+
+@functools.lru_cache(maxsize=64)
+def _split_kept(rho_bytes: bytes, n: int, c: int, scheme: str) -> _Split:
+    """The :class:`_Split` of the budgets ``rho_bytes`` (float64): a planner asks the same
+    budgets tick after tick."""
+    rho = np.frombuffer(rho_bytes, dtype=float, count=n)
+    parts, cum = split_budget(rho, c, scheme=scheme)
+    positive = parts > 0
+    std = np.full(parts.shape, np.nan)
+    std[positive] = gaussian_noise_std_km(parts[positive])
+    asked = rho > 0
+    releasable = bool(np.all(positive.all(axis=1) | ~asked))
+    split = _Split(parts.T.copy(), cum.T.copy(), std.T.copy(), asked, releasable)
+    for arr in (split.parts, split.cum, split.std_km, split.asked):
+        arr.setflags(write=False)
+    return split
+
+
+def _start(triple: Triple, rho, c, scheme, beta0) -> tuple[_Split, float]:
+    """The rounds' budget split and the chi quantile ``lambda(dim, beta_each)`` of each
+    (user, round) event's share of ``beta0``."""
     rho = np.asarray(rho, dtype=float)
     if rho.shape != (len(triple.rho_total),):
         raise InputError(f"rho_per_km2 must have one value per user ({len(triple.rho_total)})")
     c = check_scalar(c, "c", kind=int, min=1, max=MAX_PARTS)  # before the cache's lookup
-    parts, cum = _split_kept(rho.tobytes(), len(rho), c, scheme)
+    split = _split_kept(rho.tobytes(), len(rho), c, scheme)
+    if not split.releasable:  # as gaussian_release refuses it, before any release
+        raise InputError("rho_per_km2 must be finite and > 0 for every user released")
     beta0 = check_probability(beta0, "beta0")
-    active = rho > 0
-    n0 = max(int(active.sum()), 1)
-    return parts, cum, active, gaussian_norm_bound(triple.dim, beta0 / (parts.shape[1] * n0))
+    n0 = max(int(np.count_nonzero(split.asked)), 1)
+    return split, chi_quantile(triple.dim, beta0 / (c * n0))
 
 
-@functools.lru_cache(maxsize=64)
-def _split_kept(rho_bytes: bytes, n: int, c: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`split_budget` of the budgets ``rho_bytes`` (float64), read-only and kept: a
-    planner asks the same budgets tick after tick."""
-    parts, cum = split_budget(np.frombuffer(rho_bytes, dtype=float, count=n), c, scheme=scheme)
-    for arr in (parts, cum):
-        arr.setflags(write=False)
-    return parts, cum
+#: Elimination rounds drawn in one go while (users x rounds) stays below this: fewer, larger
+#: numpy calls; a round that eliminates somebody before the last sends the draws after it back.
+TRIAL_DRAWS = 2048
+
+#: One round's rule on ``(rounds, users)`` estimates and half-widths: who settles as s0, s1.
+Settle = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def _spent(cum: np.ndarray, rounds: np.ndarray) -> np.ndarray:
+def _eliminate(
+    triple: Triple, split: _Split, lam: float, settle: Settle, *, keep_above: int
+) -> Elimination:
+    """The elimination rounds shared by PIE-NI and PIE-k: each round the active users release
+    with their part, and ``settle`` takes out whom their estimates settle, until ``c`` rounds
+    or at most ``keep_above`` users are left.
+
+    Several rounds are drawn at once (:meth:`_Triple.trial_rounds`, at most
+    :data:`TRIAL_DRAWS` draws); when a round but the last of them settles somebody, the rng is
+    set back and draws exactly the rounds up to it, so the streams and every float are those
+    of one round at a time.
+    """
+    c, n = split.parts.shape
+    active = split.asked.copy()
+    s0, s1 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    rounds = np.zeros(n, dtype=np.int64)
+    users = active.nonzero()[0]
+    j = 0
+    while j < c and len(users) > keep_above:
+        span = max(min(c - j, TRIAL_DRAWS // (len(users) * triple.dim)), 1)
+        state = triple.rng_state() if span > 1 else {}
+        sums, totals = triple.trial_rounds(
+            users, split.parts[j : j + span, users], split.std_km[j : j + span, users]
+        )
+        mean = sums / totals[..., None]
+        est = triple.estimate_of(mean.reshape(-1, triple.dim)).reshape(totals.shape)
+        out0, out1 = settle(est, half_width_km(totals, lam))
+        settled = (out0 | out1).any(axis=1)
+        r = int(settled.argmax()) if settled[:-1].any() else span - 1
+        if r < span - 1:  # the rounds after r were drawn for users r takes out: draw again
+            triple.rewind(state, r + 1, len(users))
+        triple.keep(users, sums[r], totals[r])
+        rounds[users] += r + 1
+        j += r + 1
+        if settled[r]:
+            s0[users[out0[r]]] = True
+            s1[users[out1[r]]] = True
+            active[users[out0[r] | out1[r]]] = False
+            users = active.nonzero()[0]
+    spent = np.zeros(n)
     took = rounds > 0
-    out = np.zeros(len(rounds))
-    out[took] = cum[np.nonzero(took)[0], rounds[took] - 1]
-    return out
+    spent[took] = split.cum[rounds[took] - 1, took.nonzero()[0]]
+    return Elimination(s0, s1, active, rounds, spent, j)
 
 
 def pie_ni(
@@ -219,22 +335,12 @@ def pie_ni(
     """
     if not nu_low <= nu_high:
         raise InputError(f"nu_low={nu_low} must be <= nu_high={nu_high}")
-    parts, cum, active, lam = _start(triple, rho_per_km2, c, scheme, beta0)
-    n = len(active)
-    s0, s1 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    rounds = np.zeros(n, dtype=np.int64)
-    j = 0
-    while j < parts.shape[1] and active.any():
-        users = np.nonzero(active)[0]
-        triple.release(users, parts[users, j])
-        rounds[users] += 1
-        est, h = triple.estimate(users), triple.half_width(users, lam)
-        low, high = est + h < nu_low, est - h > nu_high
-        s1[users[low]] = True
-        s0[users[high]] = True
-        active[users[low | high]] = False
-        j += 1
-    return Elimination(s0, s1, active, rounds, _spent(cum, rounds), j)
+    split, lam = _start(triple, rho_per_km2, c, scheme, beta0)
+
+    def settle(est: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return est - h > nu_high, est + h < nu_low
+
+    return _eliminate(triple, split, lam, settle, keep_above=0)
 
 
 def pie_k(
@@ -253,22 +359,14 @@ def pie_k(
     smallest are in every ``G_j`` (Lemma 5.3). Stops after ``c`` rounds or at ``k`` users.
     """
     k = check_positive_int(k, "k")
-    parts, cum, active, lam = _start(triple, rho_per_km2, c, scheme, beta0)
-    n = len(active)
-    s0 = np.zeros(n, dtype=bool)
-    rounds = np.zeros(n, dtype=np.int64)
-    j = 0
-    while j < parts.shape[1] and active.sum() > k:
-        users = np.nonzero(active)[0]
-        triple.release(users, parts[users, j])
-        rounds[users] += 1
-        est, h = triple.estimate(users), triple.half_width(users, lam)
-        right_k = np.partition(est + h, k - 1)[k - 1]
+    split, lam = _start(triple, rho_per_km2, c, scheme, beta0)
+
+    def settle(est: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        right_k = np.partition(est + h, k - 1, axis=1)[:, k - 1 : k]
         out = est - h > right_k
-        s0[users[out]] = True
-        active[users[out]] = False
-        j += 1
-    return Elimination(s0, np.zeros(n, dtype=bool), active, rounds, _spent(cum, rounds), j)
+        return out, np.zeros_like(out)
+
+    return _eliminate(triple, split, lam, settle, keep_above=k)
 
 
 # --------------------------------------------------------------------------- query plumbing
