@@ -66,7 +66,11 @@ def add_up(a, b):
     if isinstance(a, float) and isinstance(b, float):
         s, err = _two_sum(a, b)
         return math.nextafter(s, math.inf) if err > 0 else s
-    s, err = _two_sum(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    return _rounded_up(*_two_sum(np.asarray(a, dtype=float), np.asarray(b, dtype=float)))
+
+
+def _rounded_up(s: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """:func:`add_up` from the two-sum ``(s, err)`` of its terms."""
     return np.where(err > 0, np.nextafter(s, np.inf), s)
 
 
@@ -85,7 +89,11 @@ def fits(spent, cost, capacity):
     if isinstance(spent, float) and isinstance(cost, float):
         s, err = _two_sum(spent, cost)
         return s < capacity or (s == capacity and err <= 0)
-    s, err = _two_sum(np.asarray(spent, dtype=float), np.asarray(cost, dtype=float))
+    return _fit(*_two_sum(np.asarray(spent, dtype=float), np.asarray(cost, dtype=float)), capacity)
+
+
+def _fit(s: np.ndarray, err: np.ndarray, capacity) -> np.ndarray:
+    """:func:`fits` from the two-sum ``(s, err)`` of ``spent + cost``."""
     return (s < capacity) | ((s == capacity) & (err <= 0))
 
 
@@ -97,6 +105,8 @@ def _checked_costs(costs, n: int | None = None) -> np.ndarray:
     arr = np.asarray(costs, dtype=float)
     if n is not None and arr.shape != (n,):
         raise PrivacyBudgetError(f"costs must have shape ({n},), got {arr.shape}")
+    if arr.size and arr.min() >= 0.0 and arr.max() < math.inf:  # NaN fails both
+        return arr
     if not np.isfinite(arr).all():
         raise PrivacyBudgetError("privacy costs must be finite (got NaN or inf)")
     if (arr < 0).any():
@@ -338,11 +348,17 @@ class PopulationFilter:
                 raise InputError(f"capacity must be {n_users} finite numbers")
             if np.any(cap < 0) or np.any(cap > full):
                 raise InputError(f"capacity values must lie in [0, {full!r}] ({self.currency})")
-        self.capacity = cap
-        self.spent = np.zeros(int(n_users))
-        self.halted = np.zeros(int(n_users), dtype=bool)
-        self.delta_spent = np.zeros(int(n_users))
+        self.capacity = _read_only(cap)
         self.windows = 0  # how many times the budget was renewed
+        self._start_window()
+        self._remaining: tuple[tuple, np.ndarray] | None = None
+
+    def _start_window(self) -> None:
+        """Nothing spent, nobody halted, an empty ledger (the state arrays are read-only: a
+        change assigns new ones, which is what :attr:`remaining`'s cache watches)."""
+        self.spent = _read_only(np.zeros(self.n_users))
+        self.halted = _read_only(np.zeros(self.n_users, dtype=bool))
+        self.delta_spent = np.zeros(self.n_users)
         self._by_component: dict = {}
 
     @property
@@ -351,8 +367,14 @@ class PopulationFilter:
 
     @property
     def remaining(self) -> np.ndarray:
-        """Per-user budget left, rounded down (0 for halted users)."""
-        return np.where(self.halted, 0.0, sub_down(self.capacity, self.spent))
+        """Per-user budget left, rounded down (0 for halted users); computed again only when
+        the state arrays were replaced (every change replaces them), a copy each time."""
+        state = (self.capacity, self.spent, self.halted)
+        kept = self._remaining
+        if kept is None or any(a is not b for a, b in zip(kept[0], state, strict=True)):
+            left = np.where(self.halted, 0.0, sub_down(self.capacity, self.spent))
+            kept = self._remaining = (state, left)
+        return kept[1].copy()
 
     def request(self, costs, *, component=None, delta: float = 0.0) -> np.ndarray:
         """Ask every user with ``cost > 0`` to pay; return who pays and may answer.
@@ -363,21 +385,23 @@ class PopulationFilter:
         :attr:`delta_spent`.
         """
         c = _checked_costs(costs, self.n_users)
-        d = _checked_cost(delta)
+        d = 0.0 if type(delta) is float and delta == 0.0 else _checked_cost(delta)
         asked = c > 0
-        ok = asked & ~self.halted & fits(self.spent, c, self.capacity)
-        self.halted |= asked & ~ok
-        self._pay(np.where(ok, c, 0.0), ok, component)
+        s, err = _two_sum(self.spent, c)
+        ok = asked & ~self.halted & _fit(s, err, self.capacity)
+        refused = asked & ~ok
+        if refused.any():
+            self.halted = _read_only(self.halted | refused)
+        if ok.any():
+            spent = np.where(ok, _rounded_up(s, err), self.spent)
+            self._pay(np.where(ok, c, 0.0), spent, component)
         if d > 0:
             self.delta_spent = np.where(ok, add_up(self.delta_spent, d), self.delta_spent)
         return ok
 
     def renew(self) -> None:
         """Start a new budget window: nothing spent, nobody halted (the ledger starts over)."""
-        self.spent = np.zeros(self.n_users)
-        self.halted = np.zeros(self.n_users, dtype=bool)
-        self.delta_spent = np.zeros(self.n_users)
-        self._by_component = {}
+        self._start_window()
         self.windows += 1
 
     def affordable(self, costs) -> np.ndarray:
@@ -397,25 +421,33 @@ class PopulationFilter:
             raise PrivacyBudgetError(
                 f"{int(np.sum(asked & self.halted))} charged users have halted filters"
             )
-        over = asked & ~fits(self.spent, c, self.capacity)
+        s, err = _two_sum(self.spent, c)
+        over = asked & ~_fit(s, err, self.capacity)
         if over.any():
             first = int(np.argmax(over))
             raise PrivacyBudgetError(
                 f"{int(over.sum())} users would pass their budget (user {first}: cost "
                 f"{c[first]!r} > remaining {self.remaining[first]!r} {self.currency})"
             )
-        self._pay(c, asked, component)
+        if asked.any():
+            self._pay(c, _rounded_up(s, err), component)
 
     def spent_by_component(self) -> dict:
         """Per-component spend arrays (each rounded up), for reporting."""
         return {k: v.copy() for k, v in self._by_component.items()}
 
-    def _pay(self, c: np.ndarray, paying: np.ndarray, component) -> None:
-        if not paying.any():
-            return
-        self.spent = np.where(paying, add_up(self.spent, c), self.spent)
+    def _pay(self, c: np.ndarray, spent: np.ndarray, component) -> None:
+        """Record the payment ``c`` (0 for users who do not pay, so that adding it changes
+        nothing for them) and the new ``spent`` (``spent + c`` rounded up)."""
+        self.spent = _read_only(spent)
         prev = self._by_component.get(component, np.zeros(self.n_users))
-        self._by_component[component] = np.where(paying, add_up(prev, c), prev)
+        self._by_component[component] = add_up(prev, c)
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    """``arr``, made read-only (a filter's state changes only by replacing its arrays)."""
+    arr.setflags(write=False)
+    return arr
 
 
 __all__ = [
