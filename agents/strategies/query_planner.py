@@ -82,19 +82,24 @@ class PerQuery(QueryPlanner):
         asked_total = spent_total = 0.0
         cost = float(round_.budget.query_costs(np.array([rho]))[0])  # every kind's charge
         for kind in settings.kinds:
+            if filters.halted.all():  # nobody left to ask
+                row[f"{kind}_error"] = float("nan")
+                continue
             # users who cannot afford the query are asked (and halt); the others may answer
             cannot = ~filters.halted & (filters.remaining < cost)
-            filters.request(np.where(cannot, cost, 0.0), component=f"query_{kind}")
+            if cannot.any():  # (a request of nobody changes nothing)
+                filters.request(np.where(cannot, cost, 0.0), component=f"query_{kind}")
             budgets = np.where(filters.halted, 0.0, rho)
             if not (budgets > 0).any():
                 row[f"{kind}_error"] = float("nan")
                 continue
             answer, error = ask_one(kind, round_, budgets)
             filters.spend(round_.budget.query_costs(answer.spent), component=f"query_{kind}")
+            asked, spent = budgets.sum(), np.sum(answer.spent)
             row[f"{kind}_error"] = error
-            row[f"{kind}_privacy_saving"] = _saving(budgets, answer.spent)
-            asked_total += float(budgets.sum())
-            spent_total += float(answer.spent.sum())
+            row[f"{kind}_privacy_saving"] = _saving(asked, spent)
+            asked_total += float(asked)
+            spent_total += float(spent)
         if asked_total > 0:
             row["query_privacy_saving"] = 1.0 - spent_total / asked_total
         return row
@@ -168,9 +173,10 @@ class Budgeter(QueryPlanner):
             answer = budgeter.run(query, component=f"query_{kind}")
             row[f"{kind}_error"] = result["error"]
             if "allocation" in result:
-                row[f"{kind}_privacy_saving"] = _saving(result["allocation"], answer.spent)
-                asked_total += float(result["allocation"].sum())
-                spent_total += float(np.sum(answer.spent))
+                asked, spent = result["allocation"].sum(), np.sum(answer.spent)
+                row[f"{kind}_privacy_saving"] = _saving(asked, spent)
+                asked_total += float(asked)
+                spent_total += float(spent)
         if asked_total > 0:
             row["query_privacy_saving"] = 1.0 - spent_total / asked_total
         return row
@@ -219,10 +225,9 @@ def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAn
     return query_kind(kind)(QueryCall(round_.settings, round_.locations_m, point, budgets, rng))
 
 
-def _saving(budgets: np.ndarray, spent: np.ndarray) -> float:
-    """PrivSav: the fraction of the asked budget that users did not spend."""
-    asked = budgets.sum()
-    return float(1.0 - np.sum(spent) / asked) if asked > 0 else float("nan")
+def _saving(asked: float, spent: float) -> float:
+    """PrivSav: the fraction of the ``asked`` budget (summed over users) not ``spent``."""
+    return float(1.0 - spent / asked) if asked > 0 else float("nan")
 
 
 def _row_problem(row: Any) -> str | None:

@@ -417,20 +417,25 @@ class PopulationFilter:
         """Charge every user ``costs`` atomically, or raise and change nothing."""
         c = _checked_costs(costs, self.n_users)
         asked = c > 0
+        s, err = _two_sum(self.spent, c)
+        if (asked & (self.halted | (s >= self.capacity))).any():  # else every charge fits
+            self._refuse(c, asked, _fit(s, err, self.capacity))
+        if asked.any():
+            self._pay(c, _rounded_up(s, err), component)
+
+    def _refuse(self, c: np.ndarray, asked: np.ndarray, fit: np.ndarray) -> None:
+        """Raise for a charge of halted users or past a budget (``fit``: who can pay it)."""
         if (asked & self.halted).any():
             raise PrivacyBudgetError(
                 f"{int(np.sum(asked & self.halted))} charged users have halted filters"
             )
-        s, err = _two_sum(self.spent, c)
-        over = asked & ~_fit(s, err, self.capacity)
+        over = asked & ~fit
         if over.any():
             first = int(np.argmax(over))
             raise PrivacyBudgetError(
                 f"{int(over.sum())} users would pass their budget (user {first}: cost "
                 f"{c[first]!r} > remaining {self.remaining[first]!r} {self.currency})"
             )
-        if asked.any():
-            self._pay(c, _rounded_up(s, err), component)
 
     def spent_by_component(self) -> dict:
         """Per-component spend arrays (each rounded up), for reporting."""

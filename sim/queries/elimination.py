@@ -223,12 +223,14 @@ class _Split:
     """One budget vector's split (read-only, kept between queries): :func:`split_budget`'s
     ``parts`` and ``cum`` transposed to ``(c, n)`` (a round's column is a row), each part's
     Gaussian noise std (km; NaN for a part of 0, which releases nothing), who is asked
-    (``rho > 0``), and whether every asked user's parts are all > 0 (else nothing is released)."""
+    (``rho > 0``) and how many, and whether every asked user's parts are all > 0 (else nothing
+    is released)."""
 
     parts: np.ndarray
     cum: np.ndarray
     std_km: np.ndarray
     asked: np.ndarray
+    n_asked: int
     releasable: bool
 
 
@@ -243,7 +245,8 @@ def _split_kept(rho_bytes: bytes, n: int, c: int, scheme: str) -> _Split:
     std[positive] = gaussian_noise_std_km(parts[positive])
     asked = rho > 0
     releasable = bool(np.all(positive.all(axis=1) | ~asked))
-    split = _Split(parts.T.copy(), cum.T.copy(), std.T.copy(), asked, releasable)
+    n_asked = int(np.count_nonzero(asked))
+    split = _Split(parts.T.copy(), cum.T.copy(), std.T.copy(), asked, n_asked, releasable)
     for arr in (split.parts, split.cum, split.std_km, split.asked):
         arr.setflags(write=False)
     return split
@@ -260,8 +263,7 @@ def _start(triple: Triple, rho, c, scheme, beta0) -> tuple[_Split, float]:
     if not split.releasable:  # as gaussian_release refuses it, before any release
         raise InputError("rho_per_km2 must be finite and > 0 for every user released")
     beta0 = check_probability(beta0, "beta0")
-    n0 = max(int(np.count_nonzero(split.asked)), 1)
-    return split, chi_quantile(triple.dim, beta0 / (c * n0))
+    return split, chi_quantile(triple.dim, beta0 / (c * max(split.n_asked, 1)))
 
 
 #: Elimination rounds drawn in one go while (users x rounds) stays below this: fewer, larger
@@ -396,7 +398,7 @@ class QueryAnswer:
 def locations_in_km(locations_m) -> np.ndarray:
     """``(n, 2)`` metres -> km, validated."""
     xy = np.asarray(locations_m, dtype=float)
-    if xy.ndim != 2 or xy.shape[1] != 2 or not np.all(np.isfinite(xy)):
+    if xy.ndim != 2 or xy.shape[1] != 2 or not np.isfinite(xy).all():
         raise InputError("locations_m must be an (n, 2) array of finite coordinates in metres")
     return xy / 1000.0
 
@@ -404,7 +406,7 @@ def locations_in_km(locations_m) -> np.ndarray:
 def point_in_km(point_m) -> np.ndarray:
     """A query point: two metres -> km, validated."""
     p = np.asarray(point_m, dtype=float)
-    if p.shape != (2,) or not np.all(np.isfinite(p)):
+    if p.shape != (2,) or not np.isfinite(p).all():
         raise InputError("point_m must be two finite coordinates in metres")
     return p / 1000.0
 
@@ -423,8 +425,9 @@ def _row_norms(d: np.ndarray) -> np.ndarray:
 
 def budgets_for(rho_per_km2, n: int) -> np.ndarray:
     """Per-user budgets (a scalar is broadcast) in 1/km^2: finite and >= 0."""
-    rho = np.broadcast_to(np.asarray(rho_per_km2, dtype=float), (n,)).copy()
-    if not np.all(np.isfinite(rho)) or np.any(rho < 0):
+    rho = np.asarray(rho_per_km2, dtype=float)
+    rho = (rho if rho.shape == (n,) else np.broadcast_to(rho, (n,))).copy()
+    if not np.isfinite(rho).all() or (rho < 0).any():
         raise InputError("rho_per_km2 must be finite and >= 0 for every user (per km^2)")
     return rho
 
@@ -438,7 +441,7 @@ def make_triple(method: str, locations_km: np.ndarray, phi, rng: np.random.Gener
 
 def release_once(triple: Triple, rho: np.ndarray) -> np.ndarray:
     """The baselines: every user with ``rho > 0`` releases once with all of it; returns spend."""
-    users = np.nonzero(rho > 0)[0]
+    users = (rho > 0).nonzero()[0]
     if len(users):
         triple.release(users, rho[users])
     return np.where(rho > 0, rho, 0.0)
@@ -473,9 +476,9 @@ def release(
     asked = rho > 0
     if method.startswith("BM"):
         spent = release_once(triple, rho)
-        return Released(method, triple, asked, np.nonzero(asked)[0], spent, None)
+        return Released(method, triple, asked, asked.nonzero()[0], spent, None)
     elim = eliminate(triple, rho, 0.25 * check_probability(beta, "beta"))
-    return Released(method, triple, asked, np.nonzero(elim.active)[0], elim.spent, elim)
+    return Released(method, triple, asked, elim.active.nonzero()[0], elim.spent, elim)
 
 
 def release_locations(

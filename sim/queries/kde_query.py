@@ -33,7 +33,8 @@ def true_kde(locations_m, point_m, bandwidth_m: float) -> float:
     """The exact Gaussian KDE value at ``point_m``."""
     xy, b = locations_in_km(locations_m), _bandwidth_km(bandwidth_m)
     dist = distance_to(point_in_km(point_m))(xy)
-    return float(np.mean(np.exp(-(dist**2) / (2.0 * b * b)))) if len(xy) else 0.0
+    kernel = np.exp(-(dist**2) / (2.0 * b * b))
+    return float(np.add.reduce(kernel) / len(kernel)) if len(xy) else 0.0  # np.mean's bits
 
 
 def kde(
@@ -73,12 +74,12 @@ def kde(
             beta0=beta0,
         ),
     )
-    n = int(released.asked.sum())
+    n = int(np.count_nonzero(released.asked))
     users = released.deciding
     est = released.triple.estimate(users) if len(users) else np.zeros(0)
-    kept = float(np.sum(np.exp(-(est**2) / (2.0 * b * b))))
+    kept = float(np.exp(-(est**2) / (2.0 * b * b)).sum())
     if released.elimination is not None:
-        bias = float(released.elimination.s0.sum()) * TAIL
+        bias = float(np.count_nonzero(released.elimination.s0)) * TAIL
         if tail_bias and bias <= kept:
             kept += bias
     return released.answer(kept / n if n else 0.0)

@@ -54,8 +54,8 @@ def knn(
     xy, len_p = locations_in_km(locations_m), distance_to(point_in_km(point_m))
     rho = budgets_for(rho_per_km2, len(xy))
     asked = rho > 0
-    if asked.sum() <= k:
-        return QueryAnswer(np.nonzero(asked)[0], np.zeros(len(xy)), asked, method)
+    if np.count_nonzero(asked) <= k:
+        return QueryAnswer(asked.nonzero()[0], np.zeros(len(xy)), asked, method)
 
     released = release_locations(
         method,

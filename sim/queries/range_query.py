@@ -11,6 +11,7 @@ Locations and ranges are in metres; signed distances and budgets in km and 1/km^
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,9 +32,7 @@ class Rectangle:
 
     def __post_init__(self) -> None:
         vals = (self.xmin_m, self.ymin_m, self.xmax_m, self.ymax_m)
-        if not (
-            np.all(np.isfinite(vals)) and self.xmin_m < self.xmax_m and self.ymin_m < self.ymax_m
-        ):
+        if not (_finite(vals) and self.xmin_m < self.xmax_m and self.ymin_m < self.ymax_m):
             raise InputError("Rectangle needs finite xmin_m < xmax_m and ymin_m < ymax_m")
 
     def signed_distance_km(self, points_km: np.ndarray) -> np.ndarray:
@@ -55,22 +54,27 @@ class Disk:
     radius_m: float
 
     def __post_init__(self) -> None:
-        if not (np.all(np.isfinite((self.cx_m, self.cy_m, self.radius_m))) and self.radius_m > 0):
+        if not (_finite((self.cx_m, self.cy_m, self.radius_m)) and self.radius_m > 0):
             raise InputError("Disk needs a finite centre and radius_m > 0")
 
     def signed_distance_km(self, points_km: np.ndarray) -> np.ndarray:
         """``Proj_Gamma``: distance (km) to the circle, negative inside."""
-        centre = np.array([self.cx_m, self.cy_m]) / 1000.0
-        d = points_km - centre
-        return np.hypot(d[:, 0], d[:, 1]) - self.radius_m / 1000.0
+        dx = points_km[:, 0] - self.cx_m / 1000.0
+        dy = points_km[:, 1] - self.cy_m / 1000.0
+        return np.hypot(dx, dy) - self.radius_m / 1000.0
 
 
 Region = Rectangle | Disk
 
 
+def _finite(values: tuple) -> bool:
+    """Whether every one of a region's numbers is finite."""
+    return all(math.isfinite(v) for v in values)
+
+
 def true_count(locations_m, region: Region) -> int:
     """The exact number of locations strictly inside ``region``."""
-    return int(np.sum(region.signed_distance_km(locations_in_km(locations_m)) < 0))
+    return int(np.count_nonzero(region.signed_distance_km(locations_in_km(locations_m)) < 0))
 
 
 def range_count(
@@ -116,8 +120,10 @@ def range_count(
         ),
     )
     users = released.deciding
-    inside = float(np.sum(released.triple.estimate(users) < 0)) if len(users) else 0.0
-    settled_inside = float(released.elimination.s1.sum()) if released.elimination else 0.0
+    inside = float(np.count_nonzero(released.triple.estimate(users) < 0)) if len(users) else 0.0
+    settled_inside = (
+        float(np.count_nonzero(released.elimination.s1)) if released.elimination else 0.0
+    )
     return released.answer(settled_inside + inside)
 
 
