@@ -369,11 +369,10 @@ class PopulationFilter:
     def remaining(self) -> np.ndarray:
         """Per-user budget left, rounded down (0 for halted users); computed again only when
         the state arrays were replaced (every change replaces them), a copy each time."""
-        state = (self.capacity, self.spent, self.halted)
         kept = self._remaining
-        if kept is None or any(a is not b for a, b in zip(kept[0], state, strict=True)):
+        if kept is None or not _same(kept[0], (self.capacity, self.spent, self.halted)):
             left = np.where(self.halted, 0.0, sub_down(self.capacity, self.spent))
-            kept = self._remaining = (state, left)
+            kept = self._remaining = ((self.capacity, self.spent, self.halted), left)
         return kept[1].copy()
 
     def request(self, costs, *, component=None, delta: float = 0.0) -> np.ndarray:
@@ -417,11 +416,12 @@ class PopulationFilter:
         """Charge every user ``costs`` atomically, or raise and change nothing."""
         c = _checked_costs(costs, self.n_users)
         asked = c > 0
+        if not asked.any():
+            return
         s, err = _two_sum(self.spent, c)
         if (asked & (self.halted | (s >= self.capacity))).any():  # else every charge fits
             self._refuse(c, asked, _fit(s, err, self.capacity))
-        if asked.any():
-            self._pay(c, _rounded_up(s, err), component)
+        self._pay(c, _rounded_up(s, err), component)
 
     def _refuse(self, c: np.ndarray, asked: np.ndarray, fit: np.ndarray) -> None:
         """Raise for a charge of halted users or past a budget (``fit``: who can pay it)."""
@@ -447,6 +447,11 @@ class PopulationFilter:
         self.spent = _read_only(spent)
         prev = self._by_component.get(component, np.zeros(self.n_users))
         self._by_component[component] = add_up(prev, c)
+
+
+def _same(kept: tuple, state: tuple) -> bool:
+    """Whether the state arrays are the very ones ``kept`` was computed from."""
+    return kept[0] is state[0] and kept[1] is state[1] and kept[2] is state[2]
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:

@@ -220,17 +220,16 @@ class Elimination:
 
 @dataclass(frozen=True)
 class _Split:
-    """One budget vector's split (read-only, kept between queries): :func:`split_budget`'s
-    ``parts`` and ``cum`` transposed to ``(c, n)`` (a round's column is a row), each part's
-    Gaussian noise std (km; NaN for a part of 0, which releases nothing), who is asked
-    (``rho > 0``) and how many, and whether every asked user's parts are all > 0 (else nothing
-    is released)."""
+    """One budget vector's split (read-only, kept between queries): the users asked
+    (``rho > 0``), their :func:`split_budget` ``parts`` and ``cum`` as ``(c, asked)`` arrays
+    (a round is a row), each part's Gaussian noise std (km; NaN for a part of 0), and whether
+    every asked user's parts are all > 0 (else nothing is released)."""
 
+    n: int
+    users: np.ndarray
     parts: np.ndarray
     cum: np.ndarray
     std_km: np.ndarray
-    asked: np.ndarray
-    n_asked: int
     releasable: bool
 
 
@@ -239,15 +238,13 @@ def _split_kept(rho_bytes: bytes, n: int, c: int, scheme: str) -> _Split:
     """The :class:`_Split` of the budgets ``rho_bytes`` (float64): a planner asks the same
     budgets tick after tick."""
     rho = np.frombuffer(rho_bytes, dtype=float, count=n)
-    parts, cum = split_budget(rho, c, scheme=scheme)
+    users = (rho > 0).nonzero()[0]
+    parts, cum = (a[users].T.copy() for a in split_budget(rho, c, scheme=scheme))
     positive = parts > 0
     std = np.full(parts.shape, np.nan)
     std[positive] = gaussian_noise_std_km(parts[positive])
-    asked = rho > 0
-    releasable = bool(np.all(positive.all(axis=1) | ~asked))
-    n_asked = int(np.count_nonzero(asked))
-    split = _Split(parts.T.copy(), cum.T.copy(), std.T.copy(), asked, n_asked, releasable)
-    for arr in (split.parts, split.cum, split.std_km, split.asked):
+    split = _Split(n, users, parts, cum, std, bool(positive.all()))
+    for arr in (split.users, split.parts, split.cum, split.std_km):
         arr.setflags(write=False)
     return split
 
@@ -263,7 +260,7 @@ def _start(triple: Triple, rho, c, scheme, beta0) -> tuple[_Split, float]:
     if not split.releasable:  # as gaussian_release refuses it, before any release
         raise InputError("rho_per_km2 must be finite and > 0 for every user released")
     beta0 = check_probability(beta0, "beta0")
-    return split, chi_quantile(triple.dim, beta0 / (c * max(split.n_asked, 1)))
+    return split, chi_quantile(triple.dim, beta0 / (c * max(len(split.users), 1)))
 
 
 #: Elimination rounds drawn in one go while (users x rounds) stays below this: fewer, larger
@@ -286,18 +283,15 @@ def _eliminate(
     set back and draws exactly the rounds up to it, so the streams and every float are those
     of one round at a time.
     """
-    c, n = split.parts.shape
-    active = split.asked.copy()
+    c, n = len(split.parts), split.n
     s0, s1 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    rounds = np.zeros(n, dtype=np.int64)
-    users = active.nonzero()[0]
+    rounds, spent = np.zeros(n, dtype=np.int64), np.zeros(n)
+    users, parts, std, cum = split.users, split.parts, split.std_km, split.cum  # the active's
     j = 0
     while j < c and len(users) > keep_above:
         span = max(min(c - j, TRIAL_DRAWS // (len(users) * triple.dim)), 1)
         state = triple.rng_state() if span > 1 else {}
-        sums, totals = triple.trial_rounds(
-            users, split.parts[j : j + span, users], split.std_km[j : j + span, users]
-        )
+        sums, totals = triple.trial_rounds(users, parts[j : j + span], std[j : j + span])
         mean = sums / totals[..., None]
         est = triple.estimate_of(mean.reshape(-1, triple.dim)).reshape(totals.shape)
         out0, out1 = settle(est, half_width_km(totals, lam))
@@ -306,16 +300,15 @@ def _eliminate(
         if r < span - 1:  # the rounds after r were drawn for users r takes out: draw again
             triple.rewind(state, r + 1, len(users))
         triple.keep(users, sums[r], totals[r])
-        rounds[users] += r + 1
         j += r + 1
+        rounds[users], spent[users] = j, cum[j - 1]  # active users took every round so far
         if settled[r]:
             s0[users[out0[r]]] = True
             s1[users[out1[r]]] = True
-            active[users[out0[r] | out1[r]]] = False
-            users = active.nonzero()[0]
-    spent = np.zeros(n)
-    took = rounds > 0
-    spent[took] = split.cum[rounds[took] - 1, took.nonzero()[0]]
+            stay = ~(out0[r] | out1[r])
+            users, parts, std, cum = users[stay], parts[:, stay], std[:, stay], cum[:, stay]
+    active = np.zeros(n, dtype=bool)
+    active[users] = True
     return Elimination(s0, s1, active, rounds, spent, j)
 
 
