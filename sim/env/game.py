@@ -33,7 +33,8 @@ ones above. :meth:`Game.user_fields`, :meth:`Game.server_fields` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,22 @@ class RewardWeights:
     silent_loss_km: float | None = None  # None: the prior's mean distance between two secrets
 
 
+#: Run seeds whose domain and mechanism fits a :class:`Game` keeps (least recently played out)
+SEEDS_KEPT = 64
+
+
+@dataclass
+class _SeedWorld:
+    """What a run seed fixes for every episode of it: the domain, the fits of the mechanisms
+    that take no uploads (keyed by name, eps, parameters and domain: the same fit gives the
+    same matrix, so the bytes do not move), the planar distances and prior answers' tables."""
+
+    domain: Any
+    mechanisms: dict = field(default_factory=dict)
+    planar_km: np.ndarray | None = None
+    prior_tables: dict = field(default_factory=dict)
+
+
 class Game:
     """One scenario's game: builds a model per reset, maps actions to decisions, scores ticks."""
 
@@ -102,15 +119,13 @@ class Game:
         self.mechanism_names = tuple(game.mechanisms)  # empty: no mechanism choice
         self.query_kinds = tuple(scenario.queries.kinds) if game.choose_query_kinds else ()
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
-        self._domains: dict[int, Any] = {}
-        # per domain (kept alive in _domains): planar distances and the prior answers' tables
-        self._planar: dict[int, tuple[np.ndarray, dict]] = {}
+        #: what a run seed fixes and the episodes of that seed reuse, for the last
+        #: SEEDS_KEPT seeds played (an env reset with fresh seeds keeps a bounded memory)
+        self._seeds: OrderedDict[int, _SeedWorld] = OrderedDict()
         for kind in self.scenario.queries.kinds:
             prior_answer(kind)  # every owed query has an answer without data
-        # fitted mechanisms that take no uploads, kept across episodes (keyed by name, eps,
-        # parameters and domain: the same fit gives the same matrix, so the bytes do not move)
-        self._mechanisms: dict = {}
         self._model: PrivacyModel | None = None
+        self._seed_world: _SeedWorld | None = None
 
     @property
     def started(self) -> bool:
@@ -167,9 +182,8 @@ class Game:
         """A fresh model of the scenario with run seed ``seed`` (as ``mdpsim run --seed``)."""
         from mdpsim.agents.strategies import from_scenario
 
-        if seed not in self._domains:
-            self._domains[seed] = build_domain(self.scenario, self.graph, seed=seed)
-        domain = self._domains[seed]
+        world = self._seed_world_of(seed)
+        domain = world.domain
         strategies = from_scenario(self.scenario, **self.strategy_overrides)
         self._model = PrivacyModel(
             self.scenario,
@@ -177,8 +191,9 @@ class Game:
             graph=self.graph,
             domain=domain,
             strategies=strategies,
-            mechanism_cache=self._mechanisms,
+            mechanism_cache=world.mechanisms,
         )
+        self._seed_world = world
         capacity = self._model.filters.capacity  # fixed for the episode
         self._cap = np.where(capacity > 0, capacity, 1.0)  # the divisor of the fractions
         prior = domain.prior
@@ -190,6 +205,18 @@ class Game:
         self.reported = np.zeros(self.n_users, dtype=bool)
         self.level_reported = np.zeros(len(self.levels))
         self.attack_entropy_bits = 0.0
+
+    def _seed_world_of(self, seed: int) -> _SeedWorld:
+        """Seed ``seed``'s domain and fits, built on its first episode (the least recently
+        played seed is dropped beyond :data:`SEEDS_KEPT`)."""
+        world = self._seeds.get(seed)
+        if world is None:
+            world = _SeedWorld(build_domain(self.scenario, self.graph, seed=seed))
+            self._seeds[seed] = world
+            if len(self._seeds) > SEEDS_KEPT:
+                self._seeds.popitem(last=False)
+        self._seeds.move_to_end(seed)
+        return world
 
     @property
     def done(self) -> bool:
@@ -404,11 +431,12 @@ class Game:
         return total
 
     def _prior_error(self, kind: str, positions: np.ndarray) -> float:
-        domain = self.model.domain
-        if id(domain) not in self._planar:
-            self._planar[id(domain)] = (planar_distances_km(domain), {})
-        planar, kept = self._planar[id(domain)]
-        call = PriorCall(self.scenario.queries, domain, positions, planar, kept)
+        world = self._seed_world
+        assert world is not None  # a step follows a reset
+        if world.planar_km is None:
+            world.planar_km = planar_distances_km(world.domain)
+        call = PriorCall(self.scenario.queries, world.domain, positions, world.planar_km,
+                         world.prior_tables)  # fmt: skip
         return prior_answer(kind)(call)
 
     def _infos(self, agents) -> dict[str, dict]:

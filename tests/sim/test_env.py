@@ -155,3 +155,30 @@ def test_the_docs_example_runs_and_greedy_beats_the_default():
     scores = namespace["scores"]
     assert scores["greedy"] > scores["default"]
     assert np.isfinite(scores["random"])
+
+
+def test_an_env_keeps_the_worlds_of_its_last_seeds_only_and_a_dropped_seed_replays(
+    scenario, monkeypatch
+):
+    import mdpsim.env.game as game_module
+
+    monkeypatch.setattr(game_module, "SEEDS_KEPT", 2)
+    env = single_agent_env(scenario, agent="user_1")
+
+    def episode(seed: int) -> list[bytes]:
+        obs, _ = env.reset(seed=seed)
+        out, done = [obs.tobytes()], False
+        while not done:
+            obs, reward, _, done, _ = env.step(1)
+            out.append(obs.tobytes() + np.float64(reward).tobytes())
+        return out
+
+    first = episode(0)
+    kept = env.unwrapped.game._seeds[0]
+    again = episode(0)
+    assert env.unwrapped.game._seeds[0] is kept and again == first  # reused, same bytes
+    for seed in (1, 2):
+        episode(seed)
+    assert list(env.unwrapped.game._seeds) == [1, 2]  # seed 0, least recently played, dropped
+    assert episode(0) == first  # rebuilt, the same world
+    assert list(env.unwrapped.game._seeds) == [2, 0]
