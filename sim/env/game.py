@@ -43,6 +43,7 @@ from gymnasium import spaces
 from mdpsim.agents import attack_success
 from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
 from mdpsim.errors import InputError
+from mdpsim.geo.routing import RoadSegments
 from mdpsim.simulation.model import Decisions, PrivacyModel
 from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
@@ -122,6 +123,7 @@ class Game:
         #: what a run seed fixes and the episodes of that seed reuse, for the last
         #: SEEDS_KEPT seeds played (an env reset with fresh seeds keeps a bounded memory)
         self._seeds: OrderedDict[int, _SeedWorld] = OrderedDict()
+        self._segments: RoadSegments | None = None
         for kind in self.scenario.queries.kinds:
             prior_answer(kind)  # every owed query has an answer without data
         self._model: PrivacyModel | None = None
@@ -211,7 +213,10 @@ class Game:
         played seed is dropped beyond :data:`SEEDS_KEPT`)."""
         world = self._seeds.get(seed)
         if world is None:
-            world = _SeedWorld(build_domain(self.scenario, self.graph, seed=seed))
+            if self._segments is None:  # the game's graph, read once and never changed
+                self._segments = RoadSegments.of(self.graph)
+            domain = build_domain(self.scenario, self.graph, seed=seed, segments=self._segments)
+            world = _SeedWorld(domain)
             self._seeds[seed] = world
             if len(self._seeds) > SEEDS_KEPT:
                 self._seeds.popitem(last=False)

@@ -83,6 +83,7 @@ class Domain:
         n_outputs: int | None = None,
         metric: str = "road",
         seed: int = 0,
+        segments: RoadSegments | None = None,
     ) -> Domain:
         """Secrets on a road network.
 
@@ -90,11 +91,13 @@ class Domain:
         nodes). With ``n_points``, exactly that many points are spread evenly along the edges
         (a seeded random phase); with ``spacing_m``, one point every ``spacing_m`` metres.
         Y is X unless ``n_outputs`` asks for a coarser set of points along the edges.
+        ``segments``: ``RoadSegments.of(G)`` when already built (a caller placing the points of
+        many seeds on one graph it never changes reads the graph once).
         """
         _check_metric(metric)
         if n_points is not None and spacing_m is not None:
             raise InputError("give n_points or spacing_m, not both")
-        segments = RoadSegments.of(G)
+        segments = RoadSegments.of(G) if segments is None else segments
         rng = np.random.default_rng(seed)
         if n_points is None and spacing_m is None:
             x_place = segments.at_nodes()

@@ -38,6 +38,7 @@ from mdpsim.simulation.mobility import MobilityModel, Population
 from mdpsim.simulation.traces import Fixes, TracePopulation, read_fixes
 
 if TYPE_CHECKING:
+    from mdpsim.geo.routing import RoadSegments
     from mdpsim.simulation.scenario import Scenario
 
 #: The run's independent random streams, children of the seed in this order. New streams are
@@ -237,12 +238,16 @@ def domain_sizes(scenario: Scenario) -> tuple[int, int | None]:
     return dom.n_points, dom.n_outputs or None
 
 
-def build_domain(scenario: Scenario, graph, *, seed: int) -> Domain:
-    """The scenario's domain (``[domain]``) on ``graph``, its points placed by ``seed``."""
+def build_domain(
+    scenario: Scenario, graph, *, seed: int, segments: RoadSegments | None = None
+) -> Domain:
+    """The scenario's domain (``[domain]``) on ``graph``, its points placed by ``seed``
+    (``segments``: the graph's, when already read)."""
     n_points, n_outputs = domain_sizes(scenario)
     return Domain.from_network(
-        graph, n_points=n_points, n_outputs=n_outputs, metric=scenario.domain.metric, seed=seed
-    )
+        graph, n_points=n_points, n_outputs=n_outputs, metric=scenario.domain.metric, seed=seed,
+        segments=segments,
+    )  # fmt: skip
 
 
 def public_walks(scenario: Scenario, domain: Domain, *, seed: int) -> np.ndarray:
