@@ -6,7 +6,9 @@ best of ``--repeats`` timed runs (a run the load slowed down is not the env's sp
 process, one run: Gymnasium's ``CartPole-v1`` is stepped (random actions) right before each
 mdpsim row, so the ratio compares like with like. The single-agent env is a user's (``user_0``
 reports every tick, the others follow the strategies; EM at eps 6, the default attacks and
-queries, 20-tick episodes with their resets); the parallel env row counts agent-steps (every
+queries, 20-tick episodes with their resets on seed 0, whose domain and fits the env keeps); the
+"new seed per episode" row resets without a seed, as a training loop that never replays a game,
+so every episode builds its domain and fits; the parallel env row counts agent-steps (every
 agent acts each step).
 
 ``--compare TREE`` measures every row of another checkout too (e.g. a ``git worktree`` of
@@ -90,6 +92,24 @@ def single_seconds_per_step(
     return _best(run, repeats)
 
 
+def fresh_seconds_per_step(
+    n_users: int, n_points: int, steps: int, repeats: int
+) -> tuple[float, float]:
+    """As :func:`single_seconds_per_step`, each episode on a new seed (Gymnasium's ``reset()``
+    without one, as a training loop that never replays a game): its domain and fits built."""
+    env = single_agent_env(_scenario(n_users, n_points), agent="user_0")
+    env.reset(seed=0)
+
+    def run() -> int:
+        for _ in range(steps):
+            _, _, _, done, _ = env.step(1)
+            if done:
+                env.reset()
+        return steps
+
+    return _best(run, repeats)
+
+
 def parallel_seconds_per_agent_step(
     n_users: int, n_points: int, steps: int, repeats: int
 ) -> tuple[float, float]:
@@ -146,6 +166,8 @@ def measure(kind: str, n_users: int, n_points: int, args) -> dict:
     cart_cpu, _ = cartpole_seconds_per_step(20_000, args.repeats)
     if kind == "single":
         cpu, wall = single_seconds_per_step(n_users, n_points, args.steps, args.repeats)
+    elif kind == "fresh":
+        cpu, wall = fresh_seconds_per_step(n_users, n_points, args.steps, args.repeats)
     else:
         cpu, wall = parallel_seconds_per_agent_step(n_users, n_points, 10, args.repeats)
     return {"env": kind, "users": n_users, "points": n_points, "cpu_s": cpu, "wall_s": wall,
@@ -163,7 +185,8 @@ def _measured_in(tree: str, kind: str, n_users: int, n_points: int, args) -> dic
 
 def _line(label: str, row: dict) -> str:
     rate, cart = 1.0 / row["cpu_s"], 1.0 / row["cartpole_cpu_s"]
-    kind = "single (user)" if row["env"] == "single" else "parallel (agent-steps)"
+    kind = {"single": "single (user)", "fresh": "single (user), a new seed per episode",
+            "parallel": "parallel (agent-steps)"}[row["env"]]  # fmt: skip
     return (f"| {label}{kind} | {row['users']} | {row['points']} | {rate:,.0f} | "
             f"{row['cpu_s'] * 1e6:,.0f} | {1.0 / row['wall_s']:,.0f} | {cart:,.0f} | "
             f"{rate / cart:.4f} |")  # fmt: skip
@@ -201,6 +224,7 @@ def main() -> None:
           "CartPole steps per CPU s | ratio |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = [("single", u, p) for p in args.points for u in args.users]
+    rows.append(("fresh", args.users[0], args.points[0]))
     if args.parallel_users:
         rows.append(("parallel", args.parallel_users, args.points[0]))
     plotted = []
