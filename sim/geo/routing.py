@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import shapely
 from scipy import sparse
 from scipy.sparse import csgraph
 
@@ -115,17 +116,22 @@ class RoadSegments:
         out = np.empty((len(seg), 2))
         at_node = seg < 0
         out[at_node] = self.node_xy[node[at_node]]
-        for m in np.nonzero(~at_node)[0]:
+        on_seg = np.nonzero(~at_node)[0]
+        lines, fracs, straight = [], [], []
+        for m in on_seg:
             s = seg[m]
             geom, reverse = self.seg_geom[s]
             frac = along[m] / self.seg_len_m[s] if self.seg_len_m[s] > 0 else 0.0
             if geom is not None:
-                frac_geom = 1.0 - frac if reverse else frac
-                pt = geom.interpolate(frac_geom, normalized=True)
-                out[m] = (pt.x, pt.y)
+                lines.append(geom)
+                fracs.append(1.0 - frac if reverse else frac)
             else:
                 a, b = self.node_xy[self.seg_u[s]], self.node_xy[self.seg_v[s]]
                 out[m] = a + frac * (b - a)
+            straight.append(geom is None)
+        if lines:  # every curved segment's point in one GEOS call (what geom.interpolate does)
+            points = shapely.line_interpolate_point(lines, fracs, normalized=True)
+            out[on_seg[~np.asarray(straight)]] = shapely.get_coordinates(points)
         return out
 
     def road_distances(self, x_place: tuple, y_place: tuple):
