@@ -15,6 +15,7 @@ the policy cannot charge is refused by :meth:`BudgetPolicy.check` before the run
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from typing import ClassVar
@@ -121,7 +122,7 @@ class CGPBudget(BudgetPolicy):
 
     @property
     def notion(self) -> Notion:
-        return CGP(self.rho_per_km2)
+        return _notion(CGP, self.rho_per_km2)
 
 
 @BUDGET_POLICIES.register("pure_gp")
@@ -133,7 +134,7 @@ class PureGPBudget(BudgetPolicy):
 
     @property
     def notion(self) -> Notion:
-        return PureGP(self.epsilon_per_km)
+        return _notion(PureGP, self.epsilon_per_km)
 
 
 @BUDGET_POLICIES.register("renewing")
@@ -159,3 +160,10 @@ class RenewingBudget(CGPBudget):
 
 def _positive(value, name: str) -> float:
     return check_scalar(value, name, min=0, include_boundaries="neither", owner="budget policy")
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _notion(kind: type, budget: float) -> Notion:
+    """The notion ``kind(budget)`` (frozen, so one per value: every charge and query cost
+    reads the policy's notion, and building one checks its number again)."""
+    return kind(budget)
