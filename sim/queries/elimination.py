@@ -25,6 +25,7 @@ in 1/km^2, ``phi`` values and half-widths in km.
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,7 +87,7 @@ def split_budget(rho_per_km2, c: int, *, scheme: str = "even") -> tuple[np.ndarr
 
 
 # --------------------------------------------------------------------------- valid triples
-class _Triple:
+class _Triple(ABC):
     """Shared state: the variance-weighted sum of each user's releases and its rho total."""
 
     dim: int
@@ -141,9 +142,9 @@ class _Triple:
         """``g``: the users' estimates of ``phi(x)`` (km)."""
         return self.estimate_of(self.mean(users))
 
+    @abstractmethod
     def estimate_of(self, mean: np.ndarray) -> np.ndarray:
         """``g`` of combined releases ``(m, dim)`` (km) -> ``(m,)`` km."""
-        raise NotImplementedError
 
     def bound(self, users: np.ndarray, beta: float) -> np.ndarray:
         """Half-width ``h`` (km): ``|g - phi(x)| <= h`` with probability ``1 - beta``."""
