@@ -46,7 +46,8 @@ class RoadSegments:
     seg_u: np.ndarray
     seg_v: np.ndarray
     seg_len_m: np.ndarray
-    seg_geom: list
+    seg_geom: np.ndarray  # object: each segment's LineString, None when straight
+    seg_reversed: np.ndarray  # bool: the geometry runs from v to u
 
     @classmethod
     def of(cls, G) -> RoadSegments:
@@ -69,7 +70,8 @@ class RoadSegments:
             seg_u=np.array([index[u] for u, _ in keys], dtype=np.int64),
             seg_v=np.array([index[v] for _, v in keys], dtype=np.int64),
             seg_len_m=np.array([lengths[k] for k in keys], dtype=float),
-            seg_geom=[geoms.get(k, (None, False)) for k in keys],
+            seg_geom=np.array([geoms.get(k, (None,))[0] for k in keys], dtype=object),
+            seg_reversed=np.array([geoms.get(k, (None, False))[1] for k in keys], dtype=bool),
         )
 
     def at_nodes(self) -> tuple:
@@ -117,21 +119,19 @@ class RoadSegments:
         at_node = seg < 0
         out[at_node] = self.node_xy[node[at_node]]
         on_seg = np.nonzero(~at_node)[0]
-        lines, fracs, straight = [], [], []
-        for m in on_seg:
-            s = seg[m]
-            geom, reverse = self.seg_geom[s]
-            frac = along[m] / self.seg_len_m[s] if self.seg_len_m[s] > 0 else 0.0
-            if geom is not None:
-                lines.append(geom)
-                fracs.append(1.0 - frac if reverse else frac)
-            else:
-                a, b = self.node_xy[self.seg_u[s]], self.node_xy[self.seg_v[s]]
-                out[m] = a + frac * (b - a)
-            straight.append(geom is None)
-        if lines:  # every curved segment's point in one GEOS call (what geom.interpolate does)
-            points = shapely.line_interpolate_point(lines, fracs, normalized=True)
-            out[on_seg[~np.asarray(straight)]] = shapely.get_coordinates(points)
+        s = seg[on_seg]
+        length = self.seg_len_m[s]
+        frac = np.zeros(len(s))
+        np.divide(along[on_seg], length, out=frac, where=length > 0)
+        geom = self.seg_geom[s]
+        curved = ~shapely.is_missing(geom)
+        straight = ~curved
+        a, b = self.node_xy[self.seg_u[s[straight]]], self.node_xy[self.seg_v[s[straight]]]
+        out[on_seg[straight]] = a + frac[straight, None] * (b - a)
+        if curved.any():  # every curved point in one GEOS call (what geom.interpolate does)
+            fracs = np.where(self.seg_reversed[s[curved]], 1.0 - frac[curved], frac[curved])
+            points = shapely.line_interpolate_point(geom[curved], fracs, normalized=True)
+            out[on_seg[curved]] = shapely.get_coordinates(points)
         return out
 
     def road_distances(self, x_place: tuple, y_place: tuple):
