@@ -10,9 +10,12 @@ tick's row, a reward and an observation) with no validation, no edge cases, no p
 columns, a trivial reset and its own draws. It is a lower bound for such an engine, not one:
 nothing here is mdpsim's semantics or bytes.
 
-One process, one run: CartPole, mdpsim's env and the sketch are timed in turn, best CPU time
-of ``--repeats`` runs each. Usage: ``python bench/env_floor.py [--steps 10000] [--repeats 3]``;
-prints a Markdown table.
+``--compiled`` adds the same sketch compiled by numba (``bench/env_floor_kernel.py``; numba is
+not a dependency of mdpsim, ``pip install numba`` first): what a compiled tick would buy.
+
+One process, one run: CartPole, mdpsim's env and the sketches are timed in turn, best CPU time
+of ``--repeats`` runs each. Usage: ``python bench/env_floor.py [--steps 10000] [--repeats 3]
+[--compiled]``; prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -196,13 +199,30 @@ class SketchTick:
 def sketch_seconds_per_step(steps: int, repeats: int) -> float:
     """Best CPU seconds per step of :class:`SketchTick` (20-tick episodes)."""
     game = SketchTick(World(0), 1)
+    return _best_episodes(lambda: game.step(1)[2], game.reset, steps, repeats)
+
+
+def compiled_seconds_per_step(steps: int, repeats: int) -> float:
+    """Best CPU seconds per step of the numba sketch (compiled before the timing)."""
+    try:
+        from env_floor_kernel import CompiledTick
+    except ModuleNotFoundError as exc:
+        raise SystemExit(f"error: --compiled needs {exc.name} (pip install numba)") from None
+    game = CompiledTick(World(0), 1)
+    game.step(1)  # compile
+    game.reset()
+    return _best_episodes(lambda: game.step(1), game.reset, steps, repeats)
+
+
+def _best_episodes(step, reset, steps: int, repeats: int) -> float:
+    """Best CPU seconds per call of ``step()`` (True ends an episode: ``reset()``)."""
     best = math.inf
     with np.errstate(all="ignore"):  # halted users have zero budgets (no edge cases here)
         for _ in range(repeats):
             start = time.process_time()
             for _ in range(steps):
-                if game.step(1)[2]:
-                    game.reset()
+                if step():
+                    reset()
             best = min(best, (time.process_time() - start) / steps)
     return best
 
@@ -211,16 +231,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per row (best)")
+    parser.add_argument("--compiled", action="store_true", help="add the numba sketch's row")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} at start\n")
     cart = cartpole_seconds_per_step(args.steps, args.repeats)[0]
     env = single_seconds_per_step(5, 80, max(args.steps // 10, 100), args.repeats)[0]
     sketch = sketch_seconds_per_step(args.steps, args.repeats)
+    rows = [("CartPole-v1", cart), ("mdpsim single-agent env", env),
+            ("fused sketch (SketchTick)", sketch)]  # fmt: skip
+    if args.compiled:
+        rows.append(
+            ("compiled sketch (numba)", compiled_seconds_per_step(args.steps, args.repeats))
+        )
     print("| 5 users, 80 points | CPU us per step | steps per CPU s | ratio to CartPole |")
     print("|---|---:|---:|---:|")
-    for label, s in [("CartPole-v1", cart), ("mdpsim single-agent env", env),
-                     ("fused sketch (SketchTick)", sketch)]:  # fmt: skip
-        print(f"| {label} | {s * 1e6:,.0f} | {1 / s:,.0f} | {cart / s:.4f} |")
+    for label, s in rows:
+        print(f"| {label} | {s * 1e6:,.1f} | {1 / s:,.0f} | {cart / s:.4f} |")
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
 
 
