@@ -21,6 +21,7 @@ of ``--repeats`` runs each. Usage: ``python bench/env_floor.py [--steps 10000] [
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import os
 import time
@@ -204,10 +205,8 @@ def sketch_seconds_per_step(steps: int, repeats: int) -> float:
 
 def compiled_seconds_per_step(steps: int, repeats: int) -> float:
     """Best CPU seconds per step of the numba sketch (compiled before the timing)."""
-    try:
-        from env_floor_kernel import CompiledTick
-    except ModuleNotFoundError as exc:
-        raise SystemExit(f"error: --compiled needs {exc.name} (pip install numba)") from None
+    from env_floor_kernel import CompiledTick
+
     game = CompiledTick(World(0), 1)
     game.step(1)  # compile
     game.reset()
@@ -233,6 +232,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per row (best)")
     parser.add_argument("--compiled", action="store_true", help="add the numba sketch's row")
     args = parser.parse_args()
+    if args.compiled and importlib.util.find_spec("numba") is None:
+        parser.error("--compiled needs numba, which mdpsim does not install: pip install numba")
     print(f"load average {os.getloadavg()[0]:.2f} at start\n")
     cart = cartpole_seconds_per_step(args.steps, args.repeats)[0]
     env = single_seconds_per_step(5, 80, max(args.steps // 10, 100), args.repeats)[0]
