@@ -20,7 +20,13 @@ def lines(*, x: str = "tick") -> dict:
         "mark": {"type": "line", "point": True},
         "encoding": {
             "x": {"field": x, "type": "quantitative", "axis": {"tickMinStep": 1}},
-            "y": {"field": "value", "type": "quantitative", "title": None},
+            # "~r": a flat line of zeros reads 0, not 0.000000 (Vega's default on a zero domain)
+            "y": {
+                "field": "value",
+                "type": "quantitative",
+                "title": None,
+                "axis": {"format": "~r"},
+            },
             "color": {
                 "field": "series",
                 "type": "nominal",
