@@ -20,8 +20,7 @@ import math
 
 import numba
 import numpy as np
-
-U, N, C = 5, 80, 4  # users, secrets, PIE rounds (as env_floor's)
+from env_floor import C, N, U  # users, secrets, PIE rounds: the sketch's shapes
 
 
 @numba.njit(cache=True)
@@ -35,6 +34,7 @@ def add_up(a: float, b: float) -> float:
 
 @numba.njit(cache=True)
 def sub_down(a: float, b: float) -> float:
+    """The largest float <= a - b, clipped at 0 (as mdpsim's filters)."""
     s = a - b
     bp = s + b
     err = (a - (s - bp)) + (-b - bp)
@@ -54,7 +54,8 @@ def charge(spent, cap, halted, costs):
 
 @numba.njit(cache=True)
 def pie(phi, budgets, lo, hi, lam, est, s0, s1, spent):
-    """PIE's rounds, settled on (lo, hi): the last estimates, who settled, the spend."""
+    """PIE's rounds, settled on (lo, hi): the last estimates, who settled, the spend (each
+    round drawn when it is reached, so no draw is set back as the numpy sketch's are)."""
     sums = np.zeros(U)
     totals = np.zeros(U)
     for _ in range(C):
