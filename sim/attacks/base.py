@@ -255,6 +255,10 @@ def estimates_problem(estimates: Any, domain, n_users: int, ticks) -> str | None
     return None
 
 
+#: how far a plug-in's posterior row may sum from 1
+POSTERIOR_SUM_TOL = 1e-4
+
+
 def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
     if isinstance(est, PlacesEstimate | LinkEstimate):
         return None  # read by their own scorers, which check what they need
@@ -285,8 +289,11 @@ def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
         if not np.all(np.isfinite(post)) or (post.size and post.min() < 0):
             return "a posterior with negative or non-finite entries"
         worst = np.abs(post.sum(axis=1) - 1.0).max(initial=0.0)
-        if worst > 1e-4:
-            return f"posterior rows that sum to 1 +- {float(worst):.3g}"
+        if worst > POSTERIOR_SUM_TOL:
+            return (
+                f"posterior rows that do not sum to 1 (off by up to {float(worst):.3g}, "
+                f"tolerance {POSTERIOR_SUM_TOL:g})"
+            )
     elif post is not None and not isinstance(post, TabulatedPosterior):
         return f"a posterior of type {type(post).__name__}"
     for field_name in ("leakage_per_km", "top", "entropy_bits"):

@@ -153,6 +153,20 @@ class NaNPosterior(Attack):
                                  space="y")]  # fmt: skip
 
 
+class PosteriorSumsTo2(Attack):
+    """Finite, non-negative posterior rows that each sum to 2 (not a distribution)."""
+
+    def start(self, context):
+        super().start(context)
+        self.n_x = context.domain.n_x
+
+    def observe(self, obs):
+        users, guess = _guesses(obs)
+        post = np.full((len(users), self.n_x), 2.0 / self.n_x)
+        return [LocationEstimate(tick=obs.tick, users=users, guess=guess, posterior=post,
+                                 space="y")]  # fmt: skip
+
+
 class ObserveReturnsNone(Attack):
     def observe(self, obs):
         return None

@@ -46,6 +46,7 @@ ATTACKS = [
     ("GuessOutOfRange", "observe returned estimate 0: guesses outside [0, 30)"),
     ("FloatGuesses", "observe returned estimate 0: guesses of dtype float64"),
     ("NaNPosterior", "observe returned estimate 0: a posterior with negative or non-finite"),
+    ("PosteriorSumsTo2", "observe returned estimate 0: posterior rows that do not sum to 1 (off"),
     ("ObserveReturnsNone", "observe returned NoneType, not a list of estimates"),
 ]
 STRATEGIES = [

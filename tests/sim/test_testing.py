@@ -68,6 +68,10 @@ def test_a_non_subclass_is_refused():
         ("GuessOutOfRange", r"GuessOutOfRange.observe returned estimate 0: guesses outside"),
         ("FloatGuesses", "FloatGuesses.observe returned estimate 0: guesses of dtype float64"),
         ("NaNPosterior", "NaNPosterior.observe returned estimate 0: a posterior with negative"),
+        (
+            "PosteriorSumsTo2",
+            r"PosteriorSumsTo2.observe returned estimate 0: posterior rows that do",
+        ),
         ("ObserveReturnsNone", "ObserveReturnsNone.observe returned NoneType, not a list"),
         ("ObserveRaises", "ObserveRaises.observe raised IndexError: index 7"),
         ("FinishRaises", "FinishRaises.finish raised MemoryError: out of memory"),
