@@ -78,6 +78,9 @@ class Context:
         hands the true mobility to the adversary; ``None`` otherwise.
     seed
         Seed for any randomness of the attack.
+    tick_seconds, start_hour
+        The public clock: simulated seconds per tick and the hour of day at tick 0
+        (:func:`mdpsim._core.clock.hour_of_tick` turns a tick into an hour of day).
     """
 
     domain: Domain
@@ -86,6 +89,8 @@ class Context:
     public_traces: np.ndarray | None = None
     true_transitions: object | None = None
     seed: int = 0
+    tick_seconds: float = 60.0
+    start_hour: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)

@@ -93,6 +93,8 @@ class World:
             else None,
             true_transitions=true,
             seed=self.seed,
+            tick_seconds=self.scenario.scenario.tick_seconds,
+            start_hour=self.scenario.scenario.start_hour,
         )
 
     def walks_ahead(self, ticks: int) -> np.ndarray:

@@ -44,6 +44,13 @@ class RunTable(Table):
     )
     ticks: int = Field(default=20, ge=1, le=MAX_TICKS, description="number of ticks to simulate")
     tick_seconds: Positive = Field(default=60.0, description="simulated seconds per tick")
+    start_hour: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=24.0,
+        description="local clock time (hours after midnight) at tick 0; the clock of the "
+        "people model's diary and the home / work attacks (mdpsim._core.clock)",
+    )
 
 
 class NetworkTable(Table):
