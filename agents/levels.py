@@ -20,6 +20,7 @@ import numpy as np
 from mdpsim.geo.domain import Domain
 from mdpsim.mechanisms import Mechanism
 from mdpsim.privacy.guarantees import Guarantee
+from mdpsim.privacy.release import CertifiedRelease
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,10 +35,23 @@ class LevelStack:
     uploads_: None = None
 
     @classmethod
-    def of(cls, mechanisms: Sequence[Mechanism]) -> Mechanism:
-        """The stack of fitted ``mechanisms`` (one per level, same domain, no uploads)."""
-        matrix = np.hstack([m.matrix_ for m in mechanisms]) / len(mechanisms)
-        top = max(mechanisms, key=lambda m: m.epsilon)
+    def of(
+        cls,
+        mechanisms: Sequence[Mechanism],
+        releases: Sequence[CertifiedRelease] | None = None,
+    ) -> Mechanism:
+        """The stack of fitted ``mechanisms`` (one per level, same domain, no uploads); with
+        ``releases`` (one per level, what the reports are drawn from), their certified
+        matrices and guarantees, not the instances' attributes."""
+        if releases is None:
+            matrices = [m.matrix_ for m in mechanisms]
+            guarantees = [m.report_guarantee for m in mechanisms]
+        else:
+            matrices = [r.matrix for r in releases]
+            guarantees = [r.report_guarantee or m.report_guarantee
+                          for m, r in zip(mechanisms, releases, strict=True)]  # fmt: skip
+        matrix = np.hstack(matrices) / len(mechanisms)
+        top = max(range(len(mechanisms)), key=lambda i: mechanisms[i].epsilon)
         stack = cls(matrix_=matrix, domain_=mechanisms[0].domain_,
-                    report_guarantee=top.report_guarantee)  # fmt: skip
+                    report_guarantee=guarantees[top])  # fmt: skip
         return cast(Mechanism, stack)  # attacks read only the attributes above

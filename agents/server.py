@@ -31,8 +31,9 @@ from mdpsim.agents.strategies.refresh import RefreshContext
 from mdpsim.attacks import AttackSuite, Observation, Release
 from mdpsim.attacks.suite import TickResult
 from mdpsim.mechanisms import Mechanism, make
-from mdpsim.mechanisms.base import draw_reports
+from mdpsim.mechanisms.base import fit_release
 from mdpsim.privacy.filters import Charge
+from mdpsim.privacy.release import CertifiedRelease
 
 
 @dataclass
@@ -79,6 +80,9 @@ class CuriousServer(mesa.Agent):
         self.published = self.mechanism_names.index(self.settings.name)
         self.mechanism: Mechanism | None = None  # the default level's mechanism
         self.level_mechanisms: list[Mechanism] = []
+        #: per level, the release every report is drawn from (its own copy of the certified
+        #: matrix; the mechanism instance cannot reach it: docs/plugins.md)
+        self.level_releases: list[CertifiedRelease] = []
         self._level_losses_km: list[float] = []
         self.level_charges: list[Charge] = []
         self.level_hit_probability: list[float] = []
@@ -150,22 +154,27 @@ class CuriousServer(mesa.Agent):
             return False
         self.published = index
         start = time.perf_counter()
-        fitted = [self._fitted(name, mech, params, active) for mech in built]
+        pairs = [self._fitted(name, mech, params, active) for mech in built]
         self.generation_seconds = time.perf_counter() - start
+        fitted = [m for m, _ in pairs]
+        releases = [r for _, r in pairs]
         mech = fitted[self.default_level]
         # the reference printed beside the mechanism's loss: EM at the same total eps
         eps = self.settings.epsilon_per_km
-        em = self._fitted("em", make("em", epsilon=eps), {}, active)
+        em, _ = self._fitted("em", make("em", epsilon=eps), {}, active)
         self.em_expected_loss_km = public_facts(em)[0]
         self.mechanism, self.level_mechanisms, self.generated_at = mech, fitted, model.tick
+        self.level_releases = releases
         # public facts of the fitted matrices, read every tick (observations, rows, strategies)
         facts = [public_facts(m) for m in fitted]
         self._level_losses_km = [loss_km for loss_km, _ in facts]
         self.n_generations += 1
-        # the fitted (certified, audited) guarantees: refused whole before any charge
-        for m in fitted:
-            model.budget.check(report=m.report_guarantee, upload=m.upload_guarantee, queries=False)
-        self.level_charges = [model.budget.charge(m.report_guarantee) for m in fitted]
+        # the fitted (certified, audited) guarantees: refused whole before any charge; a
+        # report is charged what its matrix was certified against (the release's record)
+        certified = [r.report_guarantee for r in releases]
+        for m, report in zip(fitted, certified, strict=True):
+            model.budget.check(report=report, upload=m.upload_guarantee, queries=False)
+        self.level_charges = [model.budget.charge(report) for report in certified]
         self.report_charge = self.level_charges[self.default_level]
         self.level_hit_probability = [hit for _, hit in facts]
         self.hit_probability = self.level_hit_probability[self.default_level]
@@ -175,15 +184,24 @@ class CuriousServer(mesa.Agent):
         uploads = self._upload_slots(mech, active)
         self._mechanism_row = self._mechanism_facts()
         if self.attacks is not None:  # the first mechanism serves from tick 1
-            released = mech if len(fitted) == 1 else LevelStack.of(fitted)
+            one = len(fitted) == 1
+            released = mech if one else LevelStack.of(fitted, releases)
             self.attacks.release(
-                Release(tick=max(model.tick, 1), mechanism=released, uploads=uploads)
+                Release(
+                    tick=max(model.tick, 1),
+                    mechanism=released,
+                    uploads=uploads,
+                    certified=releases[0] if one else None,
+                )
             )
         return True
 
-    def _fitted(self, name: str, mech: Mechanism, params: dict, active: np.ndarray) -> Mechanism:
-        """``mech`` (mechanism ``name`` built from ``params``) fitted on the domain, or the fit
-        the cache holds for the same name, eps, parameters and domain (unless it takes
+    def _fitted(
+        self, name: str, mech: Mechanism, params: dict, active: np.ndarray
+    ) -> tuple[Mechanism, CertifiedRelease]:
+        """``mech`` (mechanism ``name`` built from ``params``) fitted on the domain and the
+        release its reports are drawn from (:func:`~mdpsim.mechanisms.fit_release`), or the
+        pair the cache holds for the same name, eps, parameters and domain (unless it takes
         uploads)."""
         model = self.model
         key = (name, mech.epsilon, repr(sorted(params.items())), id(model.domain))
@@ -192,10 +210,10 @@ class CuriousServer(mesa.Agent):
         if cached is not None:
             return cached
         users = model.population.position[active]
-        mech.fit(model.domain, users=users, rng=model.streams["mechanism"])
+        release = fit_release(mech, model.domain, users=users, rng=model.streams["mechanism"])
         if cache is not None:
-            cache[key] = mech
-        return mech
+            cache[key] = (mech, release)
+        return mech, release
 
     @property
     def level_expected_loss_km(self) -> list[float]:
@@ -260,20 +278,18 @@ class CuriousServer(mesa.Agent):
             costs = np.where(willing, self.report_charge.cost, 0.0)
             paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
             users = np.nonzero(paid)[0]
-            outputs = draw_reports(self.mechanism, pos[users], model.streams["reports"])
+            outputs = self._draw(self.default_level, pos[users])
             levels = None
         else:
             chosen = np.full(len(willing), self.default_level) if level is None else level
             paid = np.zeros(len(willing), dtype=bool)
             outputs = np.zeros(len(willing), dtype=np.int64)
-            for index, (mech, charge) in enumerate(
-                zip(self.level_mechanisms, self.level_charges, strict=True)
-            ):
+            for index, charge in enumerate(self.level_charges):
                 mine = willing & (chosen == index)
                 costs = np.where(mine, charge.cost, 0.0)
                 ok = model.filters.request(costs, component="reports", delta=charge.delta)
                 who = np.nonzero(ok)[0]
-                outputs[who] = draw_reports(mech, pos[who], model.streams["reports"])
+                outputs[who] = self._draw(index, pos[who])
                 paid |= ok
             users = np.nonzero(paid)[0]
             outputs, levels = outputs[users], np.asarray(chosen)[users]
@@ -289,6 +305,12 @@ class CuriousServer(mesa.Agent):
             levels=levels,
             level_epsilons=self.levels if levels is not None else (),
         )
+
+    def _draw(self, level: int, secrets: np.ndarray) -> np.ndarray:
+        """Reports at eps level ``level`` from ``secrets``: drawn from the level's release,
+        after refusing a mechanism whose ``matrix_`` was replaced since its fit."""
+        Mechanism._certified_matrix(self.level_mechanisms[level])
+        return self.level_releases[level].draw(secrets, self.model.streams["reports"])
 
     # ------------------------------------------------------------------ 4. queries
     def wants_queries(self, tick: int) -> bool:

@@ -76,8 +76,10 @@ def check_mechanism(cls: type, **params: Any) -> None:
     ``cls(epsilon, **params)``, default ``cls.conformance_params``) releases a verified
     row-stochastic matrix at every budget and metric, is deterministic, samples its rows,
     refuses a bad epsilon with InputError, round-trips get_params and keeps its parameters
-    through fit, and states a guarantee no larger than its epsilon."""
-    from mdpsim.mechanisms import Mechanism
+    through fit, and states a guarantee no larger than its epsilon. It fits and draws on the
+    path a run uses (:func:`~mdpsim.mechanisms.fit_release` and the release it returns), and
+    asserts that ``matrix_`` is the certified matrix after the fit."""
+    from mdpsim.mechanisms import Mechanism, fit_release
     from mdpsim.privacy import verify
 
     assert isinstance(cls, type) and issubclass(cls, Mechanism), f"{cls!r} is not a Mechanism"
@@ -96,10 +98,13 @@ def check_mechanism(cls: type, **params: Any) -> None:
             before = copy.deepcopy(mech.get_params())
             where = f"{cls.__name__} at eps {eps}/km, {metric}"
             try:
-                mech.fit(domain, users=USERS)
+                release = fit_release(mech, domain, users=USERS)
             except Exception as exc:  # the checked code: any failure is its own
                 raise AssertionError(f"{where}: fit raised {_original(exc)}") from exc
-            Z = mech.matrix_
+            Z = release.matrix
+            assert np.array_equal(np.asarray(mech.matrix_), Z), (
+                f"{where}: matrix_ is not the matrix fit certified (changed after the fit?)"
+            )
             assert Z.shape == (domain.n_x, domain.n_y), f"{where}: matrix_ is {Z.shape}"
             assert np.all(np.isfinite(Z)) and Z.min() >= 0, f"{where}: negative or NaN entries"
             assert np.allclose(Z.sum(axis=1), 1.0, rtol=0, atol=1e-12), f"{where}: rows != 1"
@@ -109,14 +114,14 @@ def check_mechanism(cls: type, **params: Any) -> None:
             assert all(_same(after[k], v) for k, v in before.items()), f"{where}: fit changed"
             g = mech.guarantee
             assert g.epsilon_per_km <= eps * (1 + 1e-12), f"{where}: guarantee above epsilon"
-        again = cls(4.0, **params).fit(domain, users=USERS)
-        first = cls(4.0, **params).fit(domain, users=USERS)
-        assert np.array_equal(first.matrix_, again.matrix_), f"{cls.__name__}: not deterministic"
+        again = fit_release(cls(4.0, **params), domain, users=USERS)
+        first = fit_release(cls(4.0, **params), domain, users=USERS)
+        assert np.array_equal(first.matrix, again.matrix), f"{cls.__name__}: not deterministic"
         rows = np.full(4000, 3)
-        draws = [m.sample_many(rows, rng=np.random.default_rng(7)) for m in (first, again)]
+        draws = [r.draw(rows, np.random.default_rng(7)) for r in (first, again)]
         assert np.array_equal(draws[0], draws[1]), f"{cls.__name__}: same seed, different samples"
         freq = np.bincount(draws[0], minlength=domain.n_y) / len(rows)
-        worst = np.abs(freq - first.matrix_[3]).max()
+        worst = np.abs(freq - first.matrix[3]).max()
         assert worst < 0.05, f"{cls.__name__}: samples of row 3 off the matrix by {worst:.3f}"
 
 
@@ -140,11 +145,12 @@ def check_attack(cls: type, **params: Any) -> None:
 
 def _check_attack_run(cls: type, attack: Any, n_users: int = 5, ticks: int = 4) -> None:
     from mdpsim.attacks.base import Context, Observation, Release, estimates_problem
-    from mdpsim.mechanisms import make
+    from mdpsim.mechanisms import fit_release, make
 
     domain = _domain("road")
     rng = np.random.default_rng(3)
-    mech = make("em", epsilon=4.0).fit(domain)
+    mech = make("em", epsilon=4.0)
+    released = fit_release(mech, domain)
     seen: set[int] = set()
 
     def checked(method: str, call) -> None:
@@ -158,12 +164,12 @@ def _check_attack_run(cls: type, attack: Any, n_users: int = 5, ticks: int = 4) 
     try:
         reach_km = np.full(domain.n_x, float(domain.dist_xx.max()))  # any move is possible
         attack.start(Context(domain=domain, n_users=n_users, reach_km=reach_km, seed=0))
-        attack.release(Release(tick=1, mechanism=mech))
+        attack.release(Release(tick=1, mechanism=mech, certified=released))
     except Exception as exc:
         raise AssertionError(f"{cls.__name__}: start/release raised {_original(exc)}") from exc
     for tick in range(1, ticks + 1):
         secrets = rng.integers(0, domain.n_x, n_users)
-        outputs = mech.sample_many(secrets, rng)
+        outputs = released.draw(secrets, rng)
         outputs[rng.random(n_users) < 0.3] = -1  # some users silent
         seen.add(tick)
         obs = Observation(tick=tick, outputs=outputs, pseudonyms=np.arange(n_users))

@@ -42,6 +42,7 @@ from mdpsim.privacy.guarantees import Composition, PureMDP
 if TYPE_CHECKING:
     from mdpsim.geo.domain import Domain
     from mdpsim.mechanisms.base import Mechanism
+    from mdpsim.privacy.release import CertifiedRelease
 
 
 #: The metric family every attack reports, one value per user (NaN where it does not apply).
@@ -101,22 +102,28 @@ class Release:
     contract: row ``i`` is secret ``i``), ``report_guarantee`` (what one report may leak) and
     its own ``info_``. ``uploads[u]`` is user (slot) u's upload in the mechanism's own record
     (:class:`~mdpsim.mechanisms.base.Uploads`: -1, none), or ``None`` when the mechanism
-    takes no uploads.
+    takes no uploads. ``certified``: the release the reports are drawn from (the server's
+    copy of the certified matrix and guarantee, docs/plugins.md); when given, ``matrix`` and
+    ``report_epsilon_per_km`` are read from it, not from the mechanism instance.
     """
 
     tick: int
     mechanism: Mechanism
     uploads: np.ndarray | None = None
+    certified: CertifiedRelease | None = None
 
     @property
     def matrix(self) -> np.ndarray:
         """The released matrix ``Pr[y | x]``, ``(N, K)``: row ``i`` is secret ``i``."""
+        if self.certified is not None:
+            return self.certified.matrix
         return self.mechanism.matrix_
 
     @property
     def report_epsilon_per_km(self) -> float | None:
         """The pure eps of one report, or ``None`` if the report guarantee is not pure."""
-        g = self.mechanism.report_guarantee
+        held = None if self.certified is None else self.certified.report_guarantee
+        g = self.mechanism.report_guarantee if held is None else held
         parts = g.parts if isinstance(g, Composition) else (g,)
         return g.epsilon_per_km if all(isinstance(p, PureMDP) for p in parts) else None
 

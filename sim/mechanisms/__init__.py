@@ -17,6 +17,7 @@ from mdpsim.mechanisms.base import (
     Guarantee,
     Mechanism,
     available,
+    fit_release,
     make,
     mechanism_class,
     register,
@@ -27,4 +28,12 @@ from mdpsim.mechanisms.lp import lp_a, medoids, optimal, stackelberg  # noqa: F4
 # After the built-ins: plug-ins by entry point (docs/plugins.md); a clash with a built-in warns.
 _MECHANISMS.open_to_plugins("mdpsim.mechanisms", Mechanism)
 
-__all__ = ["Guarantee", "Mechanism", "available", "make", "mechanism_class", "register"]
+__all__ = [
+    "Guarantee",
+    "Mechanism",
+    "available",
+    "fit_release",
+    "make",
+    "mechanism_class",
+    "register",
+]

@@ -36,9 +36,15 @@ guarantee is one no matrix can be certified against (any PmDP part);
 Nothing is released that was not drawn from the certified matrix: ``fit``, ``sample``,
 ``sample_many`` and ``expected_loss`` are mdpsim's, and a subclass that defines one of them is
 refused when the class is created (one ``TypeError`` line naming the method). The players
-draw every report with :func:`draw_reports`, mdpsim's exact sampler on the matrix ``fit``
-certified (never through an attribute of the instance), and refuse a mechanism whose
-``matrix_`` was replaced after ``fit``. A plug-in's mistakes (its ``_fit`` raising, a wrongly
+(server, env, ``mdpsim attack``, batch), ``mdpsim audit`` and ``check_mechanism`` fit through
+:func:`fit_release`, which hands the certified matrix, a local value never read back from the
+instance, to a :class:`~mdpsim.privacy.release.CertifiedRelease` the caller holds (its own
+read-only copy and exact sampler), and draw every report from it: nothing the instance can
+reach (an attribute, a property, a descriptor, ``__getattribute__``, a ``sample`` of its own,
+``matrix_`` changed after the fit) changes what is drawn. The server also refuses a mechanism
+whose ``matrix_`` was replaced after the fit. ``sample`` / ``sample_many`` (:func:`draw_reports`)
+are conveniences for scripts over the instance's attributes; no player draws through them.
+A plug-in's mistakes (its ``_fit`` raising, a wrongly
 shaped or non-stochastic matrix, a matrix that fails the exact check) are one
 :class:`~mdpsim.errors.PluginError` line naming it (mdpsim.component).
 
@@ -75,6 +81,7 @@ from mdpsim.privacy.guarantees import (
     certify,
     check_guarantee,
 )
+from mdpsim.privacy.release import CertifiedRelease
 from mdpsim.privacy.sampling import RowSampler
 from mdpsim.privacy.verifier import ROW_SUM_TOL, PluginPrivacyViolation, PrivacyViolation
 
@@ -129,6 +136,11 @@ class Mechanism(Component):
 
     name: ClassVar[str] = "?"
     component_kind: ClassVar[str] = "mechanism"
+    # What a fit sets (module docstring; ``_publish``): annotations only, no class attributes.
+    matrix_: np.ndarray
+    domain_: Any
+    uploads_: Uploads | None
+    info_: dict
     # Extra constructor parameters for the 40-point conformance test (see module docstring).
     conformance_params: ClassVar[dict] = {}
     # epsilon x diameter a fit accepts (module docstring); tighter numerics narrow it.
@@ -230,59 +242,8 @@ class Mechanism(Component):
         ``users``: the (U,) secret indices of the users taking part, required when
         ``takes_uploads`` (ignored otherwise, like ``rng``, the fit's randomness).
         """
-        cls = type(self)
-        who = cls.__name__
-        start = time.perf_counter()
-        uploads: Uploads | None = None
-        self.check_domain_size(domain.n_x, domain.n_y)
-        self.check_epsilon_range(domain)
-        takes_uploads = self.takes_uploads
-        hook = "_fit_users" if takes_uploads else "_fit"
-        if not _implements(cls, hook):
-            raise contract_error(cls, f"takes_uploads is {takes_uploads}: implement {hook}")
-        if takes_uploads:
-            if users is None:
-                raise InputError(
-                    f"{who} needs its users' uploads: fit(domain, users=<secret indices>)"
-                )
-            idx = _checked_users(users, domain)
-            with_uploads: Any = self._fit_users(domain, idx, rng)
-            if not (isinstance(with_uploads, tuple) and len(with_uploads) == 3):
-                raise contract_error(cls, "_fit_users must return (matrix, info, uploads)")
-            matrix, info, uploads = with_uploads
-            if not isinstance(uploads, Uploads) or np.shape(uploads.slot) != idx.shape:
-                got = np.shape(uploads.slot) if isinstance(uploads, Uploads) else "no"
-                raise contract_error(
-                    cls, f"_fit_users gave {got} upload slots for {idx.shape} users"
-                )
-        else:
-            fitted: Any = self._fit(domain)
-            if not (isinstance(fitted, tuple) and len(fitted) == 2):
-                raise contract_error(cls, "_fit must return (matrix, info dict)")
-            matrix, info = fitted
-        if not isinstance(info, dict):
-            raise contract_error(cls, f"the fit's info is {type(info).__name__}, not a dict")
-        elapsed = time.perf_counter() - start
-        matrix = _checked_matrix(matrix, domain, cls)
-        report = check_guarantee(self.report_guarantee, "report guarantee")
-        try:
-            verified = certify(report, matrix, domain, who=who)
-        except PrivacyViolation as exc:
-            if not is_plugin(cls):
-                raise
-            message = f"{describe(cls)}: fit refused: {plain(str(exc))}"
-            raise PluginPrivacyViolation(message) from exc
-        self.matrix_ = matrix
-        self.__certified = matrix
-        self.domain_ = domain
-        self.uploads_ = uploads
-        self.info_ = {
-            "fit_seconds": elapsed,
-            "n_x": domain.n_x,
-            "n_y": domain.n_y,
-            **info,
-            "verified_epsilon": verified,
-        }
+        fitted = _fit_certified(self, domain, users=users, rng=rng)
+        _publish(self, fitted)
         return self
 
     def sample(self, i: int, rng: np.random.Generator) -> int:
@@ -318,8 +279,10 @@ class Mechanism(Component):
 
 def draw_reports(mechanism: Mechanism, indices, rng: np.random.Generator) -> np.ndarray:
     """One report (output index) per secret index in ``indices``, drawn by mdpsim's exact
-    sampler (mdpsim.sampling) from the matrix ``mechanism.fit`` certified. The players release
-    reports through this function only, so no code of the mechanism's draws them."""
+    sampler from the matrix ``mechanism.fit`` certified, as the instance's attributes give it
+    (``sample_many``'s convenience for scripts). The players draw from the
+    :class:`~mdpsim.privacy.release.CertifiedRelease` :func:`fit_release` returned instead,
+    which nothing the instance does can change."""
     matrix = Mechanism._certified_matrix(mechanism)
     idx = np.asarray(indices, dtype=np.int64)
     if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= len(matrix))):
@@ -329,6 +292,99 @@ def draw_reports(mechanism: Mechanism, indices, rng: np.random.Generator) -> np.
         sampler = RowSampler(matrix)
         mechanism._Mechanism__sampler = sampler  # type: ignore[attr-defined]
     return sampler.draw(idx, rng)
+
+
+def fit_release(
+    mechanism: Mechanism,
+    domain,
+    *,
+    users: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+) -> CertifiedRelease:
+    """Fit ``mechanism`` on ``domain`` (as ``Mechanism.fit``, which it does not look up on the
+    instance) and return the release of the matrix the exact check certified, built from that
+    local matrix before the instance gets its attributes: every report of the players is drawn
+    from it (docs/plugins.md)."""
+    if not issubclass(type(mechanism), Mechanism):
+        raise TypeError(f"{type(mechanism).__name__} is not a Mechanism")
+    fitted = _fit_certified(mechanism, domain, users=users, rng=rng)
+    release = CertifiedRelease(
+        fitted.matrix,
+        report_guarantee=fitted.report_guarantee,
+        verified_epsilon=fitted.verified_epsilon,
+    )
+    _publish(mechanism, fitted)
+    return release
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """What a fit found, before the instance gets it."""
+
+    matrix: np.ndarray
+    domain: Any
+    info: dict
+    uploads: Uploads | None
+    report_guarantee: Guarantee
+    verified_epsilon: float | None
+
+
+def _fit_certified(
+    mech: Mechanism, domain, *, users: np.ndarray | None, rng: np.random.Generator | None
+) -> _Fitted:
+    """Run the plug-in's fit hook, check its matrix (a fresh copy no code of the instance
+    holds) and certify it; nothing is set on the instance yet."""
+    cls = type(mech)
+    who = cls.__name__
+    start = time.perf_counter()
+    uploads: Uploads | None = None
+    mech.check_domain_size(domain.n_x, domain.n_y)
+    mech.check_epsilon_range(domain)
+    takes_uploads = mech.takes_uploads
+    hook = "_fit_users" if takes_uploads else "_fit"
+    if not _implements(cls, hook):
+        raise contract_error(cls, f"takes_uploads is {takes_uploads}: implement {hook}")
+    if takes_uploads:
+        if users is None:
+            raise InputError(f"{who} needs its users' uploads: fit(domain, users=<secret indices>)")
+        idx = _checked_users(users, domain)
+        with_uploads: Any = mech._fit_users(domain, idx, rng)
+        if not (isinstance(with_uploads, tuple) and len(with_uploads) == 3):
+            raise contract_error(cls, "_fit_users must return (matrix, info, uploads)")
+        matrix, info, uploads = with_uploads
+        if not isinstance(uploads, Uploads) or np.shape(uploads.slot) != idx.shape:
+            got = np.shape(uploads.slot) if isinstance(uploads, Uploads) else "no"
+            raise contract_error(cls, f"_fit_users gave {got} upload slots for {idx.shape} users")
+    else:
+        fitted: Any = mech._fit(domain)
+        if not (isinstance(fitted, tuple) and len(fitted) == 2):
+            raise contract_error(cls, "_fit must return (matrix, info dict)")
+        matrix, info = fitted
+    if not isinstance(info, dict):
+        raise contract_error(cls, f"the fit's info is {type(info).__name__}, not a dict")
+    elapsed = time.perf_counter() - start
+    report = check_guarantee(mech.report_guarantee, "report guarantee")
+    matrix = _checked_matrix(matrix, domain, cls)  # a copy: the plug-in holds no reference
+    try:
+        verified = certify(report, matrix, domain, who=who)
+    except PrivacyViolation as exc:
+        if not is_plugin(cls):
+            raise
+        message = f"{describe(cls)}: fit refused: {plain(str(exc))}"
+        raise PluginPrivacyViolation(message) from exc
+    info = {"fit_seconds": elapsed, "n_x": domain.n_x, "n_y": domain.n_y, **info,
+            "verified_epsilon": verified}  # fmt: skip
+    return _Fitted(matrix, domain, info, uploads, report, verified)
+
+
+def _publish(mech: Mechanism, fitted: _Fitted) -> None:
+    """Give the instance what its fit found (``matrix_``, ``domain_``, ``uploads_``,
+    ``info_``; ``matrix_`` is also kept as the certified one :func:`draw_reports` checks)."""
+    mech.matrix_ = fitted.matrix
+    mech._Mechanism__certified = fitted.matrix  # type: ignore[attr-defined]
+    mech.domain_ = fitted.domain
+    mech.uploads_ = fitted.uploads
+    mech.info_ = fitted.info
 
 
 def _implements(cls: type, hook: str) -> bool:

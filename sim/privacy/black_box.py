@@ -24,7 +24,12 @@ Sampler = Callable[[int, int, np.random.Generator], np.ndarray | Sequence[int]]
 
 def mechanism_sampler(mechanism) -> Callable[[int, int, np.random.Generator], np.ndarray]:
     """The sampler of a fitted mechanism (anything with ``sample_many``), as the auditor sees
-    it."""
+    it; of a :class:`~mdpsim.privacy.release.CertifiedRelease`, the draws a run makes from it
+    (``mdpsim audit`` audits a Mechanism through the release ``fit_release`` returned)."""
+    from mdpsim.privacy.release import CertifiedRelease
+
+    if isinstance(mechanism, CertifiedRelease):
+        return mechanism.sampler()
 
     def sample(i: int, n: int, rng: np.random.Generator) -> np.ndarray:
         return mechanism.sample_many(np.full(n, i), rng)
