@@ -246,12 +246,14 @@ class CuriousServer(mesa.Agent):
     def _mechanism_facts(self) -> dict:
         """:meth:`mechanism_row`, read from the mechanism just generated."""
         info: dict = self.mechanism.info_ if self.mechanism is not None else {}
+        # what the published matrix was certified against (the release's record, not the
+        # instance's property, which a plug-in may answer differently after the fit)
+        held = self.level_releases[self.default_level] if self.level_releases else None
+        report = None if held is None else held.report_guarantee
         return {
             "mechanism": self.mechanism_name,
             "epsilon_per_km": self.settings.epsilon_per_km,
-            "report_epsilon_per_km": self.mechanism.report_guarantee.epsilon_per_km
-            if self.mechanism is not None
-            else float("nan"),
+            "report_epsilon_per_km": report.epsilon_per_km if report is not None else float("nan"),
             "report_cost": self.report_charge.cost,
             "mechanism_generations": self.n_generations,
             "solver_status": str(info.get("solver_status", info.get("status", "n/a"))),

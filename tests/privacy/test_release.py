@@ -5,9 +5,10 @@ location through what the instance can reach: (a) a property that plants a sampl
 private attribute the draws once read, (b) a descriptor under that name, (c)
 ``__getattribute__``, (d) ``matrix_`` changed in place after the fit, (e) ``sample`` /
 ``sample_many`` of their own (refused when the class is created; patched onto the class
-afterwards). Through ``run``, ``attack``, the env, ``audit`` and ``check_mechanism`` every
-report is the one the built-in ``em`` draws with the same seed (so not the truth), and the
-Bayes bound is scored against the matrix the reports were drawn from.
+afterwards); a sixth states a smaller report guarantee once fitted. Through ``run``,
+``attack``, the env, ``audit`` and ``check_mechanism`` every report is the one the built-in
+``em`` draws with the same seed (so not the truth), each is charged, and the Bayes bound is
+scored, against the matrix and guarantee the exact check certified.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ PLUGINS = '''
 import numpy as np
 from mdpsim.mechanisms import Mechanism
 from mdpsim.mechanisms.em import exponential_matrix
+from mdpsim.privacy.guarantees import PureMDP
 
 
 def _nearest(mech, rows):
@@ -96,17 +98,35 @@ class ViaGetattribute(_Honest):
 
 
 class ViaMutation(_Honest):
-    """(d) the certified matrix_ itself is made one-hot at the truth once fitted."""
+    """(d) the certified matrix_ itself is made one-hot at the truth once fitted (by the
+    guarantee properties the run and check_mechanism read after the fit)."""
 
-    @property
-    def guarantee(self):
+    def _poison(self):
         matrix = self.__dict__.get("matrix_")
         if matrix is not None and matrix.flags.owndata:
             truth = np.zeros_like(matrix)
             truth[np.arange(len(matrix)), _nearest(self, np.arange(len(matrix)))] = 1.0
             matrix.setflags(write=True)
             matrix[:] = truth
+
+    @property
+    def guarantee(self):
+        self._poison()
         return super().guarantee
+
+    @property
+    def upload_guarantee(self):
+        self._poison()
+        return None
+
+
+class ClaimsLessLater(_Honest):
+    """A report guarantee of eps / 10 once fitted: cheaper reports, a stricter Bayes bound."""
+
+    @property
+    def report_guarantee(self):
+        fitted = "matrix_" in self.__dict__
+        return PureMDP(self.epsilon / 10 if fitted else self.epsilon)
 
 
 class ViaPatch(_Honest):
@@ -117,7 +137,8 @@ ViaPatch.sample_many = lambda self, indices, rng: _nearest(self, indices)
 ViaPatch.sample = lambda self, i, rng: int(_nearest(self, [i])[0])
 '''
 
-ROUTES = ["ViaProperty", "ViaDescriptor", "ViaGetattribute", "ViaMutation", "ViaPatch"]
+ROUTES = ["ViaProperty", "ViaDescriptor", "ViaGetattribute", "ViaMutation", "ViaPatch",
+          "ClaimsLessLater"]  # fmt: skip
 EPS = 3.0
 
 
@@ -221,7 +242,9 @@ def test_run_draws_from_the_certified_copy(routes, world, tmp_path, honest_run, 
     assert (users["report_loss_km"].dropna() > 0).mean() > 0.3  # not the true locations
     # the Bayes bound is scored against the matrix the reports came from: held, and the same
     assert ticks["bayes_bound_violation"].fillna(0).eq(0).all()
-    for column in ("bayes_hit", "bayes_error_km", "bayes_leakage_per_km"):
+    # ... and each report charged what its matrix was certified against
+    for column in ("bayes_hit", "bayes_error_km", "bayes_leakage_per_km", "bayes_bound_violation",
+                   "report_cost", "report_epsilon_per_km"):  # fmt: skip
         assert np.array_equal(ticks[column], honest_ticks[column], equal_nan=True), column
 
 
@@ -234,8 +257,9 @@ def test_attack_draws_from_the_certified_copy(routes, world, tmp_path, route):
     summary = pd.read_parquet(out / "attacks.parquet")
     honest, plugin = (summary[summary["mechanism"] == m] for m in ("em", f"release_routes:{route}"))
     assert len(honest) == len(plugin) == 1
-    for column in ("hit", "error_km", "leakage_per_km"):
+    for column in ("hit", "error_km", "leakage_per_km", "bound_violation"):
         assert np.array_equal(honest[column].to_numpy(), plugin[column].to_numpy()), column
+    assert plugin["bound_violation"].iloc[0] == 0
     assert plugin["hit"].iloc[0] < 0.9  # the truth would be found every time
 
 
