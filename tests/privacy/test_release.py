@@ -342,3 +342,34 @@ def test_a_release_outlives_what_the_instance_does_later(domain):
     mech.__dict__["_Mechanism__sampler"] = None
     assert np.array_equal(release.draw(np.arange(25), np.random.default_rng(1)), before)
     assert isinstance(release, CertifiedRelease)
+
+
+@pytest.mark.slow
+def test_a_batch_on_two_workers_draws_from_the_certified_copy(routes, world, tmp_path):
+    """The issue's batch case: the tasks run in worker processes (a fresh ``mdpsim`` process,
+    so its workers import the plug-ins from PYTHONPATH)."""
+    import os
+    import subprocess
+
+    import release_routes
+
+    names = ["em", *(f"release_routes:{r}" for r in ("ViaGetattribute", "ViaMutation",
+                                                    "ClaimsLessLater"))]  # fmt: skip
+    sweep = json.dumps(names)
+    scenario = Path(_write(tmp_path / "s.toml", world.raw()))
+    scenario.write_text(scenario.read_text() + f'[sweep]\n"mechanism.name" = {sweep}\n')
+    store = tmp_path / "store"
+    env = {**os.environ, "PYTHONPATH": str(Path(release_routes.__file__).parent)}
+    argv = ["batch", str(scenario), "--out", str(store), "--workers", "2", "--no-progress"]
+    proc = subprocess.run([sys.executable, "-m", "mdpsim", *argv], env=env, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ticks = [pd.read_parquet(store / "tasks" / f"{i:04d}.parquet") for i in range(len(names))]
+    users = [pd.read_parquet(store / "tasks" / f"{i:04d}.users.parquet") for i in range(len(names))]
+    assert [t["mechanism.name"].iloc[0] for t in ticks] == names
+    for task in range(len(names)):  # each task has its own seed: the truth would show as
+        where = names[task]  # no loss and every guess a hit; the em tasks' cost and bound
+        assert (users[task]["report_loss_km"].dropna() > 0).mean() > 0.3, where
+        assert ticks[task]["bayes_hit"].mean() < 0.9, where
+        assert ticks[task]["bayes_bound_violation"].eq(0).all(), where
+        assert np.array_equal(ticks[task]["report_cost"], ticks[0]["report_cost"]), where
