@@ -272,6 +272,14 @@ def _scenario(args: argparse.Namespace):
     return scenario
 
 
+def _name(scenario, out: str | None) -> str:
+    """The scenario's name as one plain folder name for a default output path (none is made
+    when ``--out`` is given), else one line (no separators, no ``..``)."""
+    from mdpsim._core.guards import safe_name
+
+    return scenario.scenario.name if out is not None else safe_name(scenario.scenario.name)
+
+
 @command("network")
 def _network(args: argparse.Namespace) -> int:
     from mdpsim.geo.network import load_network, summarize
@@ -356,10 +364,11 @@ def _run(args: argparse.Namespace) -> int:
     if export is not None:
         from mdpsim.experiments.export import check_target
 
-        check_target(*export)  # before the run: a wrong format costs nothing
+        check_target(*export, overwrite=args.force)  # before the run: costs nothing
     overrides.check_out(args.out, force=args.force)
     scenario = overrides.apply(_scenario(args), {"--seed": args.seed, "--ticks": args.ticks})
-    out = overrides.out_or(args.out, f"runs/{scenario.scenario.name}-seed{scenario.scenario.seed}")
+    seed = scenario.scenario.seed
+    out = overrides.out_or(args.out, f"runs/{_name(scenario, args.out)}-seed{seed}")
     summary = run_scenario(
         scenario,
         out,
@@ -393,7 +402,7 @@ def _batch(args: argparse.Namespace) -> int:
     from mdpsim.experiments.run import write_bad_rows
 
     scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
-    out = overrides.out_or(args.out, f"runs/{scenario.scenario.name}-batch")
+    out = overrides.out_or(args.out, f"runs/{_name(scenario, args.out)}-batch")
     outcome = run_batch(
         scenario,
         out,
@@ -424,13 +433,12 @@ def _batch(args: argparse.Namespace) -> int:
 def _failed_exit(errors) -> int:
     """2 if any failure is a bad input or a plug-in's mistake (the same one line as a
     single run's), else 3 (partial: the failed ones are bugs or solver failures)."""
-    from mdpsim.experiments.batch import error_line
+    from mdpsim.experiments.batch import input_error
 
     for text in errors:
-        line = error_line(text)
-        kind, _, message = line.partition(": ")
-        if kind.rpartition(".")[2] in ("InputError", "PluginError"):
-            print(f"error: {message}", file=sys.stderr)
+        error = input_error(text)  # by type: any subclass of InputError
+        if error is not None:
+            print(f"error: {plain(str(error))}", file=sys.stderr)
             return EXIT_USAGE
     return EXIT_PARTIAL
 
@@ -465,7 +473,7 @@ def _attack(args: argparse.Namespace) -> int:
         epsilons=csv_list(args.epsilons, float, "--epsilons"),
         repetitions=args.repetitions,
     )
-    out = overrides.folder(args.out, f"runs/{scenario.scenario.name}-attacks", args.force)
+    out = overrides.folder(args.out, f"runs/{_name(scenario, args.out)}-attacks", args.force)
     outcome = harness.evaluate(scenario, plan, ticks=args.ticks, progress=not args.no_progress)
     paths = harness.write_outputs(
         outcome.summary,
@@ -501,7 +509,7 @@ def _frontier(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")
     check_metric(args.adversary_metric, "--adversary-metric")
-    out = overrides.folder(args.out, f"runs/{scenario.scenario.name}-frontier", args.force)
+    out = overrides.folder(args.out, f"runs/{_name(scenario, args.out)}-frontier", args.force)
     domain, curve, points, cap = frontier.run(
         scenario,
         qualities=csv_list(args.qualities, float, "--qualities"),

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mdpsim._core.guards import check_not_dangerous, check_replaceable, write_marker
 from mdpsim.errors import InputError, one_line
 
 
@@ -72,16 +73,22 @@ def _check_writable(folder: Path, flag: str, text: str) -> None:
 
 def new_folder(out: str | Path, *, overwrite: bool, flag: str = "--out") -> Path:
     """``out`` checked (:func:`check_folder`), refused if it exists unless ``overwrite`` (the
-    CLI's ``--force``)."""
+    CLI's ``--force``); ``.``, home and their ancestors always, and an existing folder that
+    mdpsim did not write (:func:`~mdpsim._core.guards.check_replaceable`) even with it."""
     out = check_folder(out, flag=flag)
+    check_not_dangerous(out, flag=flag)
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another {flag} or --force")
+    if out.exists():
+        check_replaceable(out)
     return out
 
 
 @contextmanager
-def atomic_folder(out: Path) -> Iterator[Path]:
-    """Yield a hidden sibling folder of ``out`` to write into; on success it replaces ``out``.
+def atomic_folder(out: Path, *, wrote: str = "mdpsim") -> Iterator[Path]:
+    """Yield a hidden sibling folder of ``out`` to write into; on success the marker (``wrote``
+    and the files) is added and it replaces ``out``, which must be replaceable
+    (:func:`~mdpsim._core.guards.check_replaceable`: empty, or mdpsim's and nothing else).
 
     If the body raises, the partial folder is removed and ``out`` is left as it was; an
     ``OSError`` (a full disk, a folder made read-only meanwhile) becomes one InputError line.
@@ -93,7 +100,9 @@ def atomic_folder(out: Path) -> Iterator[Path]:
         raise _write_error(out, exc) from None
     try:
         yield tmp
+        write_marker(tmp, wrote)
         if out.exists():
+            check_replaceable(out)
             shutil.rmtree(out)
         os.replace(tmp, out)
     except OSError as exc:

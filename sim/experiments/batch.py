@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.guards import check_not_input, input_paths, output_lock
 from mdpsim._core.outputs import check_folder
 from mdpsim._core.threads import available_cores, thread_budget, threads_per_worker
 from mdpsim._core.validation import check_positive_int
@@ -371,6 +372,24 @@ def run_batch(
     )
     start = time.perf_counter()
     out = check_folder(out_dir, inside=True)
+    check_not_input(out, input_paths(scenario), flag="--out")
+    with output_lock(out):  # a second batch into the same store: one line, exit 2
+        return _checked_run(
+            scenario, out, workers=workers, scheduler=scheduler, dask_workers=dask_workers,
+            dask_processes=dask_processes, connect_timeout_s=connect_timeout_s, resume=resume,
+            overwrite=overwrite, seeding=seeding, progress=progress,
+            threads_per_task=threads_per_task, on_result=on_result, notify=notify, start=start,
+        )  # fmt: skip
+
+
+def _checked_run(
+    scenario: Scenario, out: Path, *, workers: int, scheduler: str | None,
+    dask_workers: int | None, dask_processes: bool, connect_timeout_s: float, resume: bool,
+    overwrite: bool, seeding: str, progress: bool, threads_per_task: int | None,
+    on_result: Callable[[Task, TaskResult], None] | None,
+    notify: Callable[[str], None] | None, start: float,
+) -> BatchOutcome:  # fmt: skip
+    """:func:`run_batch` once its output is locked: check the store and tasks, then drive."""
     store.check_store_folder(out, resume=resume, overwrite=overwrite)
     tasks = expand(scenario, seeding=seeding)
     check_tasks(scenario, tasks)
@@ -560,8 +579,27 @@ def input_error(text: str) -> InputError | None:
     """The :class:`InputError` (or :class:`PluginError`) a task's error text ends with, if
     it is one: a bad input or a plug-in's mistake, the same one line as a single run's."""
     kind, _, message = error_line(text).partition(": ")
-    cls = {"InputError": InputError, "PluginError": PluginError}.get(kind.rpartition(".")[2])
-    return cls(message) if cls is not None else None
+    cls = error_class(kind)
+    if cls is None or not issubclass(cls, InputError):
+        return None
+    return (PluginError if issubclass(cls, PluginError) else InputError)(message)
+
+
+def error_class(kind: str) -> type | None:
+    """The exception class a traceback's last line names (``module.Qualname``), imported, or
+    None: the batch tells a bad input by its type (a subclass of InputError), not its name."""
+    import importlib
+
+    module, _, qualname = kind.rpartition(".")
+    if not module:
+        return None
+    try:
+        found: object = importlib.import_module(module)
+    except ImportError:
+        return None
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
 def _refuse_if_input(out: Path, failures: dict[str, str], existed: bool) -> None:

@@ -36,9 +36,12 @@ SUFFIXES = {"geojson": (".geojson", ".json"), "geoparquet": (".parquet", ".geopa
 COLUMNS = ["trace", "attack", "user", "tick", "time", "lon", "lat"]
 
 
-def check_target(fmt: str, path: str | Path) -> Path:
+def check_target(
+    fmt: str, path: str | Path, *, overwrite: bool = False, out: str | Path | None = None
+) -> Path:
     """The export's path, checked before the run: format, suffix, a file this process can
-    write (:func:`mdpsim.outputs.check_file`)."""
+    write (:func:`mdpsim.outputs.check_file`), not an existing file unless ``overwrite`` (the
+    CLI's ``--force``), not inside the run folder ``out`` (replaced whole)."""
     if fmt not in FORMATS:
         raise InputError(f"--export {fmt!r} must be one of {', '.join(FORMATS)}")
     path = check_file(path, flag=f"--export {fmt}")
@@ -46,6 +49,17 @@ def check_target(fmt: str, path: str | Path) -> Path:
         raise InputError(
             f"--export {fmt} {str(path)!r}: the file name must end in {' or '.join(SUFFIXES[fmt])}"
         )
+    if path.exists() and not overwrite:
+        raise InputError(
+            f"--export {fmt} {str(path)!r} exists; choose another file name or pass --force"
+        )
+    if out is not None:
+        folder = Path(out).expanduser().resolve()
+        if folder in path.expanduser().resolve().parents:
+            raise InputError(
+                f"--export {fmt} {str(path)!r} is inside --out {str(out)!r}, which the run "
+                "replaces whole; write the export beside it"
+            )
     return path
 
 
@@ -132,7 +146,7 @@ def writing(table: pd.DataFrame, fmt: str, path: str | Path) -> Iterator[Path]:
     failing export leaves no run folder and a failing run folder no export."""
     import geopandas as gpd
 
-    path = check_target(fmt, path)
+    path = check_target(fmt, path, overwrite=True)  # refused up front unless --force
     frame = gpd.GeoDataFrame(
         table, geometry=gpd.points_from_xy(table["lon"], table["lat"]), crs=WGS84
     )

@@ -218,11 +218,18 @@ def plot(curve: pd.DataFrame, points: pd.DataFrame, path, *, title: str) -> None
 
 def write_outputs(curve, points, cap: float, out, *, title: str, overwrite: bool) -> list[Path]:
     """``frontier.csv`` (curve and points), ``frontier.md`` and ``frontier.png`` in ``out``."""
+    from mdpsim._core.guards import output_lock
+
+    with output_lock(Path(out)):  # checked again under the lock: one that appeared meanwhile
+        return _write(curve, points, cap, out, title=title, overwrite=overwrite)
+
+
+def _write(curve, points, cap: float, out, *, title: str, overwrite: bool) -> list[Path]:
     from mdpsim._core.outputs import atomic_folder, new_folder
 
     out = new_folder(out, overwrite=overwrite)
     names = ["frontier.csv", "frontier.md", "frontier.png"]
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, wrote="mdpsim frontier") as tmp:
         table = pd.concat(
             [curve.assign(mechanism="optimum", epsilon_per_km=np.nan), points], ignore_index=True
         )

@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.guards import output_lock
 from mdpsim._core.outputs import atomic_folder, new_folder
 from mdpsim.errors import InputError, Interrupted
 from mdpsim.simulation.model import PrivacyModel
@@ -235,11 +237,15 @@ def write_outputs(
     """``attacks.parquet``, ``attacks_ticks.parquet``, ``attacks.md``, ``attack_success.png``
     (and ``failures.json`` if anything failed), written into a hidden sibling folder and
     renamed at the end; returns the paths."""
-    out = new_folder(out, overwrite=overwrite)
+    with output_lock(Path(out)):  # checked again under the lock: one that appeared meanwhile
+        return _write(summary, per_tick, new_folder(out, overwrite=overwrite), failures)
+
+
+def _write(summary, per_tick, out: Path, failures: dict[str, str] | None) -> list[Path]:
     names = ["attacks.parquet", "attacks_ticks.parquet", "attacks.md", "attack_success.png"]
     if failures:
         names.append("failures.json")
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, wrote="mdpsim attack") as tmp:
         if failures:
             text = json.dumps(failures, indent=2) + "\n"
             (tmp / "failures.json").write_text(text, encoding="utf-8")

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.guards import check_replaceable
 from mdpsim._core.outputs import atomic_folder, check_folder
 from mdpsim.errors import InputError
 from mdpsim.experiments.store import (
@@ -307,6 +308,8 @@ def write_report(
             f"--out {str(out)!r} exists and is not a report folder (no summary.md); choose "
             "another --out"
         )
+    if out.is_dir():
+        check_replaceable(out, flag="--out")  # a report mdpsim wrote, and nothing else
     manifest = load_manifest(store)
     checked = verify(store)
     for line in checked.warnings(store):
@@ -315,7 +318,7 @@ def write_report(
     if ticks.empty:
         raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
     tasks = per_task(ticks, load_timings(store, list(checked.done)), manifest)
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, wrote="mdpsim report") as tmp:
         plots = _write_report_files(tmp, store, manifest, tasks, ticks, checked.damaged)
     return [out / "summary.md", out / "summary.csv", out / "tasks.csv", *(out / p for p in plots)]
 

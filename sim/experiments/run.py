@@ -17,14 +17,17 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.guards import add_to_marker, check_not_input, input_paths, output_lock
 from mdpsim._core.outputs import atomic_folder, new_folder
 from mdpsim.errors import InputError, Interrupted
+from mdpsim.experiments import estimate as estimating
 from mdpsim.experiments import export as exporting
 from mdpsim.experiments.export import TraceRecorder
 from mdpsim.simulation.columns import tick_metrics
@@ -58,17 +61,28 @@ def run_model(
     graph=None,
     domain=None,
     recorder: TraceRecorder | None = None,
+    max_memory_bytes: int | None = None,
 ) -> PrivacyModel:
     """Build the model and run it for ``ticks`` (default ``scenario.ticks``, with traces the
-    data's) ticks. A ``recorder`` (:class:`~mdpsim.experiments.export.TraceRecorder`) is started on
-    the
-    model before the first tick and told after each."""
+    data's) ticks. A ``recorder`` (:class:`~mdpsim.experiments.export.TraceRecorder`) is started
+    on the model before the first tick and told after each. A run whose tables would hold more
+    than ``max_memory_bytes`` (default: half the memory available) is refused before its first
+    tick (:mod:`mdpsim.experiments.estimate`); with ``progress`` a big one's estimate is told."""
     model = PrivacyModel(scenario, rng=seed, graph=graph, domain=domain)
     if recorder is not None:
         recorder.start(model)
     n_ticks = model.config.scenario.ticks if ticks is None else ticks
     if isinstance(n_ticks, bool) or not isinstance(n_ticks, int) or not 1 <= n_ticks <= MAX_TICKS:
         raise InputError(f"ticks={n_ticks!r} must be an integer, >= 1 and <= {MAX_TICKS:,}")
+    plan = estimating.estimate(
+        n_ticks,
+        model.world.n_users,
+        per_user=model.config.output.per_user,
+        export=recorder is not None,
+    )
+    estimating.check(plan, cap_bytes=max_memory_bytes)
+    if progress and plan.peak_bytes >= estimating.TELL_FROM_BYTES:
+        print(f"estimate: {plan.line()}", file=sys.stderr)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -145,12 +159,32 @@ def run_scenario(
 ) -> dict:
     """Run and write ``ticks.parquet``, ``users.parquet`` and ``summary.json`` atomically;
     ``export = (format, path)`` also writes the traces (:mod:`mdpsim.experiments.export`): both
-    or neither. The output paths are checked before the network is loaded."""
-    out = new_folder(out_dir, overwrite=overwrite)
-    recorder = None
-    if export is not None:
-        exporting.check_target(*export)
-        recorder = TraceRecorder()
+    or neither. The output paths are checked before the network is loaded (none may be an
+    input: :func:`~mdpsim._core.guards.check_not_input`) and locked while the run lasts."""
+    out = Path(out_dir)
+    targets = [out] if export is None else [out, Path(export[1])]
+    with output_lock(*targets):  # a second run into the same folder: one line, exit 2
+        out = new_folder(out_dir, overwrite=overwrite)
+        inputs = input_paths(scenario)
+        check_not_input(out, inputs, flag="--out")
+        recorder = None
+        if export is not None:
+            exporting.check_target(*export, overwrite=overwrite, out=out)
+            check_not_input(Path(export[1]), inputs, flag=f"--export {export[0]}")
+            recorder = TraceRecorder()
+        return _run_and_write(scenario, out, seed, ticks, progress, export, recorder)
+
+
+def _run_and_write(
+    scenario: Scenario,
+    out: Path,
+    seed: int | None,
+    ticks: int | None,
+    progress: bool,
+    export: tuple[str, str | Path] | None,
+    recorder: TraceRecorder | None,
+) -> dict:
+    """:func:`run_scenario` once its outputs are checked and locked."""
     model = run_model(scenario, seed=seed, ticks=ticks, progress=progress, recorder=recorder)
     used_seed = scenario.scenario.seed if seed is None else seed
     guarantee = model.budget.statement(model.tick)
@@ -216,6 +250,7 @@ def write_bad_rows(folder: str | Path, scenario: Scenario) -> Path | None:
         return None
     path, tmp = folder / BAD_ROWS_FILE, folder / f".{BAD_ROWS_FILE}.partial"
     bad_rows_frame(fixes.report.lines).to_csv(tmp, index=False)
+    add_to_marker(folder, BAD_ROWS_FILE)
     return tmp.replace(path)
 
 
@@ -246,7 +281,7 @@ def write_outputs(
         doc["budget_guarantee"] = budget_guarantee
     if traces is not None:
         doc["traces"] = traces
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, wrote="mdpsim run") as tmp:
         ticks_df.to_parquet(tmp / "ticks.parquet", index=False)
         timings_df.to_parquet(tmp / "timings.parquet", index=False)
         if len(users_df):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from mdpsim._core.guards import MARKER, check_not_dangerous, check_replaceable, write_marker
 from mdpsim.errors import InputError, one_line
 
 if TYPE_CHECKING:
@@ -69,7 +71,10 @@ def check_store_folder(out: Path, *, resume: bool, overwrite: bool) -> None:
     """Refuse, before any work, a folder that is not a store and an existing store without
     ``resume`` or ``overwrite`` (a store where nothing has finished or failed yet, left by a
     batch stopped before its first task, is accepted: a plain re-run replaces it)."""
+    check_not_dangerous(out)
     if (out / MANIFEST).is_file():
+        if overwrite:
+            check_owned(out)
         if not resume and not overwrite and not _is_empty_store(out):
             raise InputError(
                 f"{out} already holds a batch; pass --resume to continue it, --overwrite to "
@@ -97,6 +102,7 @@ def open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[str
     check_store_folder(out, resume=resume, overwrite=False)
     path = out / MANIFEST
     if path.is_file() and _is_empty_store(out):
+        check_owned(out)
         shutil.rmtree(out)
     if path.is_file():
         old = load_manifest(out)
@@ -115,7 +121,35 @@ def open_store(out: Path, manifest: dict[str, Any], *, resume: bool) -> dict[str
     (out / TASKS).mkdir(parents=True, exist_ok=True)
     for stale in (out / TASKS).glob(".*.tmp-*"):
         stale.unlink()
+    if not (out / MARKER).is_file():
+        write_marker(out, "mdpsim batch")  # its files: the store's names (check_owned)
     return load_failures(out)
+
+
+_STORE_FILE = re.compile(
+    r"^(manifest\.json|failures\.json|bad_rows\.csv|\.mdpsim-output|"
+    r"tasks/[^/]+?(\.users|\.timings)?\.parquet|tasks/[^/]+?\.done\.json|"
+    r"(tasks/)?\.[^/]+\.tmp-\d+)$"
+)
+
+
+def check_owned(out: Path) -> None:
+    """Refuse (one line naming the foreign file, nothing touched) to delete a folder that
+    holds anything but a batch store's own files; its ``report/`` must be mdpsim's too."""
+    check_not_dangerous(out)
+    for path in sorted(out.rglob("*")):
+        name = path.relative_to(out).as_posix()
+        if name == "report" or name.startswith("report/"):
+            continue
+        if path.is_dir() and name == TASKS:
+            continue
+        if not _STORE_FILE.match(name):
+            raise InputError(
+                f"--overwrite refuses to delete {str(out)!r}: it holds {name!r}, which is not "
+                "part of a batch store; move it out or choose another --out"
+            )
+    if (out / "report").is_dir():
+        check_replaceable(out / "report", flag="--overwrite")
 
 
 def _task_keys(tasks: list[dict]) -> list[dict]:
@@ -177,6 +211,7 @@ def discard(out: Path) -> None:
     """Delete the store in ``out`` (only a folder holding a manifest)."""
     if not (out / MANIFEST).is_file():
         raise InputError(f"{out} is not a batch store (no {MANIFEST}); it is left as it is")
+    check_owned(out)
     shutil.rmtree(out)
 
 

@@ -56,10 +56,15 @@ SHOWN_LINES = 5
 SYNTHETIC_ORIGIN = pd.Timestamp("1970-01-01T00:00:00Z")
 #: The columns a traces file is read by (``[mobility] columns`` maps a file's own names).
 TRACE_COLUMNS = ("user", "time", "lat", "lon", "x", "y", "trace")
-TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet", ".geojson")
+TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet", ".geojson", ".json")  # .json: GeoJSON
 #: The years a time may lie in (first, last): the range of a nanosecond timestamp.
 YEARS = (1678, 2261)
 NAIVE_NOTE = "times without a time zone were read as UTC (add Z or +HH:MM to say otherwise)"
+#: Numeric times from here up look like epoch milliseconds (1e11 s is the year 5138; 1e11 ms
+#: is 1973), read as seconds unless ``[mobility] time_unit = "ms"``: a note says so.
+EPOCH_MS_FROM = 1e11
+#: What a number in a time column counts, by ``[mobility] time_unit``.
+TIME_UNIT_SECONDS = {"s": 1.0, "ms": 1e-3}
 WGS84 = "EPSG:4326"
 #: The file of a run's folder holding every bad row of its traces file (row, column, problem).
 BAD_ROWS_FILE = "bad_rows.csv"
@@ -269,7 +274,7 @@ def read_table(path: Path) -> pd.DataFrame:
             return _read_csv(path)
         if name.endswith((".parquet", ".geoparquet")):
             return pd.read_parquet(path)
-        if name.endswith(".geojson"):  # an mdpsim export: its lon/lat and time properties
+        if name.endswith((".geojson", ".json")):  # an mdpsim export: lon/lat and time
             import geopandas as gpd
 
             return pd.DataFrame(gpd.read_file(path).drop(columns="geometry"))
@@ -353,12 +358,15 @@ def read_fixes(
     keep_trace: str = "true",
     strict: bool = False,
     columns: dict[str, str] | None = None,
+    time_unit: str = "s",
 ) -> Fixes:
     """Read and check a traces file (module docstring); bad rows refused (``strict``) or dropped.
 
     ``extent_xy`` is ``(xmin, ymin, xmax, ymax)`` of the network in ``graph_crs`` metres.
     A file with a ``trace`` column (an mdpsim export) keeps the rows whose trace is
     ``keep_trace``. ``columns`` maps a column mdpsim reads to the file's name for it.
+    ``time_unit`` (``"s"`` or ``"ms"``) is what a numeric time counts; seconds that look like
+    epoch milliseconds add a note (and a warning) naming ``[mobility] time_unit``.
     """
     path = Path(path)
     table = renamed(read_table(path), columns or {}, path)
@@ -435,11 +443,29 @@ def read_fixes(
             f"traces file {str(path)!r} has no good fix"
             + (f" ({len(lines)} bad rows: {shown})" if lines else "")
         )
-    notes = (NAIVE_NOTE,) if naive else ()
+    notes: tuple[str, ...] = (NAIVE_NOTE,) if naive else ()
+    if origin is None and good.any():  # numeric times
+        seconds = seconds * TIME_UNIT_SECONDS[time_unit]
+        epoch_ms = epoch_ms_note(seconds[good]) if time_unit == "s" else None
+        if epoch_ms is not None:
+            notes += (epoch_ms,)
+            warnings.warn(f"traces {path}: {epoch_ms}", TraceWarning, stacklevel=2)
     report = TraceReport(str(path), n_rows, int(good.sum()), lines, n_filtered, notes)
     if lines:
         warnings.warn(f"{report.summary()}: {shown}", TraceWarning, stacklevel=2)
     return _fixes(raw_user[good], seconds[good], xy[good], origin, report)
+
+
+def epoch_ms_note(seconds: np.ndarray) -> str | None:
+    """A note when numeric times read as seconds look like epoch milliseconds, else None."""
+    if not len(seconds) or float(np.median(seconds)) < EPOCH_MS_FROM:
+        return None
+    span = float(seconds.max() - seconds.min())
+    return (
+        f"the times look like epoch milliseconds (first {seconds[0]:.0f}): read as seconds "
+        f'they span {span:,.0f} s ({span / 1000:,.1f} s as ms); set [mobility] time_unit = "ms" '
+        "if they are"
+    )
 
 
 def _numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -187,6 +187,7 @@ def trace_fixes(scenario: Scenario, graph) -> Fixes | None:
         mob.crs,
         mob.keep_trace,
         tuple(sorted(mob.columns.items())),
+        mob.time_unit,
     )
     crs = str(graph.graph["crs"])
     return _read_fixes(key, mob.strict, crs, network_extent(graph))
@@ -194,7 +195,7 @@ def trace_fixes(scenario: Scenario, graph) -> Fixes | None:
 
 @functools.lru_cache(maxsize=8)
 def _read_fixes(key: tuple, strict: bool, graph_crs: str, extent: tuple) -> Fixes:
-    path, _, crs, keep_trace, columns = key
+    path, _, crs, keep_trace, columns, time_unit = key
     return read_fixes(
         path,
         graph_crs=graph_crs,
@@ -203,6 +204,7 @@ def _read_fixes(key: tuple, strict: bool, graph_crs: str, extent: tuple) -> Fixe
         keep_trace=keep_trace,
         strict=strict,
         columns=dict(columns),
+        time_unit=time_unit,
     )
 
 

@@ -72,7 +72,12 @@ def test_cli_writes_the_table_and_the_plot(tmp_path, capsys):
     code = main(["frontier", str(toml), "--out", str(out), "--mechanisms", "em,lp",
                  "--epsilons", "2,8", "--qualities", "0.2,0.4"])  # fmt: skip
     assert code == 0
-    assert {p.name for p in out.iterdir()} == {"frontier.csv", "frontier.md", "frontier.png"}
+    assert {p.name for p in out.iterdir()} == {
+        "frontier.csv",
+        "frontier.md",
+        "frontier.png",
+        ".mdpsim-output",
+    }
     text = capsys.readouterr().out
     assert "| em | 2 |" in text and "| lp | 8 |" in text
     assert main(["frontier", str(toml), "--out", str(out)]) == 2  # exists, no --force

@@ -22,7 +22,7 @@ def load(path: str | Path | Traversable) -> Scenario:
     if not p.is_file():
         raise InputError(f"scenario file {str(p)!r} not found")
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        raw = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a BOM is accepted
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"scenario file {str(p)!r} is not valid TOML: {exc}") from exc
     except UnicodeDecodeError as exc:

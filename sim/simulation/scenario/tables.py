@@ -130,8 +130,9 @@ class MobilityTable(Table):
     )
     path: str = Field(
         default="",
-        description="traces only: a .csv or .parquet file with columns user, time and lat/lon "
-        "or x/y (relative: to the scenario file's folder)",
+        description="traces only: a .csv, .parquet, .geoparquet, .geojson or .json (GeoJSON) "
+        "file with columns user, time and lat/lon or x/y (relative: to the scenario file's "
+        "folder; docs/traces.md)",
     )
     crs: str = Field(
         default="",
@@ -152,6 +153,11 @@ class MobilityTable(Table):
         description="traces only: refuse a file with any bad row (default: drop and report "
         "them); mdpsim --strict sets it",
     )
+    time_unit: Literal["s", "ms"] = Field(
+        default="s",
+        description="traces only: what a numeric time counts, seconds (s) or milliseconds "
+        "(ms, e.g. epoch milliseconds); ISO 8601 times need none",
+    )
     columns: dict[str, str] = Field(
         default={},
         description="traces only: the file's name of each column mdpsim reads, e.g. "
@@ -166,6 +172,8 @@ class MobilityTable(Table):
             raise _refuse("is for source = 'traces'; set source or drop path", field="path")
         if self.source == "synthetic" and self.columns:
             raise _refuse("is for source = 'traces'; set source or drop columns", field="columns")
+        if self.source == "synthetic" and self.time_unit != "s":
+            raise _refuse("is for source = 'traces'; set source or drop it", field="time_unit")
         unknown = sorted(set(self.columns) - set(TRACE_COLUMNS))
         if unknown:
             raise _refuse(
