@@ -473,7 +473,8 @@ def _attack(args: argparse.Namespace) -> int:
         epsilons=csv_list(args.epsilons, float, "--epsilons"),
         repetitions=args.repetitions,
     )
-    out = overrides.folder(args.out, f"runs/{_name(scenario, args.out)}-attacks", args.force)
+    default = f"runs/{_name(scenario, args.out)}-attacks"
+    out = overrides.folder(args.out, default, args.force, scenario)
     outcome = harness.evaluate(scenario, plan, ticks=args.ticks, progress=not args.no_progress)
     paths = harness.write_outputs(
         outcome.summary,
@@ -509,7 +510,8 @@ def _frontier(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")
     check_metric(args.adversary_metric, "--adversary-metric")
-    out = overrides.folder(args.out, f"runs/{_name(scenario, args.out)}-frontier", args.force)
+    default = f"runs/{_name(scenario, args.out)}-frontier"
+    out = overrides.folder(args.out, default, args.force, scenario)
     domain, curve, points, cap = frontier.run(
         scenario,
         qualities=csv_list(args.qualities, float, "--qualities"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mdpsim._core.guards import check_not_input, input_paths
 from mdpsim._core.outputs import new_folder
 from mdpsim.errors import InputError
 from mdpsim.experiments.flags import FIELDS
@@ -37,6 +38,10 @@ def check_out(out: str | None, *, force: bool) -> None:
         new_folder(out, overwrite=force)
 
 
-def folder(out: str | None, default: str, force: bool) -> Path:
-    """The output folder (``--out`` or ``default``), checked (:func:`new_folder`)."""
-    return new_folder(out_or(out, default), overwrite=force)
+def folder(out: str | None, default: str, force: bool, scenario: Scenario | None = None) -> Path:
+    """The output folder (``--out`` or ``default``), checked (:func:`new_folder`) and, given
+    the ``scenario``, neither one of its inputs nor a folder holding one."""
+    path = new_folder(out_or(out, default), overwrite=force)
+    if scenario is not None:
+        check_not_input(path, input_paths(scenario), flag="--out")
+    return path

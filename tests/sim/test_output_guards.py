@@ -101,8 +101,9 @@ def test_out_holding_the_scenario_or_traces_is_refused(tmp_path, capsys):
     data.mkdir()
     (data / MARKER).write_text(json.dumps({"wrote": "mdpsim run", "files": ["s.toml"]}))
     (data / "s.toml").write_text(TOML)  # even listed by a marker, an input is never replaced
-    argv = ["run", str(data / "s.toml"), "--out", str(data), "--force"]
-    _one_error(capsys, argv, f"would replace the input '{data / 's.toml'}'")
+    for command in ("run", "attack", "frontier"):
+        argv = [command, str(data / "s.toml"), "--out", str(data), "--force"]
+        _one_error(capsys, argv, f"would replace the input '{data / 's.toml'}'")
     assert (data / "s.toml").read_text() == TOML
 
 
