@@ -29,6 +29,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 DEMO_SCENARIO = "helsinki_demo"  # a packaged scenario (mdpsim.scenarios)
 SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
 STRICT_HELP = "refuse a traces file with any bad row (exit 2) instead of dropping the bad rows"
+FORCE_HELP = "replace an existing output folder mdpsim wrote (and, for run, the --export file)"
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default runs/<scenario name>-seed<S>)")
     p.add_argument("--seed", type=int, help="override scenario.seed")
     p.add_argument("--ticks", type=int, help="override scenario.ticks")
-    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument(
         "--export",
         nargs=2,
@@ -128,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilons", help="comma-separated eps per km (default: scenario)")
     p.add_argument("--repetitions", type=int, help="seeds per setting (default: scenario)")
     p.add_argument("--ticks", type=int, help="override scenario.ticks")
-    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
@@ -148,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--adversary-metric", default="domain", help="domain, road, l1, l2, linf, zero_one"
     )
-    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
     p = sub.add_parser("report", help="tables and plots of a batch results store")

@@ -53,9 +53,17 @@ class Estimate:
             f", {self.user_rows:,} user rows" if self.per_user else ""
         )
         return (
-            f"{rows}, about {self.disk_bytes / GB:.2g} GB written and {self.peak_bytes / GB:.2g} "
-            "GB of memory held until the end"
+            f"{rows}, about {size(self.disk_bytes)} written and {size(self.peak_bytes)} of "
+            "memory held until the end"
         )
+
+
+def size(n_bytes: float) -> str:
+    """``n_bytes`` in GB, MB, kB or B, three significant digits."""
+    for unit, scale in (("GB", GB), ("MB", 1e6), ("kB", 1e3)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.3g} {unit}"
+    return f"{n_bytes:.0f} B"
 
 
 def estimate(ticks: int, users: int, *, per_user: bool, export: bool) -> Estimate:
@@ -101,6 +109,6 @@ def check(plan: Estimate, *, cap_bytes: int | None = None) -> None:
     if plan.export:
         lower += ", or drop --export"
     raise InputError(
-        f"this run would hold {plan.line()}, over the cap of {cap_bytes / GB:.2g} GB "
+        f"this run would hold {plan.line()}, over the cap of {size(cap_bytes)} "
         f"({MEMORY_FRACTION:g} of the memory available; docs/reliability.md): lower {lower}"
     )

@@ -186,6 +186,15 @@ def test_a_held_lock_refuses_a_second_holder(tmp_path):
         pass
 
 
+def test_a_batch_into_a_store_another_command_holds_is_refused(tmp_path, capsys):
+    (tmp_path / "s.toml").write_text(TOML + SWEEP)
+    store = tmp_path / "store"
+    argv = ["batch", str(tmp_path / "s.toml"), "--out", str(store), "--workers", "1"]
+    with output_lock(store):  # as a running `mdpsim batch` holds it
+        _one_error(capsys, [*argv, "--no-progress"], "another mdpsim command is writing")
+    assert not store.exists()
+
+
 # ---------------------------------------------------------------------- item 4: names
 @pytest.mark.parametrize(("name", "why"), [("../../escaped", "'/'"), ("rush hour / Kamppi", "'/'"),
                                            ("..", "'..'")])  # fmt: skip
@@ -242,6 +251,11 @@ def test_a_run_over_the_memory_cap_is_refused_with_the_estimate(tmp_path, scenar
                       "1,000,000 tick rows, 4,000,000 user rows")  # fmt: skip
     assert "over the cap of 2 GB" in line and "lower scenario.ticks (--ticks)" in line
     assert "per_user = false" in line and not out.exists()
+    monkeypatch.setattr(estimating, "TELL_FROM_BYTES", 0)  # every run counts as big
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    told = [line for line in capsys.readouterr().err.splitlines() if line.startswith("estimate:")]
+    assert told == ["estimate: 3 tick rows, 12 user rows, about 288 B written and 35.1 kB of "
+                    "memory held until the end"], told  # fmt: skip
     with pytest.raises(InputError, match="or drop --export"):
         estimating.check(estimating.estimate(10**6, 4, per_user=False, export=True), cap_bytes=1)
 
