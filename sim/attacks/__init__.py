@@ -5,7 +5,15 @@ scoring are in :mod:`mdpsim.attacks.base`, running several together in :mod:`mdp
 Each attack module registers itself with ``@register(name)`` when imported below.
 """
 
-from mdpsim.attacks import bayes, linkage, places, tracking, upload_stage  # noqa: F401
+from mdpsim.attacks import (  # noqa: F401
+    bayes,
+    home_work,
+    linkage,
+    places,
+    tracking,
+    uniqueness,
+    upload_stage,
+)
 from mdpsim.attacks.base import (
     _ATTACKS,
     METRICS,

@@ -1,0 +1,92 @@
+"""Home and work inference: known answers on hand-made routines, chance without information."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from routine_driver import TICK_SECONDS, feed, routine
+from test_attacks_contract import Identity, Uniform
+
+from mdpsim.attacks import make
+from mdpsim.attacks.home_work import (
+    NIGHT,
+    OTHER,
+    WORK,
+    anonymity_sets,
+    true_home_work,
+    window_of_ticks,
+)
+from mdpsim.errors import InputError
+
+N_USERS, TICKS = 30, 72  # three days from Monday 01:00
+
+
+@pytest.fixture(scope="module")
+def domain(walk_domain):
+    return walk_domain(100, 2)
+
+
+@pytest.fixture(scope="module")
+def people(domain):
+    return routine(domain.n_x, N_USERS, TICKS, seed=3)
+
+
+def test_windows_follow_the_clock():
+    # tick 0 at Friday 21:00: 22:00 and 06:00 are night, 07:00 is not, Saturday 10:00 is not
+    # work, Monday 10:00 is
+    ticks = np.array([0, 1, 9, 10, 13, 61])
+    got = window_of_ticks(ticks, 3600.0, 4 * 24 + 21)
+    np.testing.assert_array_equal(got, [OTHER, NIGHT, NIGHT, OTHER, OTHER, WORK])
+
+
+def test_true_home_and_work_are_the_most_frequent_night_and_day_places(people):
+    trace, home, work = people
+    t_home, t_work = true_home_work(trace, np.arange(1, TICKS + 1), TICK_SECONDS, 0.0)
+    np.testing.assert_array_equal(t_home, home)
+    np.testing.assert_array_equal(t_work, work)
+
+
+def test_a_perfect_mechanism_finds_every_home_and_work(domain, people):
+    trace, _, _ = people
+    specs = [{"name": "home_work", "match_km": 0.01}]
+    suite, final = feed(domain, Identity().fitted_by_hand(domain), trace, specs)
+    s = suite.summary().iloc[0]
+    assert s["hit"] == 1.0 and s["error_km"] == 0.0
+    assert s["work_hit"] == 1.0 and s["work_error_km"] == 0.0 and s["pair_hit"] == 1.0
+    assert s["anonymity_set"] == 1.0 and s["unique"] == 1.0  # distinct homes: each pair unique
+    assert len(final["home_work"][0].users) == N_USERS
+
+
+def test_a_uniform_mechanism_does_no_better_than_chance(domain, people):
+    trace, _, _ = people
+    suite, _ = feed(domain, Uniform(epsilon=1.0).fit(domain), trace, [{"name": "home_work"}])
+    s = suite.summary().iloc[0]
+    # every pseudonym's density is the prior: one home for all, right for few users
+    assert s["hit"] <= 0.15 and s["work_hit"] <= 0.15 and s["error_km"] > 0.3
+
+
+def test_anonymity_set_counts_true_pairs_near_the_inferred_one():
+    dist = np.array([[0.0, 0.1, 1.0], [0.1, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    true_home, true_work = np.array([0, 1, 2]), np.array([2, 2, 0])
+    got = anonymity_sets(np.array([0, 2]), np.array([2, 2]), true_home, true_work, dist, 0.2)
+    np.testing.assert_array_equal(got, [2, 0])  # (0 or 1, 2) twice; nobody lives at 2, works at 2
+
+
+def test_same_seed_same_scores(domain, people):
+    trace, _, _ = people
+    mech = make_em(domain)
+    runs = [feed(domain, mech, trace, [{"name": "home_work"}])[1] for _ in range(2)]
+    a, b = (r["home_work"][0].values for r in runs)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+
+
+def make_em(domain):
+    from mdpsim.mechanisms import make as make_mechanism
+
+    return make_mechanism("em", epsilon=4.0).fit(domain)
+
+
+def test_bad_match_km_is_refused():
+    with pytest.raises(InputError, match="match_km"):
+        make("home_work", match_km=0.0)
