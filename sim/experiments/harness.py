@@ -188,7 +188,9 @@ def success_markdown(summary: pd.DataFrame) -> str:
     from mdpsim.experiments.report import markdown_table
 
     metrics = [m for m in ("hit", "error_km", "entropy_bits", "leakage_per_km",
-                           "precision_at_k", "recall_at_k", "chance", "optimal_error_km",
+                           "precision_at_k", "recall_at_k", "work_hit", "pair_hit",
+                           "anonymity_set", "unique", "linked_k1", "linked_k2", "linked_k3",
+                           "linked_k4", "chance", "optimal_error_km",
                            "exploitability_km") if m in summary]  # fmt: skip
     means = summary.groupby(["mechanism", "epsilon_per_km", "attack"], sort=False)[metrics].mean()
     frame = means.reset_index()
