@@ -6,7 +6,8 @@ Outputs of ``run_scenario(..., out_dir=DIR)``:
 * ``users.parquet``: one row per (tick, user) when ``output.per_user`` is on;
 * ``timings.parquet``: wall-clock seconds per tick and phase (these differ between identical
   runs, so they are kept out of the two tables above, which are byte-identical for a seed);
-* ``summary.json``: the scenario, the seed and the run's headline numbers.
+* ``summary.json``: the scenario, the seed, the run's headline numbers and the whole-run
+  attacks' scores (``attacks``: Viterbi, places, linkage, home_work, uniqueness).
 
 Everything is written into a hidden sibling folder first and renamed to ``DIR`` at the end,
 so an interrupted run leaves no folder that looks complete.
@@ -202,7 +203,29 @@ def _run_and_write(
             budget_guarantee=guarantee,
             traces=trace_summary(model),
             bad_rows=bad_rows_frame(fixes.report.lines) if fixes is not None else None,
+            attacks=whole_run_scores(model),
         )
+
+
+def whole_run_scores(model: PrivacyModel) -> dict[str, dict[str, float]]:
+    """The attacks' whole-run scores (Viterbi, places, linkage, home_work, uniqueness), taken
+    as the run ends: per label, the mean of every metric over the users scored (NaN left out);
+    summary.json's ``attacks``. Attacks with nothing at the end are not listed."""
+    suite = model.server.attacks
+    if suite is None:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for label, scored in suite.finish().items():
+        totals: dict[str, list[float]] = {}
+        for s in scored:
+            for metric, (total, count) in s.finite_totals().items():
+                acc = totals.setdefault(metric, [0.0, 0])
+                acc[0] += total
+                acc[1] += count
+        means = {m: t / n for m, (t, n) in totals.items() if n}
+        if means:
+            out[label] = means
+    return out
 
 
 def trace_summary(model: PrivacyModel) -> dict | None:
@@ -263,12 +286,14 @@ def write_outputs(
     budget_guarantee: str | None = None,
     traces: dict | None = None,
     bad_rows: pd.DataFrame | None = None,
+    attacks: dict[str, dict[str, float]] | None = None,
 ) -> dict:
     """Write a run's tables (:func:`tables`) and ``summary.json`` atomically; the summary.
 
     ``budget_guarantee`` (the budget policy's statement) and ``traces`` (what the traces
     import found, :func:`trace_summary`) go into ``summary.json``; ``bad_rows`` (every bad
-    row of the traces file) into ``bad_rows.csv``, which ``traces.bad_rows_file`` names.
+    row of the traces file) into ``bad_rows.csv``, which ``traces.bad_rows_file`` names;
+    ``attacks`` (:func:`whole_run_scores`) into ``summary.json``'s ``attacks`` when not empty.
     """
     out = Path(out_dir)
     ticks_df, users_df, timings_df = run_tables
@@ -281,6 +306,8 @@ def write_outputs(
         doc["budget_guarantee"] = budget_guarantee
     if traces is not None:
         doc["traces"] = traces
+    if attacks:
+        doc["attacks"] = attacks
     with atomic_folder(out, wrote="mdpsim run") as tmp:
         ticks_df.to_parquet(tmp / "ticks.parquet", index=False)
         timings_df.to_parquet(tmp / "timings.parquet", index=False)

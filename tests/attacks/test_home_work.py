@@ -90,3 +90,52 @@ def make_em(domain):
 def test_bad_match_km_is_refused():
     with pytest.raises(InputError, match="match_km"):
         make("home_work", match_km=0.0)
+
+
+PEOPLE_TOML = """
+[scenario]
+name = "tiny_day"
+seed = 2
+ticks = 40
+tick_seconds = 1800
+start_hour = 1.0
+[network]
+source = "helsinki-test"
+[domain]
+n_points = 50
+[users]
+count = 10
+dwell_ticks = [2, 6]
+personal_places = 2
+[mechanism]
+name = "em"
+epsilon_per_km = 8.0
+[queries]
+every_ticks = 0
+[attacks]
+run = ["bayes", "home_work", "uniqueness"]
+[strategies]
+budget = {name = "cgp", rho_per_km2 = 100000.0}
+"""
+
+
+def test_mdpsim_run_and_attack_report_home_work_and_uniqueness(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from mdpsim.cli import main
+
+    path = tmp_path / "day.toml"
+    path.write_text(PEOPLE_TOML)
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 0
+    attacks = json.loads((tmp_path / "run" / "summary.json").read_text())["attacks"]
+    assert set(attacks) == {"home_work", "uniqueness"}  # bayes has nothing at the end
+    assert 0 <= attacks["home_work"]["work_hit"] <= 1 and attacks["home_work"]["anonymity_set"] >= 0
+    assert attacks["uniqueness"]["chance"] == pytest.approx(1 / 10)
+    out = tmp_path / "attack"
+    assert main(["attack", str(path), "--out", str(out), "--no-progress"]) == 0
+    table = pd.read_parquet(out / "attacks.parquet").set_index("attack")
+    for column in ("work_hit", "anonymity_set", "unique"):
+        assert table.loc["home_work", column] == attacks["home_work"][column]  # same run, same seed
+    assert "linked_k4" in (out / "attacks.md").read_text()
