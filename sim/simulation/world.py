@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
@@ -35,6 +37,8 @@ from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
 from mdpsim.simulation.mobility import MobilityModel, Population
+from mdpsim.simulation.people import People, PeopleModel, PeopleParams
+from mdpsim.simulation.relevance import relevance_map
 from mdpsim.simulation.traces import Fixes, TracePopulation, read_fixes
 
 if TYPE_CHECKING:
@@ -66,7 +70,7 @@ class World:
     graph: Any
     domain: Domain
     mobility: MobilityModel
-    population: Population | TracePopulation
+    population: Population | TracePopulation | People
     streams: dict[str, np.random.Generator]
     traces: Fixes | None = None  # the fixes of [mobility] source = "traces"
 
@@ -125,8 +129,11 @@ def build_world(
     streams = {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}
     domain = build_domain(scenario, graph, seed=seed) if domain is None else domain
     mobility = _mobility(scenario, domain, seed, streams["places"])
-    population: Population | TracePopulation
-    if fixes is None:
+    population: Population | TracePopulation | People
+    if fixes is None and scenario.mobility.model == "epr":
+        people_model = _people_model(scenario, domain)
+        population = People(people_model, scenario.users.count, streams["mobility"])
+    elif fixes is None:
         population = Population(
             mobility,
             domain,
@@ -169,6 +176,35 @@ def _mobility(scenario: Scenario, domain: Domain, seed: int, places_rng) -> Mobi
             domain, n_places=n_places, speed_mps=speed_mps, tick_seconds=tick_seconds,
             dwell_ticks=(dwell[0], dwell[1]), rng=places_rng,
         )  # fmt: skip
+    return per_domain[key]
+
+
+#: Per domain, the people models built on it by their fields (routes and gravity are N x N).
+_PEOPLE: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _people_model(scenario: Scenario, domain: Domain) -> PeopleModel:
+    """The ``[mobility] model = "epr"`` model of ``scenario`` on ``domain`` (kept per domain
+    and fields: it draws nothing, so it is the same for every seed)."""
+    mob, run = scenario.mobility, scenario.scenario
+    params = PeopleParams(
+        rho=mob.rho, gamma=mob.gamma, beta=mob.beta, tau_h=mob.tau_h,
+        min_stay_min=mob.min_stay_min, work_share=mob.work_share,
+        work_hours=(mob.work_hours[0], mob.work_hours[1]), work_prob=mob.work_prob,
+        gravity_min_km=mob.gravity_min_km, home_by_hour=tuple(mob.home_by_hour),
+        speed_mps=scenario.users.speed_mps, tick_seconds=run.tick_seconds,
+        start_hour=run.start_hour,
+    )  # fmt: skip
+    relevance_path = None
+    if mob.relevance_path:  # relative: to the scenario file's folder, as [mobility] path
+        relevance_path = Path(os.path.expanduser(mob.relevance_path))
+        if not relevance_path.is_absolute() and scenario.path is not None:
+            relevance_path = Path(scenario.path).parent / relevance_path
+    per_domain = _PEOPLE.setdefault(domain, {})
+    key = (params, str(relevance_path))
+    if key not in per_domain:
+        relevance = relevance_map(domain, path=relevance_path)
+        per_domain[key] = PeopleModel.build(domain, relevance, params)
     return per_domain[key]
 
 

@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from mdpsim.errors import InputError
 from mdpsim.geo.network import NetworkType
+from mdpsim.simulation.people import HOME_BY_HOUR
 from mdpsim.simulation.traces import TRACE_COLUMNS
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -164,6 +165,67 @@ class MobilityTable(Table):
         '{user = "User", lat = "latitude"} (unnamed columns keep their names)',
     )
 
+    model: Literal["waypoints", "epr"] = Field(
+        default="waypoints",
+        description="synthetic only: waypoints (trips between [users] places) or epr (people "
+        "with a home, a work place, a daily diary and EPR stays; docs/mobility.md)",
+    )
+    rho: float = Field(
+        default=0.6, gt=0, le=1, description="epr: P(new place) = rho S^-gamma (Song et al. 2010)"
+    )
+    gamma: float = Field(
+        default=0.21, ge=0, le=2, description="epr: exponent of P(new) (Song et al. 2010)"
+    )
+    beta: float = Field(
+        default=0.8,
+        gt=0,
+        le=3,
+        description="epr: stays P(dt) ~ dt^(-1-beta) exp(-dt/tau) (Song et al. 2010)",
+    )
+    tau_h: float = Field(
+        default=17.0, gt=0, le=1000, description="epr: stays' cut-off tau, hours (Song et al. 2010)"
+    )
+    min_stay_min: float = Field(
+        default=20.0,
+        gt=0,
+        le=1440,
+        description="epr: shortest stay, minutes (Song et al. 2010: about 20 min)",
+    )
+    work_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="epr: share of users with a work place (about the employed share of a "
+        "city's population, Statistics Finland 2023)",
+    )
+    work_hours: list[int] = Field(
+        default=[9, 17], description="epr: [start, end) hours of the working day (stylised)"
+    )
+    work_prob: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="epr: P(a worker out in working hours goes to work) (stylised; "
+        "docs/mobility.md)",
+    )
+    gravity_min_km: float = Field(
+        default=0.1,
+        gt=0,
+        le=10,
+        description="epr: distances below this count as this in the gravity 1/d^2 "
+        "(density-EPR's tile size; docs/mobility.md)",
+    )
+    home_by_hour: list[float] = Field(
+        default=list(HOME_BY_HOUR),
+        description="epr: 24 shares of users at home by hour of day, the diary's routine "
+        "(stylised from time-use surveys, Eurostat HETUS; docs/mobility.md)",
+    )
+    relevance_path: str = Field(
+        default="",
+        description="epr: a CSV of lat, lon, weight standing for population and activity "
+        "(default: the OSM extract's buildings and amenities, else road-node density)",
+    )
+
     @model_validator(mode="after")
     def _path_for_traces(self) -> MobilityTable:
         if self.source == "traces" and not self.path:
@@ -174,6 +236,15 @@ class MobilityTable(Table):
             raise _refuse("is for source = 'traces'; set source or drop columns", field="columns")
         if self.source == "synthetic" and self.time_unit != "s":
             raise _refuse("is for source = 'traces'; set source or drop it", field="time_unit")
+        hours = self.work_hours
+        if len(hours) != 2 or not 0 <= hours[0] < hours[1] <= 24:
+            raise _refuse(
+                f"= {hours!r} must be [start, end) hours with 0 <= start < end <= 24",
+                field="work_hours",
+            )
+        shares = self.home_by_hour
+        if len(shares) != 24 or not all(0 < v < 1 for v in shares):
+            raise _refuse("must be 24 shares, each strictly between 0 and 1", field="home_by_hour")
         unknown = sorted(set(self.columns) - set(TRACE_COLUMNS))
         if unknown:
             raise _refuse(

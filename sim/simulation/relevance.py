@@ -1,0 +1,170 @@
+"""Where people live and where they go: relevance maps over the secrets of a road domain.
+
+Two maps, one weight per secret (docs/mobility.md, "Relevance"):
+
+- ``housing``: floor area (footprint m^2 x levels, one level when untagged) of the OSM
+  extract's buildings that can house people (not ``BUSINESS_BUILDINGS``), counted at the secret
+  nearest each building's centroid. Homes are drawn from it.
+- ``activity``: the extract's points of interest (``amenity``, ``shop``, ``office``) and
+  business buildings, one each, counted the same way. Work places and explored places are
+  drawn from it by gravity.
+
+Both are blended with the road-node density (graph nodes counted per nearest secret) by
+``NODE_FLOOR``, so a secret with no building still has some weight. A network that is not a
+``.pbf`` (pyrosm reads only those) or an extract without buildings gets node density alone. A
+user's relevance file (CSV: ``lat``, ``lon``, ``weight``) replaces both maps.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from mdpsim.errors import InputError
+
+#: Share of each map given to road-node density (the fallback), so no secret weighs zero.
+NODE_FLOOR = 0.1
+#: OSM building values that house activity, not people.
+BUSINESS_BUILDINGS = frozenset(
+    {
+        "office", "retail", "commercial", "industrial", "warehouse", "public", "civic",
+        "church", "cathedral", "chapel", "university", "school", "college", "kindergarten",
+        "hospital", "train_station", "transportation", "kiosk", "supermarket", "hotel",
+        "government", "shed", "garage", "garages", "roof", "utility", "tower", "pavilion",
+        "service", "parking",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """Per-secret weights (each sums to 1) and where they came from."""
+
+    housing: np.ndarray
+    activity: np.ndarray
+    source: str  # "osm buildings", "node density" or "file <path>"
+
+
+def relevance_map(domain, *, path: Path | None = None) -> Relevance:
+    """The relevance maps of ``domain`` (its graph's OSM extract, else node density; ``path``:
+    a user's CSV of ``lat, lon, weight`` rows, which replaces both)."""
+    nodes = _node_density(domain)
+    if path is not None:
+        weight = _from_file(domain, Path(path))
+        return Relevance(_blend(weight, nodes), _blend(weight, nodes), f"file {path}")
+    graph = domain.graph
+    features = _osm_features(str(graph.graph.get("mdpsim_source", ""))) if graph else None
+    if features is None:
+        return Relevance(nodes, nodes, "node density")
+    crs = str(graph.graph["crs"])
+    housing = _counted(domain, *_project(features[0], crs))
+    activity = _counted(domain, *_project(features[1], crs))
+    return Relevance(_blend(housing, nodes), _blend(activity, nodes), "osm buildings")
+
+
+def _blend(weight: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    total = weight.sum()
+    if total <= 0:
+        return nodes
+    out = (1.0 - NODE_FLOOR) * weight / total + NODE_FLOOR * nodes
+    return out / out.sum()
+
+
+def _counted(domain, xy: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``weight`` summed at the secret nearest each point ``xy`` (metres, the domain's CRS)."""
+    out = np.zeros(domain.n_x)
+    if len(xy):
+        _, nearest = cKDTree(domain.x_xy).query(xy)
+        np.add.at(out, nearest, weight)
+    return out
+
+
+def _node_density(domain) -> np.ndarray:
+    graph = domain.graph
+    if graph is None:
+        return np.full(domain.n_x, 1.0 / domain.n_x)
+    xy = np.array([(d["x"], d["y"]) for _, d in graph.nodes(data=True)], dtype=float)
+    counts = _counted(domain, xy, np.ones(len(xy))) + 1.0  # +1: a secret between nodes
+    return counts / counts.sum()
+
+
+def _project(lonlat_w: tuple[np.ndarray, np.ndarray], crs: str) -> tuple[np.ndarray, np.ndarray]:
+    from pyproj import Transformer
+
+    lonlat, weight = lonlat_w
+    if not len(lonlat):
+        return np.zeros((0, 2)), weight
+    x, y = Transformer.from_crs("EPSG:4326", crs, always_xy=True).transform(
+        lonlat[:, 0], lonlat[:, 1]
+    )
+    return np.column_stack([x, y]), weight
+
+
+@functools.lru_cache(maxsize=4)
+def _osm_features(source: str):
+    """``((lonlat, floor_m2), (lonlat, ones))`` of the housing buildings and the activities of
+    the pbf behind network ``source``; None when it is not a pbf or has no buildings."""
+    from mdpsim.geo.network import _resolve
+
+    try:
+        kind, pbf = _resolve(source)
+    except InputError:
+        return None
+    if kind != "pbf" or pbf is None:
+        return None
+    import pyrosm
+
+    osm = pyrosm.OSM(str(pbf))
+    buildings = osm.get_buildings()
+    if buildings is None or not len(buildings):
+        return None
+    pois = osm.get_pois(custom_filter={"amenity": True, "shop": True, "office": True})
+    kind_of = buildings["building"].fillna("yes").astype(str)
+    business = kind_of.isin(BUSINESS_BUILDINGS).to_numpy()
+    metric = buildings.to_crs(buildings.estimate_utm_crs())
+    area_m2 = metric.geometry.area.to_numpy()
+    levels = _levels(buildings)
+    centroid = metric.geometry.centroid.to_crs("EPSG:4326")
+    lonlat = np.column_stack([centroid.x.to_numpy(), centroid.y.to_numpy()])
+    housing = (lonlat[~business], (area_m2 * levels)[~business])
+    act_xy = [lonlat[business]]
+    if pois is not None and len(pois):
+        pts = pois.to_crs(pois.estimate_utm_crs()).geometry.centroid.to_crs("EPSG:4326")
+        act_xy.append(np.column_stack([pts.x.to_numpy(), pts.y.to_numpy()]))
+    act = np.concatenate(act_xy)
+    return housing, (act, np.ones(len(act)))
+
+
+def _levels(buildings) -> np.ndarray:
+    if "building:levels" not in buildings:
+        return np.ones(len(buildings))
+    raw = buildings["building:levels"].astype(str).str.extract(r"^\s*(\d+(?:\.\d+)?)")[0]
+    levels = raw.astype(float).to_numpy()
+    return np.where(np.isfinite(levels) & (levels >= 1), levels, 1.0)
+
+
+def _from_file(domain, path: Path) -> np.ndarray:
+    """A user's relevance CSV (``lat, lon, weight``) counted per nearest secret."""
+    field = "field mobility.relevance_path"
+    if not path.is_file():
+        raise InputError(f"{field} = {str(path)!r}: no such file; give a CSV of lat, lon, weight")
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or not {"lat", "lon", "weight"} <= set(rows[0]):
+        raise InputError(f"{field} = {str(path)!r} needs columns lat, lon and weight")
+    try:
+        arr = np.array([[float(r["lon"]), float(r["lat"]), float(r["weight"])] for r in rows])
+    except ValueError as exc:
+        raise InputError(f"{field} = {str(path)!r}: a row is not numbers ({exc})") from None
+    if not np.all(np.isfinite(arr)) or np.any(arr[:, 2] < 0) or arr[:, 2].sum() <= 0:
+        raise InputError(f"{field} = {str(path)!r}: weights must be finite, >= 0, not all 0")
+    crs = str(domain.graph.graph["crs"]) if domain.graph is not None else None
+    if crs is None:
+        raise InputError(f"{field} needs a road network domain (its CRS places the rows)")
+    xy, weight = _project((arr[:, :2], arr[:, 2]), crs)
+    return _counted(domain, xy, weight)

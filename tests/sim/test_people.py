@@ -1,0 +1,146 @@
+"""The people model ([mobility] model = "epr"): homes, diaries, stays, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from mdpsim._core.clock import hour_of_tick
+from mdpsim.errors import InputError
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.mobility import Population
+from mdpsim.simulation.people import People, PeopleModel, PeopleParams, diary_chain
+from mdpsim.simulation.relevance import relevance_map
+from mdpsim.simulation.world import build_world
+
+
+@pytest.fixture(scope="module")
+def domain(walk_domain):
+    return walk_domain(300, 3)
+
+
+@pytest.fixture(scope="module")
+def relevance(domain):
+    return relevance_map(domain)
+
+
+def _walk(model: PeopleModel, users: int, ticks: int, seed: int):
+    """Positions and moving flags ``(ticks, users)`` and the population after them."""
+    rng = np.random.default_rng(seed)
+    people = People(model, users, rng)
+    pos = np.empty((ticks, users), dtype=np.int64)
+    moving = np.empty((ticks, users), dtype=bool)
+    for t in range(ticks):
+        pos[t], moving[t] = people.position, people.moving
+        people.step(rng)
+    return pos, moving, people
+
+
+def _stays_ticks(pos: np.ndarray, moving: np.ndarray) -> list[int]:
+    """Lengths of the completed stays (runs of ticks not moving at one place)."""
+    out = []
+    for u in range(pos.shape[1]):
+        still = ~moving[:, u]
+        run, place = 0, -1
+        for t in range(len(still)):
+            if still[t] and pos[t, u] == place:
+                run += 1
+                continue
+            if run and place >= 0 and t - run > 0:  # a stay begun and ended inside the walk
+                out.append(run)
+            run, place = (1, pos[t, u]) if still[t] else (0, -1)
+    return out
+
+
+def test_relevance_counts_the_extracts_buildings(relevance, domain):
+    assert relevance.source == "osm buildings"
+    for weights in (relevance.housing, relevance.activity):
+        assert weights.shape == (domain.n_x,) and np.all(weights > 0)
+        assert weights.sum() == pytest.approx(1.0)
+        assert weights.max() > 5 / domain.n_x  # buildings concentrate it, unlike uniform
+
+
+def test_same_seed_same_walk_other_seed_another(domain, relevance):
+    model = PeopleModel.build(domain, relevance, PeopleParams(tick_seconds=300))
+    a, _, pa = _walk(model, 40, 300, seed=5)
+    b, _, pb = _walk(model, 40, 300, seed=5)
+    c, _, _ = _walk(model, 40, 300, seed=6)
+    assert np.array_equal(a, b) and np.array_equal(pa.home, pb.home)
+    assert not np.array_equal(a, c)
+
+
+def test_homes_are_distinct_and_follow_housing(domain, relevance):
+    model = PeopleModel.build(domain, relevance, PeopleParams())
+    people = People(model, 200, np.random.default_rng(0))
+    assert len(np.unique(people.home)) == 200  # room for all on 300 secrets
+    empty = np.setdiff1d(np.arange(domain.n_x), people.home)
+    assert relevance.housing[people.home].mean() > 2 * relevance.housing[empty].mean()
+    workers = people.work >= 0
+    assert 0.35 < workers.mean() < 0.65  # work_share 0.5
+    assert np.all(people.work[workers] != people.home[workers])
+
+
+@pytest.mark.parametrize("tick_seconds", [60.0, 300.0, 3600.0])
+def test_nights_at_home_and_stays_of_at_least_20_min(domain, relevance, tick_seconds):
+    params = PeopleParams(tick_seconds=tick_seconds)
+    model = PeopleModel.build(domain, relevance, params)
+    ticks = int(2 * 86400 / tick_seconds)
+    pos, moving, people = _walk(model, 60, ticks, seed=1)
+    hours = hour_of_tick(np.arange(ticks), tick_seconds)
+    at_home = pos == people.home[None, :]
+    night = np.isin(hours, [1, 2, 3, 4])
+    midday = np.isin(hours, [11, 12, 13, 14])
+    assert at_home[night].mean() > 0.85
+    assert at_home[midday].mean() < 0.7  # a routine: days are spent out
+    stays = _stays_ticks(pos, moving)
+    assert stays and min(stays) * tick_seconds >= 20 * 60
+    assert (pos[1:] != pos[:-1]).any()  # people go out
+
+
+def test_diary_chain_keeps_the_routine():
+    routine = np.array(PeopleParams().home_by_hour)
+    leave, back = diary_chain(routine, 0.05)
+    share = routine[-1]
+    for h in range(24):
+        share = share * (1 - leave[h]) + (1 - share) * back[h]
+        assert share == pytest.approx(routine[h])
+
+
+def test_world_builds_people_for_epr_and_keeps_waypoints(make_scenario):
+    epr = make_scenario(mobility={"model": "epr"}, users={"count": 8})
+    world = build_world(epr)
+    assert isinstance(world.population, People)
+    assert np.array_equal(world.walks_ahead(30), build_world(epr).walks_ahead(30))
+    old = build_world(make_scenario(users={"count": 10}))
+    assert isinstance(old.population, Population)
+    walks = old.walks_ahead(50)
+    # the waypoint walk of this scenario as it was before the people model (bytes pinned)
+    assert hashlib.sha256(walks.tobytes()).hexdigest()[:16] == WAYPOINTS_SHA
+
+
+WAYPOINTS_SHA = "b7033c1902ffba2b"
+
+
+def test_bad_people_fields_name_the_field_and_the_fix(make_scenario, tmp_path):
+    with pytest.raises(InputError, match="work_hours"):
+        sc.from_dict(make_scenario.raw(mobility={"model": "epr", "work_hours": [17, 9]}))
+    with pytest.raises(InputError, match="home_by_hour"):
+        sc.from_dict(make_scenario.raw(mobility={"home_by_hour": [0.5] * 23}))
+    bad = tmp_path / "rel.csv"
+    bad.write_text("lat,lon\n60.17,24.94\n")
+    scen = make_scenario(mobility={"model": "epr", "relevance_path": str(bad)})
+    with pytest.raises(InputError, match="relevance_path.*lat, lon and weight"):
+        build_world(scen)
+
+
+def test_a_relevance_file_places_the_homes(make_scenario, tmp_path, helsinki_test_walk):
+    node = next(iter(helsinki_test_walk.nodes(data=True)))[1]
+    path = tmp_path / "rel.csv"
+    path.write_text(f"lat,lon,weight\n{node['lat']},{node['lon']},1000\n")
+    world = build_world(
+        make_scenario(mobility={"model": "epr", "relevance_path": str(path)}, users={"count": 5})
+    )
+    rel = world.population.model.relevance
+    assert rel.source.startswith("file") and rel.housing.max() > 0.85
