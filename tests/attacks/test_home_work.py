@@ -139,3 +139,47 @@ def test_mdpsim_run_and_attack_report_home_work_and_uniqueness(tmp_path):
     for column in ("work_hit", "anonymity_set", "unique"):
         assert table.loc["home_work", column] == attacks["home_work"][column]  # same run, same seed
     assert "linked_k4" in (out / "attacks.md").read_text()
+
+
+EPR_TOML = """
+[scenario]
+name = "epr_days"
+seed = 4
+ticks = 192
+tick_seconds = 900
+[network]
+source = "helsinki-test"
+[domain]
+n_points = 60
+[users]
+count = 30
+[mobility]
+model = "epr"
+[mechanism]
+name = "em"
+epsilon_per_km = 20.0
+[queries]
+every_ticks = 0
+[attacks]
+run = ["home_work"]
+[strategies]
+budget = {name = "cgp", rho_per_km2 = 1000000.0}
+"""
+
+
+def test_the_truths_rule_finds_the_people_models_declared_homes(tmp_path):
+    from mdpsim.simulation.model import PrivacyModel
+    from mdpsim.simulation.scenario import load
+
+    path = tmp_path / "epr.toml"
+    path.write_text(EPR_TOML)
+    scenario = load(path)
+    model = PrivacyModel(scenario, rng=4)
+    model.run(scenario.scenario.ticks)
+    suite = model.server.attacks
+    ticks = np.array(sorted(suite.truth.positions))
+    home, _ = true_home_work(suite.truth.trace(), ticks, 900.0, 0.0)
+    declared = model.population.home
+    assert np.mean(home == declared) >= 0.9  # nights at home: the night mode is the home
+    s = suite.finish()["home_work"][0]  # at 20 / km on 60 secrets the attack mostly finds them
+    assert np.nanmean(s.values["hit"]) >= 0.5
