@@ -20,8 +20,10 @@ STYLE = {
     "tracking": ("attacker's estimate (tracking)", [118, 42, 131, 200]),
     "true_trace": ("true trace", [33, 102, 172, 255]),
     "tracked_trace": ("tracked trace (attack)", [202, 0, 32, 255]),
+    "home": ("home (people model)", [77, 175, 74, 200]),
+    "work": ("work place (people model)", [152, 78, 163, 200]),
 }
-_RADIUS_M = {"true": 14, "reported": 12, "estimate": 10, "tracking": 8}
+_RADIUS_M = {"true": 14, "reported": 12, "estimate": 10, "tracking": 8, "home": 18, "work": 18}
 
 
 def deck(

@@ -7,9 +7,12 @@ numbers the page shows are tested without a browser.
 
 from __future__ import annotations
 
+from typing import get_args
+
 import numpy as np
 import pandas as pd
 
+from mdpsim._core.clock import hour_of_tick
 from mdpsim.agents.strategies import REGISTRIES, specs_of
 from mdpsim.dashboard.geo import lonlat
 from mdpsim.errors import InputError
@@ -17,11 +20,14 @@ from mdpsim.simulation import columns
 from mdpsim.simulation import scenario as scenario_mod
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
+from mdpsim.simulation.scenario.tables import MobilityTable
 
 #: The dashboard's default: small enough that a tick takes well under a second; DistA-LP in
 #: its honest default mode (``upload="none"``, docs/results/dista_lp.md), like ``make demo``.
 LIVE_DEFAULT = {
-    "scenario": {"name": "live", "seed": 1, "ticks": 20},
+    # the people model from 8:00 at 5-minute ticks: people leave home (docs/mobility.md)
+    "scenario": {"name": "live", "seed": 1, "ticks": 20, "tick_seconds": 300.0, "start_hour": 8.0},
+    "mobility": {"model": "epr"},
     "network": {"source": "helsinki", "network_type": "walk"},
     "domain": {"n_points": 400},
     "users": {"count": 30},
@@ -46,7 +52,15 @@ EDITABLE = {
     "mechanism.epsilon_per_km": "epsilon (1/km)",
     "queries.every_ticks": "queries every (ticks, 0: never)",
     "attacks.run": "attacks",
+    "mobility.model": "mobility model",
+    "scenario.tick_seconds": "tick (seconds)",
+    "scenario.start_hour": "clock at tick 0 (hour)",
+    "mobility.work_share": "share of users with work (epr)",
+    "mobility.rho": "exploration rho (epr)",
+    "mobility.gamma": "exploration gamma (epr)",
 }
+#: The mobility models the page offers (``[mobility] model``).
+MOBILITY_MODELS = list(get_args(MobilityTable.model_fields["model"].annotation))
 
 #: Strategy kinds the live page lets a user pick: kind -> label.
 STRATEGY_PICKERS = {
@@ -164,6 +178,37 @@ def points(model: PrivacyModel) -> dict[str, pd.DataFrame]:
         guess = belief.argmax(axis=0)
         out["tracking"] = _layer(np.arange(n), dom.x_xy[guess], crs)
     return out
+
+
+def places(model: PrivacyModel) -> dict[str, pd.DataFrame]:
+    """Map layers of the people model's homes and work places (none for another model)."""
+    home = getattr(model.population, "home", None)
+    work = getattr(model.population, "work", None)
+    if home is None or work is None:
+        return {}
+    dom, crs = model.domain, model.graph.graph["crs"]
+    users = np.arange(len(home))
+    workers = users[work >= 0]
+    return {
+        "home": _layer(users, dom.x_xy[home], crs),
+        "work": _layer(workers, dom.x_xy[work[workers]], crs),
+    }
+
+
+def home_by_hour(model: PrivacyModel) -> pd.DataFrame:
+    """Share of users at home by hour of the day, simulated so far beside the diary's
+    routine (``[mobility] home_by_hour``); indexed by ``hour``, empty without homes or ticks."""
+    home = getattr(model.population, "home", None)
+    if home is None or not model.log.users:
+        return pd.DataFrame()
+    run = model.config.scenario
+    ticks = np.array([int(cols["tick"][0]) for cols in model.log.users])
+    at_home = np.array([(cols["secret"] == home).mean() for cols in model.log.users])
+    hours = hour_of_tick(ticks, run.tick_seconds, run.start_hour)
+    seen = pd.Series(at_home).groupby(hours).mean()
+    routine = pd.Series(model.config.mobility.home_by_hour, index=range(24))
+    frame = pd.DataFrame({"simulated": seen, "diary routine": routine[seen.index]})
+    return frame.rename_axis("hour")
 
 
 def _layer(users: np.ndarray, xy_m: np.ndarray, crs) -> pd.DataFrame:

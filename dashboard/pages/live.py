@@ -93,6 +93,8 @@ def sidebar() -> None:
                 key = widget_key(field)
                 if field == "mechanism.name":
                     st.selectbox(label, available(), key=key)
+                elif field == "mobility.model":
+                    st.selectbox(label, mv.MOBILITY_MODELS, key=key)
                 elif field == "attacks.run":  # the registered attacks and the scenario's labels
                     chosen = st.session_state[key]
                     st.multiselect(label, list(dict.fromkeys([*chosen, *attacks()])), key=key)
@@ -149,11 +151,16 @@ def headline(model, ticks) -> None:
 def map_view(model) -> None:
     """Roads and the latest tick's points."""
     st.subheader("Map")
-    t1, t2 = st.columns(2)
+    t1, t2, t3 = st.columns(3)
     show_true = t1.toggle("show true locations", value=False, key="live_show_true")
     show_tracking = t2.toggle("show tracking estimates", value=False, key="live_show_tracking")
-    layers = mv.points(model)
-    show = ["reported", "estimate"]
+    places = mv.places(model)
+    show_places = t3.toggle(
+        "show homes and work places", value=False, key="live_show_places", disabled=not places
+    )
+    layers = {**mv.points(model), **places}
+    show = ["home", "work"] if show_places and places else []
+    show += ["reported", "estimate"]
     if show_tracking:
         show.append("tracking")
     if show_true:
@@ -202,6 +209,11 @@ def charts(model, ticks) -> None:
         st.markdown("**Remaining budgets now**")
         spec = ch.histogram(field="remaining_budget", title="rho left (1/km²)", color="halted")
         st.vega_lite_chart(mv.budgets(model), spec, height=240)
+    at_home = mv.home_by_hour(model)
+    if not at_home.empty:
+        with cols[(len(panels) + 1) % 2]:
+            st.markdown("**Share of users at home, by hour of day**")
+            st.vega_lite_chart(ch.long_form(at_home, index="hour"), ch.lines(x="hour"), height=240)
 
 
 def game_levels(model) -> None:

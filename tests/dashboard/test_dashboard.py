@@ -77,8 +77,8 @@ def test_run_n_ticks_updates_metrics_map_and_charts(live):
     # one chart per attack metric the run has (error, hit, entropy, leakage), the other
     # metric groups, the budget histogram and the inspector's row plot
     others = [t for t in columns.CHARTS if not t.startswith(("Attack", "Posterior"))]
-    # ... and the game levels' privacy-quality plane
-    assert len(_charts(live)) == 4 + len(others) + 3
+    # ... the game levels' privacy-quality plane and the people model's share at home by hour
+    assert len(_charts(live)) == 4 + len(others) + 3 + 1
     layers = {layer["id"] for layer in _deck(live)["layers"]}
     assert layers == {"roads", "reported", "estimate"}
     live.button(key="live_step").click().run()
@@ -138,6 +138,29 @@ def test_an_absurd_epsilon_is_one_error_and_the_step_controls_stay(helsinki_walk
 
 
 @pytest.mark.slow
+def test_homes_and_work_places_are_drawn_and_the_model_is_offered(live):
+    assert live.selectbox(key="live_mobility_model").value == "epr"
+    assert set(live.selectbox(key="live_mobility_model").options) == {"epr", "waypoints"}
+    live.toggle(key="live_show_places").set_value(True).run()
+    _no_failures(live)
+    layers = {layer["id"]: layer for layer in _deck(live)["layers"]}
+    model = live.session_state["live_model"]
+    assert len(layers["home"]["data"]) == 30
+    assert len(layers["work"]["data"]) == int((model.population.work >= 0).sum())
+    assert any("at home, by hour" in m.value for m in live.markdown)
+
+
+def test_the_waypoint_model_can_be_picked_and_has_no_homes(helsinki_walk):
+    at = _app()
+    at.run()
+    at.selectbox(key="live_mobility_model").set_value("waypoints")
+    at.button(key="live_apply").click().run()
+    _no_failures(at)
+    model = at.session_state["live_model"]
+    assert model.config.mobility.model == "waypoints"
+    assert model_view.places(model) == {} and model_view.home_by_hour(model).empty
+
+
 def test_applying_edits_rebuilds_the_model(helsinki_walk):
     at = _app()
     at.run()
@@ -279,6 +302,17 @@ def test_points_are_the_latest_tick_in_lonlat(stepped):
     for frame in layers.values():
         assert frame["lon"].between(lon_lo, lon_hi).all()
         assert frame["lat"].between(lat_lo, lat_hi).all()
+
+
+def test_home_by_hour_is_the_share_of_users_at_their_home(stepped):
+    frame = model_view.home_by_hour(stepped)
+    home = stepped.population.home
+    shares = [(cols["secret"] == home).mean() for cols in stepped.log.users]
+    assert list(frame.index) == [8]  # two 5-minute ticks from 8:00
+    assert frame.loc[8, "simulated"] == pytest.approx(np.mean(shares))
+    assert frame.loc[8, "diary routine"] == stepped.config.mobility.home_by_hour[8]
+    homes = model_view.places(stepped)["home"]
+    assert len(homes) == stepped.population.n_users
 
 
 def test_user_row_is_the_mechanism_row_of_the_users_secret(stepped):
