@@ -100,17 +100,23 @@ class WindowCounts:
         self.counts[window, rows[users], obs.outputs[users]] += 1.0  # rows unique in a tick
 
     def flush(self) -> None:
-        """Add the counts' posteriors to the densities."""
+        """Add the counts' posteriors to the densities (at a release)."""
+        self.density = self.densities()
+        if self.counts is not None:
+            self.counts[:] = 0.0
+
+    def densities(self) -> np.ndarray:
+        """``(W, P, N)``: the densities with the counts of the release in force added (a new
+        array: reading them mid-run changes nothing)."""
         n = len(self.index)
-        if n > self.density.shape[1]:
-            self.density = np.pad(self.density, ((0, 0), (0, n - self.density.shape[1]), (0, 0)))
+        density = np.pad(self.density, ((0, 0), (0, n - self.density.shape[1]), (0, 0)))
         if self.counts is None or self._post is None:
-            return
+            return density
         for w in range(self.n_windows):
             c = self.counts[w]
             used = np.flatnonzero(c.any(axis=0))  # outputs reported: a smaller product
-            self.density[w, : len(c)] += c[:, used] @ self._post[used]
-        self.counts[:] = 0.0
+            density[w, : len(c)] += c[:, used] @ self._post[used]
+        return density
 
     def labels(self) -> np.ndarray:
         """The pseudonyms, in row order."""
@@ -157,8 +163,7 @@ class HomeWork(Attack):
 
     def finish(self) -> list[HomeWorkEstimate]:
         """The densest secret of every pseudonym's night and working-hours densities."""
-        self.counts_.flush()
-        night, work = self.counts_.density
+        night, work = self.counts_.densities()
         labels = self.counts_.labels()
         if len(labels) == 0:
             return []

@@ -190,6 +190,29 @@ class AttackSuite:
                 acc[1] += count
         return scored
 
+    def peek(self) -> pd.DataFrame:
+        """The whole-run scores so far of the attacks whose ``finish`` leaves them as they
+        were (home_work, uniqueness, places, linkage): one row per attack, the mean of every
+        metric over the users scored. The run goes on; nothing is added to :meth:`table` or
+        :meth:`summary` (the live page shows it while stepping)."""
+        from mdpsim.attacks.home_work import HomeWork
+        from mdpsim.attacks.linkage import Linkage
+        from mdpsim.attacks.places import Places
+        from mdpsim.attacks.uniqueness import Uniqueness
+
+        rows = []
+        for label, attack in self.attacks.items():
+            if (
+                not isinstance(attack, HomeWork | Uniqueness | Places | Linkage)
+                or not self.truth.positions
+            ):
+                continue
+            for estimate in attack.finish():
+                rows.append(
+                    {"attack": label, **score(estimate, self.truth, self.context.domain).means()}
+                )
+        return pd.DataFrame(rows)
+
     def table(self) -> pd.DataFrame:
         """One row per (attack, tick about): the mean of every metric, and the users scored."""
         return pd.DataFrame([row for row in self._rows if row["attack"] in self.attacks])

@@ -183,3 +183,30 @@ def test_the_truths_rule_finds_the_people_models_declared_homes(tmp_path):
     assert np.mean(home == declared) >= 0.9  # nights at home: the night mode is the home
     s = suite.finish()["home_work"][0]  # at 20 / km on 60 secrets the attack mostly finds them
     assert np.nanmean(s.values["hit"]) >= 0.5
+
+
+def test_peeking_mid_run_changes_nothing(domain, people):
+    from mdpsim.attacks.base import Context, Observation, Release
+    from mdpsim.attacks.suite import AttackSuite
+    from mdpsim.privacy.sampling import sample_rows
+
+    trace, _, _ = people
+    mech = make_em(domain)
+    finals = []
+    for peek in (False, True):
+        suite = AttackSuite.from_specs([{"name": "home_work"}, {"name": "uniqueness"}])
+        suite.start(Context(domain=domain, n_users=N_USERS, seed=1, tick_seconds=TICK_SECONDS))
+        suite.release(Release(tick=1, mechanism=mech))
+        rng = np.random.default_rng(2)
+        pseudonyms = np.arange(N_USERS, dtype=np.int64)
+        for t, secrets in enumerate(trace, start=1):
+            outputs = sample_rows(mech.matrix_, secrets, rng).astype(np.int64)
+            suite.observe(Observation(tick=t, outputs=outputs, pseudonyms=pseudonyms), secrets)
+            if peek and t == TICKS // 2:
+                seen = suite.peek().set_index("attack")
+                assert set(seen.index) == {"home_work", "uniqueness"} and suite.table().empty
+        finals.append(suite.finish())
+    for label in ("home_work", "uniqueness"):
+        a, b = (f[label][0].values for f in finals)
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
