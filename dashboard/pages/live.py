@@ -205,6 +205,14 @@ def charts(model, ticks) -> None:
         with cols[i % 2]:
             st.markdown(f"**{title}**")
             st.vega_lite_chart(frame, ch.lines(), height=240)
+    whole = mv.whole_run(model)
+    if not whole.empty:
+        st.markdown(
+            "**Whole-run attacks so far**: home and work found within `match_km`, the pair's "
+            "anonymity set, persons linked from k known (place, hour) points against chance "
+            "(docs/attacks.md)"
+        )
+        st.dataframe(whole, hide_index=True)
     with cols[len(panels) % 2]:
         st.markdown("**Remaining budgets now**")
         spec = ch.histogram(field="remaining_budget", title="rho left (1/km²)", color="halted")

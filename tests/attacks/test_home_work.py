@@ -210,3 +210,19 @@ def test_peeking_mid_run_changes_nothing(domain, people):
         a, b = (f[label][0].values for f in finals)
         for name in a:
             np.testing.assert_array_equal(a[name], b[name])
+
+
+def test_the_live_page_shows_the_whole_run_attacks_so_far(tmp_path):
+    from mdpsim.dashboard import model_view as mv
+    from mdpsim.simulation.model import PrivacyModel
+    from mdpsim.simulation.scenario import load
+
+    path = tmp_path / "day.toml"
+    path.write_text(PEOPLE_TOML)
+    model = PrivacyModel(load(path), rng=2)
+    assert mv.whole_run(model).empty  # no tick yet
+    model.run(30)
+    table = mv.whole_run(model).set_index("attack")
+    assert list(table.index) == ["home_work", "uniqueness"]  # bayes has no whole-run score
+    assert {"hit", "anonymity_set", "linked_k4", "chance"} <= set(table.columns)
+    assert table.loc["uniqueness", "chance"] == pytest.approx(1 / 10)
