@@ -98,6 +98,19 @@ def test_map_toggles_add_true_locations_and_tracking_estimates(live):
     assert len(layers["true"]["data"]) == 30
 
 
+def test_homes_and_work_places_are_drawn_and_the_model_is_offered(live):
+    assert live.selectbox(key="live_mobility_model").value == "epr"
+    assert set(live.selectbox(key="live_mobility_model").options) == {"epr", "waypoints"}
+    live.button(key="live_step").click().run()
+    live.toggle(key="live_show_places").set_value(True).run()
+    _no_failures(live)
+    layers = {layer["id"]: layer for layer in _deck(live)["layers"]}
+    model = live.session_state["live_model"]
+    assert len(layers["home"]["data"]) == 30
+    assert len(layers["work"]["data"]) == int((model.population.work >= 0).sum())
+    assert any("at home, by hour" in m.value for m in live.markdown)
+
+
 def test_inspector_shows_a_row_and_a_block_heatmap(live):
     live.button(key="live_step").click().run()
     live.number_input(key="insp_user").set_value(7).run()
@@ -138,18 +151,6 @@ def test_an_absurd_epsilon_is_one_error_and_the_step_controls_stay(helsinki_walk
 
 
 @pytest.mark.slow
-def test_homes_and_work_places_are_drawn_and_the_model_is_offered(live):
-    assert live.selectbox(key="live_mobility_model").value == "epr"
-    assert set(live.selectbox(key="live_mobility_model").options) == {"epr", "waypoints"}
-    live.toggle(key="live_show_places").set_value(True).run()
-    _no_failures(live)
-    layers = {layer["id"]: layer for layer in _deck(live)["layers"]}
-    model = live.session_state["live_model"]
-    assert len(layers["home"]["data"]) == 30
-    assert len(layers["work"]["data"]) == int((model.population.work >= 0).sum())
-    assert any("at home, by hour" in m.value for m in live.markdown)
-
-
 def test_the_waypoint_model_can_be_picked_and_has_no_homes(helsinki_walk):
     at = _app()
     at.run()
@@ -161,6 +162,7 @@ def test_the_waypoint_model_can_be_picked_and_has_no_homes(helsinki_walk):
     assert model_view.places(model) == {} and model_view.home_by_hour(model).empty
 
 
+@pytest.mark.slow
 def test_applying_edits_rebuilds_the_model(helsinki_walk):
     at = _app()
     at.run()
