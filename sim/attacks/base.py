@@ -82,6 +82,11 @@ class Context:
     tick_seconds, start_hour
         The public clock: simulated seconds per tick and the hour of day at tick 0
         (:func:`mdpsim._core.clock.hour_of_tick` turns a tick into an hour of day).
+    public_prior
+        A public prior over the secrets (``N``, sums to 1) the tracking attack starts from
+        instead of the domain's: the people model's relevance map and diary
+        (:mod:`mdpsim.simulation.public_prior`), only when the scenario grants it
+        (``[attacks] people_prior``); ``None`` otherwise.
     """
 
     domain: Domain
@@ -92,6 +97,7 @@ class Context:
     seed: int = 0
     tick_seconds: float = 60.0
     start_hour: float = 0.0
+    public_prior: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -262,7 +262,8 @@ class Tracking(Attack):
         else:  # reach, and the starting point of learned
             kernel = self.support_
         self._use(kernel)
-        self.prior_ = np.asarray(domain.prior, dtype=float)
+        granted = context.public_prior  # the people model's public structure, if granted
+        self.prior_ = np.asarray(domain.prior if granted is None else granted, dtype=float)
         self._prior_row32 = self.prior_.astype(np.float32)[None, :]
         u = context.n_users
         n_parts = min(self._threads(u), max(u, 1))

@@ -34,6 +34,7 @@ from scipy import sparse
 
 from mdpsim.attacks.base import Context
 from mdpsim.attacks.mobility_models import counted_kernel, reach_kernel
+from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import load_network
 from mdpsim.simulation.mobility import MobilityModel, Population
@@ -99,7 +100,20 @@ class World:
             seed=self.seed,
             tick_seconds=self.scenario.scenario.tick_seconds,
             start_hour=self.scenario.scenario.start_hour,
+            public_prior=self._public_prior() if attacks.people_prior else None,
         )
+
+    def _public_prior(self) -> np.ndarray:
+        """The people model's public structure as a prior (``[attacks] people_prior``)."""
+        from mdpsim.simulation.public_prior import people_prior
+
+        if not isinstance(self.population, People):  # the scenario's check refuses this
+            raise InputError('attacks.people_prior = true needs [mobility] model = "epr"')
+        model, run = self.population.model, self.scenario.scenario
+        return people_prior(
+            model.relevance.housing, model.relevance.activity, model.params.home_by_hour,
+            self.domain.prior, tick_seconds=run.tick_seconds, start_hour=run.start_hour,
+        )  # fmt: skip
 
     def walks_ahead(self, ticks: int) -> np.ndarray:
         """``(ticks, users)`` secrets of the users at ticks 1 .. ``ticks``, as the run will walk

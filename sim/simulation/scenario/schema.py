@@ -109,6 +109,18 @@ class Scenario(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _people_prior_needs_people(self) -> Scenario:
+        """``attacks.people_prior`` hands over the people model's structure: it needs one."""
+        mob = self.mobility
+        if self.attacks.people_prior and (mob.source != "synthetic" or mob.model != "epr"):
+            raise _refuse(
+                '= true needs the people model: set [mobility] model = "epr" (synthetic '
+                "source), or drop people_prior",
+                field="attacks.people_prior",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _mechanism_fits_the_domain(self) -> Scenario:
         """Every mechanism the run fits suits the domain's sizes (``check_domain_size``;
         panda's anchors, found by tests/sim/test_scenario_runs.py failing inside the run)."""

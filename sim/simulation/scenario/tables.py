@@ -377,6 +377,12 @@ class AttacksTable(Table):
     report_probability: float = Field(
         default=1.0, gt=0, le=1, description="chance that a willing user reports at a tick"
     )
+    people_prior: bool = Field(
+        default=False,
+        description="hand the tracking attack the people model's public structure as its "
+        'prior (relevance map and the diary\'s share at home; [mobility] model = "epr" only; '
+        "docs/attacks.md)",
+    )
 
     @model_validator(mode="after")
     def _attacks_build(self) -> AttacksTable:
