@@ -161,8 +161,9 @@ class HomeWork(Attack):
         self.counts_.add(obs, window)
         return []
 
-    def finish(self) -> list[HomeWorkEstimate]:
-        """The densest secret of every pseudonym's night and working-hours densities."""
+    def finish(self) -> list[Any]:
+        """The densest secret of every pseudonym's night and working-hours densities (a
+        :class:`HomeWorkEstimate`, scored by :func:`score_home_work`)."""
         night, work = self.counts_.densities()
         labels = self.counts_.labels()
         if len(labels) == 0:

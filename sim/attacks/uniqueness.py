@@ -115,15 +115,17 @@ class Uniqueness(Attack):
         if not self.posts_:
             raise RuntimeError(f"{NAME}: observe() before any release()")
         last = self.pseudonyms_[-1] if self.pseudonyms_ else None
-        same = last is not None and np.array_equal(last, obs.pseudonyms)
-        self.pseudonyms_.append(last if same else np.array(obs.pseudonyms, dtype=np.int64))
+        if last is None or not np.array_equal(last, obs.pseudonyms):  # else share the array
+            last = np.array(obs.pseudonyms, dtype=np.int64)
+        self.pseudonyms_.append(last)
         self.ticks_.append(obs.tick)
         self.outputs_.append(np.asarray(obs.outputs, dtype=np.int32))
         self.release_of_.append(len(self.posts_) - 1)
         return []
 
-    def finish(self) -> list[UniquenessEstimate]:
-        """The linker over every pseudonym's reports."""
+    def finish(self) -> list[Any]:
+        """The linker over every pseudonym's reports (a :class:`UniquenessEstimate`, scored by
+        :func:`score_uniqueness`)."""
         if not self.ticks_:
             return []
         ctx = self.context
