@@ -78,3 +78,15 @@ def test_same_seed_same_scores(domain, trace):
 def test_bad_targets_are_refused():
     with pytest.raises(InputError, match="targets"):
         make("uniqueness", targets=0)
+
+
+def test_a_regenerated_identical_mechanism_shares_its_table(domain):
+    from mdpsim.attacks.base import Context, Release
+
+    attack = make("uniqueness")
+    attack.start(Context(domain=domain, n_users=3))
+    em = Uniform(epsilon=1.0).fit(domain)
+    for tick in (1, 5):
+        attack.release(Release(tick=tick, mechanism=em))
+    attack.release(Release(tick=9, mechanism=Identity().fitted_by_hand(domain)))
+    assert attack.posts_[1] is attack.posts_[0] and attack.posts_[2] is not attack.posts_[0]
