@@ -39,7 +39,8 @@ def laws(walk: np.ndarray, tick_s: float, start_hour: float = 0.0) -> dict[str, 
     st = stays(walk)
     hours = hour_of_tick(np.arange(n_t), tick_s, start_hour)
     res: dict[str, float] = {}
-    res["min_stay_min"] = min(n for *_, n in st) * tick_s / 60 if st else float("nan")
+    inner = [n for _, _, s, n in st if s > 0 and s + n < n_t]  # begun and ended in the walk
+    res["min_stay_min"] = min(inner) * tick_s / 60 if inner else float("nan")
     # visits by rank, S(t), P(new | S) for daytime stays
     freq = np.zeros(200)
     s_curve = np.zeros(n_t)
