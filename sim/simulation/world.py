@@ -306,9 +306,18 @@ def build_domain(
 
 def public_walks(scenario: Scenario, domain: Domain, *, seed: int) -> np.ndarray:
     """``(ticks, users.count)`` walks of a public population: other people on the same roads
-    with places of their own, drawn apart from the users (the adversary's public data)."""
+    with places of their own, drawn apart from the users (the adversary's public data); of
+    the people model when the users follow it, else of the waypoint walk."""
     users, s = scenario.users, scenario.scenario
     _, public_ss, _ = np.random.SeedSequence(seed).spawn(3)
+    if scenario.mobility.source == "synthetic" and scenario.mobility.model == "epr":
+        rng = np.random.default_rng(public_ss.spawn(2)[1])  # people of the same model
+        people = People(_people_model(scenario, domain), users.count, rng)
+        out = np.empty((s.ticks, users.count), dtype=np.int64)
+        for t in range(s.ticks):
+            people.step(rng)
+            out[t] = people.position
+        return out
     return walk(
         domain, users.count, public_ss, ticks=s.ticks, n_places=users.n_places,
         speed_mps=users.speed_mps, tick_seconds=s.tick_seconds,

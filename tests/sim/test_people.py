@@ -13,7 +13,7 @@ from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.mobility import Population
 from mdpsim.simulation.people import People, PeopleModel, PeopleParams, diary_chain
 from mdpsim.simulation.relevance import relevance_map
-from mdpsim.simulation.world import build_world
+from mdpsim.simulation.world import build_world, public_walks
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +144,20 @@ def test_a_relevance_file_places_the_homes(make_scenario, tmp_path, helsinki_tes
     )
     rel = world.population.model.relevance
     assert rel.source.startswith("file") and rel.housing.max() > 0.85
+
+
+def test_the_public_population_of_a_people_scenario_is_people(make_scenario, walk_domain):
+    scen = make_scenario(
+        mobility={"model": "epr"},
+        users={"count": 6},
+        scenario={"ticks": 40, "start_hour": 2.0},  # night: people sleep, waypoint walkers walk
+    )
+    domain = build_world(scen).domain
+    public = public_walks(scen, domain, seed=1)
+    assert public.shape == (40, 6)
+    assert (public[1:] == public[:-1]).mean() > 0.9
+    waypoints = scen.replace(**{"mobility.model": "waypoints"})
+    walked = public_walks(waypoints, domain, seed=1)
+    assert (walked[1:] == walked[:-1]).mean() < 0.9
+    assert np.array_equal(public, public_walks(scen, domain, seed=1))
+    assert not np.array_equal(public, build_world(scen).walks_ahead(41)[1:])  # other people
