@@ -278,10 +278,11 @@ POSTERIOR_SUM_TOL = 1e-4
 
 
 def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
-    if isinstance(est, PlacesEstimate | LinkEstimate):
+    if type(est) in SCORERS:  # places, linkage, home_work, uniqueness, ...
         return None  # read by their own scorers, which check what they need
     if not isinstance(est, LocationEstimate):
-        return f"{type(est).__name__}, not a LocationEstimate, PlacesEstimate or LinkEstimate"
+        kinds = ", ".join(t.__name__ for t in SCORERS)
+        return f"{type(est).__name__}, not a LocationEstimate or one of {kinds}"
     if est.tick not in ticks:
         return f"tick {est.tick!r} is not a tick observed so far"
     users, guess = est.users, est.guess
