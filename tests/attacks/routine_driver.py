@@ -28,9 +28,9 @@ def routine(n_secrets: int, n_users: int, ticks: int, seed: int):
     return trace.astype(np.int64), home, work
 
 
-def feed(domain, mechanism, trace, specs, *, seed: int = 0, report_seed: int = 5):
-    """Every user reports every tick (ticks 1..T) from ``mechanism``; the finished suite and
-    its whole-run scores."""
+def feed(domain, mechanism, trace, specs, *, seed: int = 0, report_seed: int = 5, change_at=0):
+    """Every user reports every tick (ticks 1..T) from ``mechanism`` (new pseudonyms from tick
+    ``change_at`` on, when given); the finished suite and its whole-run scores."""
     suite = AttackSuite.from_specs(specs)
     n_users = trace.shape[1]
     ctx = Context(domain=domain, n_users=n_users, seed=seed, tick_seconds=TICK_SECONDS)
@@ -39,6 +39,8 @@ def feed(domain, mechanism, trace, specs, *, seed: int = 0, report_seed: int = 5
     rng = np.random.default_rng(report_seed)
     pseudonyms = np.arange(100, 100 + n_users, dtype=np.int64)
     for t, secrets in enumerate(trace, start=1):
+        if change_at and t == change_at:
+            pseudonyms = pseudonyms + n_users
         outputs = sample_rows(mechanism.matrix_, secrets, rng).astype(np.int64)
         suite.observe(Observation(tick=t, outputs=outputs, pseudonyms=pseudonyms), secrets)
     return suite, suite.finish()

@@ -226,3 +226,12 @@ def test_the_live_page_shows_the_whole_run_attacks_so_far(tmp_path):
     assert list(table.index) == ["home_work", "uniqueness"]  # bayes has no whole-run score
     assert {"hit", "anonymity_set", "linked_k4", "chance"} <= set(table.columns)
     assert table.loc["uniqueness", "chance"] == pytest.approx(1 / 10)
+
+
+def test_each_pseudonym_is_scored_against_its_own_period(domain, people):
+    trace, _, _ = people  # new pseudonyms on Tuesday 01:00: both halves have nights and work
+    specs = [{"name": "home_work", "match_km": 0.01}]
+    suite, final = feed(domain, Identity().fitted_by_hand(domain), trace, specs, change_at=25)
+    scores = final["home_work"][0]
+    assert len(scores.users) == 2 * N_USERS and sorted(set(scores.users)) == list(range(N_USERS))
+    assert np.all(scores.values["hit"] == 1.0) and np.all(scores.values["work_hit"] == 1.0)

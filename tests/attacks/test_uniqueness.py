@@ -90,3 +90,10 @@ def test_a_regenerated_identical_mechanism_shares_its_table(domain):
         attack.release(Release(tick=tick, mechanism=em))
     attack.release(Release(tick=9, mechanism=Identity().fitted_by_hand(domain)))
     assert attack.posts_[1] is attack.posts_[0] and attack.posts_[2] is not attack.posts_[0]
+
+
+def test_any_of_a_persons_pseudonyms_is_a_right_link(domain, trace):
+    specs = [{"name": "uniqueness", "match_km": 0.01}]
+    suite, final = feed(domain, Identity().fitted_by_hand(domain), trace, specs, change_at=25)
+    s = suite.summary().iloc[0]
+    assert s["chance"] == pytest.approx(1 / (2 * N_USERS)) and s["linked_k1"] == 1.0
