@@ -55,7 +55,7 @@ class PeopleParams:
     work_prob: float = 0.8
     gravity_min_km: float = 0.1
     home_by_hour: tuple[float, ...] = HOME_BY_HOUR
-    diary_churn: float = 0.05
+    diary_churn: float = 0.0
     speed_mps: float = 1.4
     tick_seconds: float = 300.0
     start_hour: float = 0.0

@@ -206,6 +206,7 @@ def _people_model(scenario: Scenario, domain: Domain) -> PeopleModel:
         min_stay_min=mob.min_stay_min, work_share=mob.work_share,
         work_hours=(mob.work_hours[0], mob.work_hours[1]), work_prob=mob.work_prob,
         gravity_min_km=mob.gravity_min_km, home_by_hour=tuple(mob.home_by_hour),
+        diary_churn=mob.diary_churn,
         speed_mps=scenario.users.speed_mps, tick_seconds=run.tick_seconds,
         start_hour=run.start_hour,
     )  # fmt: skip

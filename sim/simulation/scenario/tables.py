@@ -220,6 +220,13 @@ class MobilityTable(Table):
         description="epr: 24 shares of users at home by hour of day, the diary's routine "
         "(stylised from time-use surveys, Eurostat HETUS; docs/mobility.md)",
     )
+    diary_churn: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="epr: besides the routine's flows, this share of the growing side also "
+        "switches each hour (0: a day is leave, stay out, come back; stylised, docs/mobility.md)",
+    )
     relevance_path: str = Field(
         default="",
         description="epr: a CSV of lat, lon, weight standing for population and activity "
