@@ -128,6 +128,11 @@ def test_bad_people_fields_name_the_field_and_the_fix(make_scenario, tmp_path):
         sc.from_dict(make_scenario.raw(mobility={"model": "epr", "work_hours": [17, 9]}))
     with pytest.raises(InputError, match="home_by_hour"):
         sc.from_dict(make_scenario.raw(mobility={"home_by_hour": [0.5] * 23}))
+    with pytest.raises(InputError, match="mobility.rho is for model = 'epr'"):
+        sc.from_dict(make_scenario.raw(mobility={"rho": 0.5}))  # waypoints ignore it: refused
+    traces = {"source": "traces", "path": "t.csv", "model": "epr"}
+    with pytest.raises(InputError, match="is for source = 'synthetic'"):
+        sc.from_dict(make_scenario.raw(mobility=traces))
     bad = tmp_path / "rel.csv"
     bad.write_text("lat,lon\n60.17,24.94\n")
     scen = make_scenario(mobility={"model": "epr", "relevance_path": str(bad)})

@@ -119,6 +119,13 @@ class UsersTable(Table):
         return v
 
 
+#: ``[mobility]`` fields of the people model (``model = "epr"``) alone.
+EPR_FIELDS = (
+    "rho", "gamma", "beta", "tau_h", "min_stay_min", "work_share", "work_hours", "work_prob",
+    "gravity_min_km", "home_by_hour", "diary_churn", "relevance_path",
+)  # fmt: skip
+
+
 class MobilityTable(Table):
     """``[mobility]``: where the users' walks come from (``docs/traces.md``).
 
@@ -243,6 +250,14 @@ class MobilityTable(Table):
             raise _refuse("is for source = 'traces'; set source or drop columns", field="columns")
         if self.source == "synthetic" and self.time_unit != "s":
             raise _refuse("is for source = 'traces'; set source or drop it", field="time_unit")
+        if self.source == "traces" and self.model == "epr":
+            raise _refuse(
+                "= 'epr' is for source = 'synthetic'; traces walk as recorded", field="model"
+            )
+        if self.model == "waypoints":
+            for name in EPR_FIELDS:
+                if getattr(self, name) != MobilityTable.model_fields[name].default:
+                    raise _refuse("is for model = 'epr'; set model or drop it", field=name)
         hours = self.work_hours
         if len(hours) != 2 or not 0 <= hours[0] < hours[1] <= 24:
             raise _refuse(
