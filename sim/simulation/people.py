@@ -100,9 +100,12 @@ class PeopleModel:
         return cls(params, relevance, next_hop, gap_m, gravity, leave, back, stay_cdf, stay_s)
 
     def stay_ticks(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """Stay lengths in ticks (inverse CDF of the truncated power law, rounded up)."""
+        """Stay lengths in ticks: inverse CDF of the truncated power law, rounded to the
+        nearest tick and at least the shortest stay's ticks (rounded up)."""
+        p = self.params
         seconds = np.interp(rng.random(size), self.stay_cdf, self.stay_s)
-        return np.ceil(seconds / self.params.tick_seconds - 1e-9).astype(np.int64)
+        shortest = np.ceil(p.min_stay_min * 60.0 / p.tick_seconds - 1e-9)
+        return np.maximum(np.rint(seconds / p.tick_seconds), shortest).astype(np.int64)
 
 
 def diary_chain(home_by_hour: np.ndarray, churn: float) -> tuple[np.ndarray, np.ndarray]:

@@ -166,3 +166,33 @@ def test_the_public_population_of_a_people_scenario_is_people(make_scenario, wal
     assert (walked[1:] == walked[:-1]).mean() < 0.9
     assert np.array_equal(public, public_walks(scen, domain, seed=1))
     assert not np.array_equal(public, build_world(scen).walks_ahead(41)[1:])  # other people
+
+
+@pytest.mark.parametrize("known", [2, 10, 30])
+def test_exploration_is_rho_s_to_the_minus_gamma_and_by_gravity(domain, relevance, known):
+    model = PeopleModel.build(domain, relevance, PeopleParams())
+    rng = np.random.default_rng(known)
+    people = People(model, 4000, rng)
+    for u in range(people.n_users):  # each user knows `known` places besides where it is
+        places = rng.choice(domain.n_x, size=known, replace=False)
+        people._count(np.full(known, u), places)
+    users = np.arange(people.n_users)
+    chosen = people._epr(users, rng)
+    is_new = ~(people.known == chosen[:, None]).any(axis=1)
+    expected = 0.6 * people.n_known**-0.21
+    assert is_new.mean() == pytest.approx(expected.mean(), abs=0.025)
+    here = people.position[is_new]
+    hop_km = domain.dist_xx[here, chosen[is_new]]
+    assert np.median(hop_km) < np.median(domain.dist_xx[here]) / 2  # gravity: near first
+
+
+def test_stays_follow_the_truncated_power_law(domain, relevance):
+    params = PeopleParams(tick_seconds=60.0)
+    model = PeopleModel.build(domain, relevance, params)
+    minutes = model.stay_ticks(np.random.default_rng(0), 200_000)  # 1-minute ticks
+    assert minutes.min() == 20
+    # P(dt > 2 h) of dt^-1.8 exp(-dt / 17 h) on [20 min, 14 days], integrated here
+    t = np.geomspace(20.0, 14 * 24 * 60.0, 200_000)
+    pdf = t**-1.8 * np.exp(-t / (17 * 60.0))
+    tail = np.trapezoid(pdf[t > 120], t[t > 120]) / np.trapezoid(pdf, t)
+    assert (minutes > 120).mean() == pytest.approx(tail, abs=0.01)
