@@ -6,7 +6,7 @@ scenario file's own line after the flag, in every command, also in those that re
 scenario (``audit``, ``bound``, ``domain``): they are checked on a reference scenario. A
 domain's size must also fit in memory (:func:`~mdpsim.geo.domain.check_memory`). The other
 numeric flags have their bounds here (:data:`RULES`); the batch backend's own
-(``--workers``, ``--connect-timeout``, ...) are checked by ``batch.check_options``.
+(``--workers``, ``--connect-timeout``, ...) are checked by ``backends.check_options``.
 """
 
 from __future__ import annotations
