@@ -4,6 +4,8 @@
   ``user_0 .. user_{n-1}``;
 * :func:`single_agent_env` - a Gymnasium ``Env`` where one agent acts and the others follow
   the scenario's strategies;
+* :func:`vector_env` - a Gymnasium ``VectorEnv`` of N independent single-agent games
+  (:func:`to_sb3`: the Stable-Baselines3 ``VecEnv`` over it);
 * :func:`best_response` - a user's or the server's exact best response (``value``,
   ``act(obs)``);
 * :func:`exploitability` - each player's gain (the users' and the server's) from it for a
@@ -31,6 +33,7 @@ from mdpsim.env.nash_conv import Exploitability, exploitability
 from mdpsim.env.parallel import PrivacyParallelEnv
 from mdpsim.env.responses import UserBestResponse
 from mdpsim.env.single import SingleAgentEnv
+from mdpsim.env.vector import PrivacyVectorEnv, to_sb3
 from mdpsim.simulation.scenario import ScenarioSource
 
 
@@ -48,6 +51,15 @@ def single_agent_env(
     return SingleAgentEnv(scenario, agent=agent, **overrides)
 
 
+def vector_env(
+    scenario: ScenarioSource, num_envs: int, agent: str = "server", **overrides: Any
+) -> PrivacyVectorEnv:
+    """A Gymnasium ``VectorEnv`` of ``num_envs`` independent single-agent games of ``agent``
+    (autoreset ``NEXT_STEP`` unless ``autoreset_mode="SameStep"``, which :func:`to_sb3`
+    needs); env ``i`` of ``reset(seed=s)`` plays seed ``s + i``."""
+    return PrivacyVectorEnv(scenario, num_envs=num_envs, agent=agent, **overrides)
+
+
 __all__ = [
     "LEVEL_OBS",
     "SERVER_ACTIONS",
@@ -58,6 +70,7 @@ __all__ = [
     "Game",
     "JointGame",
     "PrivacyParallelEnv",
+    "PrivacyVectorEnv",
     "RewardWeights",
     "SingleAgentEnv",
     "Solved",
@@ -66,4 +79,6 @@ __all__ = [
     "exploitability",
     "parallel_env",
     "single_agent_env",
+    "to_sb3",
+    "vector_env",
 ]
