@@ -9,14 +9,16 @@ reports every tick, the others follow the strategies; EM at eps 6, the default a
 queries, 20-tick episodes with their resets on seed 0, whose domain and fits the env keeps); the
 "new seed per episode" row resets without a seed, as a training loop that never replays a game,
 so every episode builds its domain and fits; the parallel env row counts agent-steps (every
-agent acts each step).
+agent acts each step); the vector row (``vector_env``, ``--num-envs`` games of ``user_0``,
+autoreset on new seeds) counts env-steps.
 
 ``--compare TREE`` measures every row of another checkout too (e.g. a ``git worktree`` of
 main), in a child process that imports that tree's package (its static view,
 ``TREE/.typecheck``, which ``python tools/static_view.py`` builds there); the rows alternate
 between the two, so a drift in the machine's load hits both. Usage:
 ``python bench/env_speed.py [--users 5 50] [--points 80 200] [--steps 600] [--repeats 3]
-[--parallel-users 1000] [--compare ../main] [--plot docs/img/env_speed.png]``; prints a
+[--parallel-users 1000] [--num-envs 64] [--compare ../main]
+[--plot docs/img/env_speed.png]``; prints a
 Markdown table. ``--breakdown`` prints instead where a step of the first row's env goes.
 """
 
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from mdpsim.env import parallel_env, single_agent_env
+from mdpsim.env import parallel_env, single_agent_env, vector_env
 from mdpsim.simulation import scenario as sc
 
 
@@ -110,6 +112,27 @@ def fresh_seconds_per_step(
     return _best(run, repeats)
 
 
+def vector_seconds_per_env_step(
+    n_users: int, n_points: int, steps: int, repeats: int, num_envs: int
+) -> tuple[float, float]:
+    """``vector_env`` of ``num_envs`` games of ``user_0`` (Gymnasium's autoreset, each env's
+    later episodes on new seeds, as training runs): seconds per env-step (a vector step is
+    ``num_envs`` of them)."""
+    import numpy as np
+
+    env = vector_env(_scenario(n_users, n_points), num_envs=num_envs, agent="user_0")
+    env.reset(seed=0)
+    actions = np.ones(num_envs, dtype=np.int64)
+    env.step(actions)  # warm
+
+    def run() -> int:
+        for _ in range(steps):
+            env.step(actions)
+        return steps * num_envs
+
+    return _best(run, repeats)
+
+
 def parallel_seconds_per_agent_step(
     n_users: int, n_points: int, steps: int, repeats: int
 ) -> tuple[float, float]:
@@ -170,16 +193,22 @@ def measure(kind: str, n_users: int, n_points: int, args) -> dict:
         cpu, wall = single_seconds_per_step(n_users, n_points, args.steps, args.repeats)
     elif kind == "fresh":
         cpu, wall = fresh_seconds_per_step(n_users, n_points, args.steps, args.repeats)
+    elif kind == "vector":
+        vec_steps = max(1, args.steps // args.num_envs)
+        cpu, wall = vector_seconds_per_env_step(
+            n_users, n_points, vec_steps, args.repeats, args.num_envs
+        )
     else:
         cpu, wall = parallel_seconds_per_agent_step(n_users, n_points, 20, args.repeats)
     return {"env": kind, "users": n_users, "points": n_points, "cpu_s": cpu, "wall_s": wall,
-            "cartpole_cpu_s": cart_cpu}  # fmt: skip
+            "cartpole_cpu_s": cart_cpu, "num_envs": args.num_envs}  # fmt: skip
 
 
 def _measured_in(tree: str, kind: str, n_users: int, n_points: int, args) -> dict:
     """:func:`measure` in a child process importing ``tree``'s package (its static view)."""
     command = [sys.executable, __file__, "--row", kind, str(n_users), str(n_points),
-               "--steps", str(args.steps), "--repeats", str(args.repeats)]  # fmt: skip
+               "--steps", str(args.steps), "--repeats", str(args.repeats),
+               "--num-envs", str(args.num_envs)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve() / ".typecheck")}
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.splitlines()[-1])
@@ -188,7 +217,8 @@ def _measured_in(tree: str, kind: str, n_users: int, n_points: int, args) -> dic
 def _line(label: str, row: dict) -> str:
     rate, cart = 1.0 / row["cpu_s"], 1.0 / row["cartpole_cpu_s"]
     kind = {"single": "single (user)", "fresh": "single (user), a new seed per episode",
-            "parallel": "parallel (agent-steps)"}[row["env"]]  # fmt: skip
+            "parallel": "parallel (agent-steps)",
+            "vector": f"vector, {row.get('num_envs')} envs (env-steps)"}[row["env"]]  # fmt: skip
     return (f"| {label}{kind} | {row['users']} | {row['points']} | {rate:,.0f} | "
             f"{row['cpu_s'] * 1e6:,.0f} | {1.0 / row['wall_s']:,.0f} | {cart:,.0f} | "
             f"{rate / cart:.4f} |")  # fmt: skip
@@ -201,6 +231,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per row (best)")
     parser.add_argument("--parallel-users", type=int, default=1000)
+    parser.add_argument("--num-envs", type=int, default=64, help="the vector env's row; 0: none")
     parser.add_argument("--compare", default=None, help="another checkout to measure beside")
     parser.add_argument("--plot", default=None, help="write steps/s against users here")
     parser.add_argument("--row", nargs=3, default=None, help=argparse.SUPPRESS)  # a child
@@ -227,6 +258,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = [("single", u, p) for p in args.points for u in args.users]
     rows.append(("fresh", args.users[0], args.points[0]))
+    if args.num_envs:
+        rows.append(("vector", args.users[0], args.points[0]))
     if args.parallel_users:
         rows.append(("parallel", args.parallel_users, args.points[0]))
     plotted = []
