@@ -33,12 +33,13 @@ class PrivacyVectorEnv(SyncVectorEnv):
         self._started = False
         weights = overrides.get("weights")
 
-        def make(_: int) -> SingleAgentEnv:
-            extra = {k: v for k, v in overrides.items() if k != "weights"}
+        extra = {k: v for k, v in overrides.items() if k != "weights"}
+
+        def make() -> SingleAgentEnv:
             return SingleAgentEnv(scenario, agent=agent, weights=weights, **extra)
 
         super().__init__(
-            [lambda i=i: make(i) for i in range(int(num_envs))],
+            [make] * int(num_envs),
             copy=True,
             autoreset_mode=autoreset_mode,
         )
