@@ -389,13 +389,14 @@ class Tracking(Attack):
         self, block: np.ndarray, outputs: np.ndarray, resets: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Bayes' rule on a block of predicted rows, in place (the block stays in cache from
-        the likelihood to the entropy); returns each row's most likely secret and entropy."""
-        block[resets] = self._prior_row32
-        lik = self._emission_rows32(outputs)
-        block *= lik
-        hmm.normalise_rows(block, lambda dead: lik[dead] * self._prior_row32)
-        hmm.flush_tiny(block)
-        return block.argmax(axis=1), entropy_bits(block)
+        the likelihood to the entropy); returns each row's most likely secret and entropy.
+        One compiled pass (``_kernels.bayes_rows32``; tests/sim/test_kernels.py holds the numpy
+        formula it replaced)."""
+        top = np.empty(len(block), dtype=np.intp)
+        _compiled().bayes_rows32(
+            block, outputs, resets, self._lik_t32, self._prior_row32[0], hmm.FLUSH_BELOW, top
+        )
+        return top, entropy_bits(block)
 
     def _emission_rows32(self, outputs: np.ndarray) -> np.ndarray:
         """``(U, N)`` float32 likelihood of each slot's report (a row per slot), ones for
@@ -463,3 +464,12 @@ class Tracking(Attack):
     def guesses(self) -> np.ndarray:
         """``(T, U)`` the forward filter's most likely secret of every slot, per tick."""
         return np.stack(self.guesses_)
+
+
+@functools.cache
+def _compiled():
+    """The compiled kernels' module, imported on the first filter step (numba's import is
+    not paid by ``import mdpsim``)."""
+    from mdpsim.attacks import _kernels
+
+    return _kernels

@@ -1,0 +1,69 @@
+"""The compiled kernels against the numpy formulas they replace, on random inputs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mdpsim.attacks import hmm
+from mdpsim.attacks.base import entropy_bits
+from mdpsim.attacks.tracking import _compiled
+
+
+def update_rows32(block, outputs, resets, lik32, prior32):
+    """The numpy formula of the tracking filter's Bayes step that ``bayes_rows32`` replaced
+    (``Tracking._update_block`` before issue 49), in place; each row's top and entropy."""
+    block[resets] = prior32
+    lik = lik32[outputs]
+    block *= lik
+    hmm.normalise_rows(block, lambda dead: lik[dead] * prior32)
+    hmm.flush_tiny(block)
+    return block.argmax(axis=1), entropy_bits(block)
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    return _compiled()  # compiles once for the module (then from the disk cache)
+
+
+def _inputs(rng, n_rows: int, n: int, k: int):
+    block = rng.random((n_rows, n)).astype(np.float32) ** 8  # some entries flushed
+    block /= block.sum(axis=1, keepdims=True)
+    lik32 = rng.random((k + 1, n)).astype(np.float32)
+    lik32[-1] = 1.0  # silent slots (output -1)
+    lik32[0, :] = 0.0  # a report impossible everywhere: its rows die and restart
+    lik32[1, : n // 2] = 0.0
+    block[0, n // 2 :] = 0.0  # with report 1, row 0 has mass 0 and restarts
+    outputs = rng.integers(-1, k, size=n_rows)
+    outputs[0] = 1
+    resets = rng.random(n_rows) < 0.2
+    resets[0] = False
+    prior32 = rng.random(n).astype(np.float32)
+    prior32 /= prior32.sum()
+    return block, outputs, resets, lik32, prior32
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide")
+@pytest.mark.parametrize("seed", range(5))
+def test_bayes_rows32_is_the_numpy_formula(kernels, seed):
+    rng = np.random.default_rng(seed)
+    block, outputs, resets, lik32, prior32 = _inputs(rng, 64, 80, 12)
+    expected = block.copy()
+    top_np, ent_np = update_rows32(expected, outputs, resets, lik32, prior32)
+    top = np.empty(len(block), dtype=np.intp)
+    kernels.bayes_rows32(block, outputs, resets, lik32, prior32, hmm.FLUSH_BELOW, top)
+    assert (outputs == 0).any()  # dead rows whose restart is dead too: NaN, as numpy's
+    # float32 beliefs: the kernel sums the mass in float64, numpy pairwise in float32
+    np.testing.assert_allclose(block, expected, rtol=2e-6, atol=1e-30)
+    assert np.array_equal(top, top_np)  # integer outcomes equal
+    np.testing.assert_allclose(entropy_bits(block), ent_np, rtol=1e-5)
+    assert ((block == 0) == (expected == 0)).all()  # the same entries flushed
+
+
+def test_importing_mdpsim_and_its_env_compiles_nothing():
+    code = "import sys, mdpsim, mdpsim.env; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # numba (and so every kernel) loads on first use
