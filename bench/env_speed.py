@@ -117,7 +117,9 @@ def vector_seconds_per_env_step(
 ) -> tuple[float, float]:
     """``vector_env`` of ``num_envs`` games of ``user_0`` (Gymnasium's autoreset, each env's
     later episodes on new seeds, as training runs): seconds per env-step (a vector step is
-    ``num_envs`` of them)."""
+    ``num_envs`` of them; the autoreset's step, which plays no tick, counts as Gymnasium
+    counts it). ``steps`` should be whole episodes (21 vector steps each), so that every
+    run pays its share of resets."""
     import numpy as np
 
     env = vector_env(_scenario(n_users, n_points), num_envs=num_envs, agent="user_0")
@@ -193,8 +195,8 @@ def measure(kind: str, n_users: int, n_points: int, args) -> dict:
         cpu, wall = single_seconds_per_step(n_users, n_points, args.steps, args.repeats)
     elif kind == "fresh":
         cpu, wall = fresh_seconds_per_step(n_users, n_points, args.steps, args.repeats)
-    elif kind == "vector":
-        vec_steps = max(1, args.steps // args.num_envs)
+    elif kind == "vector":  # whole episodes (20 ticks and the autoreset's step) per run
+        vec_steps = 21 * max(1, round(args.steps / args.num_envs / 21))
         cpu, wall = vector_seconds_per_env_step(
             n_users, n_points, vec_steps, args.repeats, args.num_envs
         )
