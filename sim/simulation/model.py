@@ -154,29 +154,44 @@ class PrivacyModel(mesa.Model):
 
     @one_blas_thread()
     def advance(self, decisions: Decisions) -> None:
-        """One tick, as docs/design.md §6 tells it, with the players' ``decisions`` for it."""
+        """One tick, as SPEC.md section 6 and docs/design.md tell it, with the players'
+        ``decisions`` for it (made from what they knew at the end of the previous tick)."""
         self.tick += 1
         timing: dict[str, float] = {}
-        with _timed(timing, "mechanism_s"):  # 1. a new mechanism (uploads)
-            regenerated = decisions.refresh and self.server.generate(decisions.mechanism)
-        with _timed(timing, "report_s"):
-            self.pseudonyms = self.strategies.pseudonyms.names(
-                self.tick, self.pseudonyms, self.streams["pseudonyms"]
-            )
-            # 2. users report (each at its level) and pay
-            reports = self.server.collect_reports(decisions.report, decisions.level)
-        with _timed(timing, "query_s"):
-            kinds = decisions.query_kinds  # 3. queries
-            queries = self.server.ask_queries(kinds) if decisions.query else {}
-        with _timed(timing, "attack_s"):
-            attacks = self.server.attack(reports)  # 4. the server's attacks, scored
-        self.last_reports, self.last_attacks, self.last_queries = reports, attacks, queries
-        self._collect(reports, queries, attacks, regenerated)  # 5. data collector
-        self.budget.end_of_tick(self.tick, self.filters)  # a renewing budget renews here
         with _timed(timing, "move_s"):
-            self.population.step(self.streams["mobility"])  # 6. users move to the next tick
+            self._move()  # 1. users move
+        with _timed(timing, "mechanism_s"):
+            regenerated = self._regenerate(decisions)  # 2. a new mechanism (uploads) when due
+        with _timed(timing, "report_s"):
+            reports = self._report(decisions)  # 3. users report (each at its level) and pay
+        with _timed(timing, "query_s"):
+            queries = self._query(decisions)  # 4. the server's queries
+        with _timed(timing, "attack_s"):
+            attacks = self.server.attack(reports)  # 5. the server's attacks, scored
+        self.last_reports, self.last_attacks, self.last_queries = reports, attacks, queries
+        self._collect(reports, queries, attacks, regenerated)  # 6. the data collector
+        self.budget.end_of_tick(self.tick, self.filters)  # a renewing budget renews here
         # wall-clock times differ between identical runs: kept apart from the data
         self.log.timings.append({"tick": self.tick, "regenerated": regenerated, **timing})
+
+    def _move(self) -> None:
+        """Phase 1: every user walks one tick (the positions this tick's reports are about)."""
+        self.population.step(self.streams["mobility"])
+
+    def _regenerate(self, decisions: Decisions) -> bool:
+        """Phase 2: the server (re)generates the mechanism when the decisions say it is due."""
+        return bool(decisions.refresh and self.server.generate(decisions.mechanism))
+
+    def _report(self, decisions: Decisions):
+        """Phase 3: users take this tick's pseudonyms, report at their levels and pay."""
+        self.pseudonyms = self.strategies.pseudonyms.names(
+            self.tick, self.pseudonyms, self.streams["pseudonyms"]
+        )
+        return self.server.collect_reports(decisions.report, decisions.level)
+
+    def _query(self, decisions: Decisions) -> dict:
+        """Phase 4: the server's queries of this tick (none when it does not ask)."""
+        return self.server.ask_queries(decisions.query_kinds) if decisions.query else {}
 
     def run(self, ticks: int, *, progress=None) -> TickLog:
         """Run ``ticks`` ticks; ``progress`` is called with the tick number after each."""

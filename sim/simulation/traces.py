@@ -595,7 +595,7 @@ class TracePopulation:
 
     def __init__(self, walks: np.ndarray) -> None:
         self.walks = np.asarray(walks, dtype=np.int64)
-        self.row = 0
+        self.row = -1  # tick 0 stands at the first row; tick 1's move reaches it
         self.position = self.walks[0].copy()
 
     @property

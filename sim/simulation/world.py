@@ -122,8 +122,8 @@ class World:
         rng = copy.deepcopy(self.streams["mobility"])
         out = np.empty((ticks, self.n_users), dtype=np.int64)
         for t in range(ticks):
+            population.step(rng)  # a tick starts with the users' move (SPEC.md section 6)
             out[t] = population.position
-            population.step(rng)
         return out
 
 

@@ -128,7 +128,8 @@ def test_resampling_takes_the_fix_nearest_in_time():
     for _ in range(3):
         population.step()
         seen.append(population.position.tolist())
-    assert seen == [[10, 20], [11, 20], [12, 20], [12, 20]]  # after the data: last seen
+    # tick 0 stands at the first row, tick 1's move reaches it; after the data: last seen
+    assert seen == [[10, 20], [10, 20], [11, 20], [12, 20]]
 
 
 def test_between_sparse_fixes_users_walk_the_road(helsinki_test_walk):
