@@ -30,7 +30,8 @@ import pandas as pd  # noqa: E402
 import pyproj  # noqa: E402
 
 from mdpsim.simulation import scenario as sc  # noqa: E402
-from mdpsim.simulation.traces import RoadPaths, read_fixes  # noqa: E402
+from mdpsim.simulation.trace_walks import RoadPaths  # noqa: E402
+from mdpsim.simulation.traces import read_fixes  # noqa: E402
 from mdpsim.simulation.world import build_domain, build_world, load_graph, network_extent  # noqa: E402
 
 BASE = {
@@ -82,7 +83,7 @@ def sparse_fixes_table(scenario, graph, domain, *, every: int = 5) -> None:
     noise, replayed both ways: how far from the truth, and how many moves beyond the public
     reach of one tick (the adversary's prior calls those impossible). Walkers that dwell
     (the default users: 1-5 ticks at each place) and walkers that never stop."""
-    from mdpsim.simulation.traces import moves_beyond_reach, resample
+    from mdpsim.simulation.trace_walks import moves_beyond_reach, resample
 
     ticks = 60
     print(f"\nfixes every {every} ticks (60 s), no noise, 200 users x {ticks} ticks:")

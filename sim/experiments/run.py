@@ -35,7 +35,8 @@ from mdpsim.simulation.columns import tick_metrics
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
 from mdpsim.simulation.scenario.tables import MAX_TICKS
-from mdpsim.simulation.traces import BAD_ROWS_FILE, TracePopulation, moves_beyond_reach
+from mdpsim.simulation.trace_walks import TracePopulation, moves_beyond_reach
+from mdpsim.simulation.traces import BAD_ROWS_FILE
 
 
 def simulate(

@@ -40,7 +40,8 @@ from mdpsim.geo.network import load_network
 from mdpsim.simulation.mobility import MobilityModel, Population
 from mdpsim.simulation.people import People, PeopleModel, PeopleParams
 from mdpsim.simulation.relevance import relevance_map
-from mdpsim.simulation.traces import Fixes, TracePopulation, read_fixes
+from mdpsim.simulation.trace_walks import TracePopulation
+from mdpsim.simulation.traces import Fixes, read_fixes
 
 if TYPE_CHECKING:
     from mdpsim.geo.routing import RoadSegments

@@ -17,7 +17,8 @@ from mdpsim.env import parallel_env
 from mdpsim.errors import InputError
 from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
-from mdpsim.simulation.traces import RoadPaths, TracePopulation, TraceWarning, read_fixes, resample
+from mdpsim.simulation.trace_walks import RoadPaths, TracePopulation, resample
+from mdpsim.simulation.traces import TraceWarning, read_fixes
 from mdpsim.simulation.world import build_world, network_extent
 
 BASE = {
