@@ -2,7 +2,7 @@
 
 ``InputError`` marks a user mistake (bad parameter, file, scenario): the CLI prints its
 message and exits with status 2, without a traceback. :class:`PluginError` is the InputError of
-a plug-in's code (mdpsim.component): it names the plug-in, the method and what went wrong, and
+a plug-in's code (mdpsim._core.component): it names the plug-in, the method and what went wrong, and
 keeps the original exception as its ``__cause__`` (``MDPSIM_TRACEBACK=1`` or ``--traceback``
 prints it). Everything else is a bug or a solver failure and keeps its traceback.
 """

@@ -7,7 +7,7 @@ attack is named in the scenario with its parameters, e.g. ``{name = "budget_awar
 
 Plug-ins (docs/plugins.md): a registry opened with :meth:`Registry.open_to_plugins` also
 offers the entry points of its group (``mdpsim.mechanisms``, ``mdpsim.attacks``,
-``mdpsim.agents.strategies.<kind>``), read with importlib.metadata and imported only when asked for,
+``mdpsim.strategies.<kind>``), read with importlib.metadata and imported only when asked for,
 and takes ``"package.module:Name"`` wherever it takes a name. A plug-in that cannot be imported
 or is not a subclass of the registry's base is an InputError naming it when it is asked for;
 it never takes the built-ins down. An entry point with a built-in's name is ignored, with a

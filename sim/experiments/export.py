@@ -40,7 +40,7 @@ def check_target(
     fmt: str, path: str | Path, *, overwrite: bool = False, out: str | Path | None = None
 ) -> Path:
     """The export's path, checked before the run: format, suffix, a file this process can
-    write (:func:`mdpsim.outputs.check_file`), not an existing file unless ``overwrite`` (the
+    write (:func:`mdpsim._core.outputs.check_file`), not an existing file unless ``overwrite`` (the
     CLI's ``--force``), not inside the run folder ``out`` (replaced whole)."""
     if fmt not in FORMATS:
         raise InputError(f"--export {fmt!r} must be one of {', '.join(FORMATS)}")

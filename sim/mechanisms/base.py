@@ -46,7 +46,7 @@ whose ``matrix_`` was replaced after the fit. ``sample`` / ``sample_many`` (:fun
 are conveniences for scripts over the instance's attributes; no player draws through them.
 A plug-in's mistakes (its ``_fit`` raising, a wrongly
 shaped or non-stochastic matrix, a matrix that fails the exact check) are one
-:class:`~mdpsim.errors.PluginError` line naming it (mdpsim.component).
+:class:`~mdpsim.errors.PluginError` line naming it (mdpsim._core.component).
 
 Absurd but finite budgets are refused by ``fit`` before any work: ``epsilon`` times the
 domain's diameter must lie in the class's ``eps_diameter_range`` (default

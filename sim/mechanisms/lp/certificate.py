@@ -6,7 +6,7 @@ The optimal eps-mDP LP ``min sum_iy c[i,y] Z[i,y]`` (``c = pi_i d(x_i, y)``, row
 
     ``B(f) = sum_i min_y (c[i,y] + a_y[i])``,  ``a_y[i] = sum_{s=i} f_y - sum_{t=i} g f_y``
 
-(the argument of ``lp_medoids.certified_bound`` with one group per output: for the optimum
+(the argument of ``medoids.certified_bound`` with one group per output: for the optimum
 ``Z*``, ``sum_i a_y[i] Z*[i,y] <= 0`` for each y, and each row of ``Z*`` is a probability
 vector). Nothing about the flows is assumed beyond ``f >= 0``, so no solver tolerance enters.
 

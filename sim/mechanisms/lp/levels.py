@@ -7,7 +7,7 @@ mass moved to its nearest kept secret, all K outputs), lifts each solution to th
 and returns the lifted seeds for the full solve. Lift: the level's columns placed on its
 secrets (zero elsewhere), their upper Lipschitz envelope over the next level's chaining pairs
 (``repair.envelope_parents``), and the constraints that envelope meets with equality
-(``lp_outputs.tight_constraints``): the shape the lifted columns would have if they decayed
+(``outputs.tight_constraints``): the shape the lifted columns would have if they decayed
 as fast as mDP allows away from the coarse secrets. The seeds only choose where the full
 solve starts; its certificate (every constraint checked, every output priced) is unchanged.
 """

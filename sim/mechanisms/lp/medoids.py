@@ -8,9 +8,9 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    ``y_c = argmin_y sum_{i in c} pi_i d(x_i, y)``). Public: they depend on the prior and
    the metric only.
 2. **LP.** The optimal LP over every secret and those outputs, with the domain's chaining
-   constraint pairs (exact by chaining), solved by ``lp_solver.solve_optimal`` (constraint
+   constraint pairs (exact by chaining), solved by ``solver.solve_optimal`` (constraint
    generation on the dual, docs/lp.md) at ``eps (1 - margin)``, repaired and verified
-   exactly at ``eps`` by ``repair.release_verified`` (``lp_solver.release_optimal``). The other
+   exactly at ``eps`` by ``repair.release_verified`` (``solver.release_optimal``). The other
    outputs get probability 0 (a zero column meets every constraint). So the released matrix
    is pure eps-mDP over all of X, and its loss uses the domain's true cost.
    With ``laplace_outputs`` every other output may also carry a fixed-shape column, its
@@ -327,7 +327,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         on a failed exact check.
     priced_outputs
         Outputs added to the medoids by pricing ALL outputs against the restricted LP's
-        row-sum duals (Laplace rays, ``lp_solver.solve_optimal`` with ``max_outputs``; outputs
+        row-sum duals (Laplace rays, ``solver.solve_optimal`` with ``max_outputs``; outputs
         without mass may leave again). 0 (default): the medoids only.
     bound
         Which certified lower bound (docs/lp.md, "How far from optimal"): ``"prices"``
@@ -344,7 +344,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         and what was certified).
     laplace_outputs
         Also give every output that is not a medoid one column of fixed shape, its Laplace ray
-        ``w_y exp(-eps d(x, y))`` with ``w_y >= 0`` chosen by the LP (``lp_solver``'s
+        ``w_y exp(-eps d(x, y))`` with ``w_y >= 0`` chosen by the LP (``solver``'s
         ``ray_dist_km``; docs/lp.md, "Laplace outputs"). Lower loss, a slower LP. Default off.
     bound_subsets
         ``"relaxation"`` bound only. Parts of the split bound (``split_lower_bound``: the

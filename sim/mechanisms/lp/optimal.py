@@ -1,7 +1,7 @@
 """The optimal mechanism (Bordenabe et al., CCS'14): ``make("lp")``, an LP solved by HiGHS.
 
 The LP and its solver (output and constraint generation on the dual) are in
-``lp_solver.py``; this module is the registered mechanism and ``lp_path``.
+``solver.py``; this module is the registered mechanism and ``lp_path``.
 
 Release: the LP is solved at ``eps (1 - margin)`` (default 1e-6), its solution repaired by the
 Lipschitz envelope (sim/mechanisms/lp/repair.py) and verified EXACTLY at ``eps``; if the check
@@ -42,7 +42,7 @@ class OptimalLP(HighsSettings, Mechanism):
         Envelope side of the repair, ``"upper"`` (default) or ``"lower"``.
     levels
         Warm-start the LP from the same LP on nested subsets of the secrets
-        (``lp_levels.level_warm_start``; only for N >= 141 and without an ``lp_path`` warm
+        (``levels.level_warm_start``; only for N >= 141 and without an ``lp_path`` warm
         start). Same optimum, fewer generation rounds. Default True.
     time_limit_s, threads
         Wall-clock limit for the whole LP solve in seconds, levels included (hitting it

@@ -13,14 +13,14 @@ starts with one output and no constraint. Inner loop: add the constraints the cu
 breaks (chosen by the Lipschitz envelope of each column: the edge of the path that attains
 it) and re-solve warm (primal simplex from the last basis) until no constraint of the FULL
 set is broken for the outputs in S. Outer loop: price the outputs outside S against the
-row-sum duals (cheap Laplace rays first, then exactly: ``lp_outputs.ConePricer``) and add
+row-sum duals (cheap Laplace rays first, then exactly: ``outputs.ConePricer``) and add
 the most attractive ones; stop when none has a negative reduced cost. The result is then
 optimal for the full LP to the same tolerance a single HiGHS call on it would meet.
 
 ``release_optimal`` is the release of every mechanism built on it (``lp``, ``lp_a``,
 ``lp_medoids``): solve at ``eps (1 - margin)``, repair, verify exactly at ``eps``
-(``repair.release_verified``). The mechanisms live in ``lp.py`` and ``lp_medoids.py``; the
-levels (``lp_levels.py``) build on this module too, which is why it is a module of its own.
+(``repair.release_verified``). The mechanisms live in ``optimal.py`` and ``medoids.py``; the
+levels (``levels.py``) build on this module too, which is why it is a module of its own.
 """
 
 from __future__ import annotations
