@@ -39,7 +39,12 @@ from mdpsim.simulation.scenario import ScenarioSource
 
 def parallel_env(scenario: ScenarioSource, **overrides: Any) -> PrivacyParallelEnv:
     """The PettingZoo ParallelEnv of ``scenario``: a TOML path, a packaged scenario name
-    (``"helsinki_demo"``), a dict of tables or a :class:`~mdpsim.simulation.scenario.Scenario`."""
+    (``"helsinki_demo"``), a dict of tables or a :class:`~mdpsim.simulation.scenario.Scenario`.
+
+    ``overrides`` are dotted scenario fields with ``__`` for the dot (``users__count=10``,
+    ``mechanism__epsilon=2.0``), plus ``strategies={"report": ...}`` (specs or instances) and
+    ``weights=RewardWeights(...)``.
+    """
     return PrivacyParallelEnv(scenario, **overrides)
 
 

@@ -55,6 +55,12 @@ class PrivacyParallelEnv(ParallelEnv):
         return self.game.strategy_actions()
 
     def step(self, actions: dict[str, Any]):
+        """Play one tick with every live agent's action (``{"server": a, "user_0": b, ...}``).
+
+        Returns PettingZoo's five dicts keyed by agent: observations, rewards, terminations
+        (always ``False``: a run has no terminal state), truncations (``True`` on the last tick,
+        after which ``agents`` is empty) and infos.
+        """
         rewards, infos = self.game.step(actions)
         observations = self.game.observations()
         done = self.game.done
