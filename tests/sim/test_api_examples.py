@@ -13,8 +13,7 @@ PAGES = sorted((Path(__file__).resolve().parents[2] / "docs" / "api").glob("*.md
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 # pages whose example is still to be written (issue 50; remove a page once it has one)
 PENDING = {
-    "agents.md", "attacks.md", "experiments.md", "geo.md", "lp.md", "privacy.md",
-    "queries.md", "simulation.md",
+    "experiments.md", "geo.md", "lp.md", "privacy.md", "queries.md",
 }  # fmt: skip
 
 
