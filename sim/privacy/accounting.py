@@ -39,7 +39,13 @@ _A_GRID = np.logspace(-9, 9, 1801)
 
 @dataclass(frozen=True)
 class PureGP:
-    """Pure geo-privacy: ``epsilon_per_km``-GP."""
+    """Pure geo-privacy: ``epsilon_per_km``-GP, as a notion a budget is kept in.
+
+    The same inequality as :class:`~mdpsim.privacy.guarantees.PureMDP` (geo-privacy and
+    metric DP name one notion); PureMDP is what a mechanism promises, PureGP the unit a
+    privacy filter counts in, and a PureMDP release is charged as ``PureGP(eps)``
+    (:mod:`mdpsim.privacy.filters`).
+    """
 
     epsilon_per_km: float
 

@@ -36,7 +36,12 @@ def _checked_eps(value, name: str = "epsilon_per_km") -> float:
 
 @dataclass(frozen=True)
 class PureMDP:
-    """Pure ``epsilon_per_km``-mDP."""
+    """Pure ``epsilon_per_km``-mDP, as a mechanism's promise.
+
+    Pure geo-privacy (:class:`~mdpsim.privacy.accounting.PureGP`) is the same inequality as
+    the accounting notion a budget is kept in; a PureMDP release is charged as
+    ``PureGP(eps)``.
+    """
 
     epsilon_per_km: float
     note: str = ""
