@@ -215,7 +215,7 @@ def run_task(scenario: Scenario, task: Task, threads: int | None = None) -> Task
             users=_with_front(users, front) if len(users) else None,
             seconds=time.perf_counter() - start,
         )
-    except Exception:  # noqa: BLE001 -- one task's failure must not stop the batch
+    except Exception:  # one task's failure must not stop the batch
         return TaskResult(
             task_id=task.task_id, error=traceback.format_exc(), seconds=time.perf_counter() - start
         )

@@ -127,7 +127,7 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
                             suite = model.server.attacks
                             assert suite is not None, "plan_of refuses a plan without attacks"
                             suite.finish()
-                    except Exception as exc:  # noqa: BLE001 -- one setting must not stop the rest
+                    except Exception as exc:  # one setting must not stop the rest
                         failures[where] = "".join(traceback.format_exception(exc))
                         first_error = first_error or exc
                         continue

@@ -422,7 +422,7 @@ def _stack(store: str | Path, suffix: str, task_ids: list[str] | None = None) ->
             continue
         try:
             frames.append(pd.read_parquet(path))
-        except Exception as exc:  # noqa: BLE001 -- pyarrow's errors: a file that does not read
+        except Exception as exc:  # pyarrow's errors: a file that does not read
             raise InputError(
                 f"{path} cannot be read ({one_line(exc)}); `mdpsim batch ... --resume` runs "
                 f"task {tid} again"
