@@ -337,6 +337,52 @@ def _frontier(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("mobility")
+def _mobility(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mdpsim.experiments import mobility_report, overrides
+    from mdpsim.simulation.world import build_world
+
+    overrides.check_out(args.out, force=args.force)
+    scenario = overrides.apply(_mobility_scenario(args), {
+        "--seed": args.seed, "--users": args.users, "--tick-seconds": args.tick_seconds,
+        "--n-points": args.n_points,
+    })  # fmt: skip
+    if args.days is not None:
+        ticks = max(1, round(args.days * 86400 / scenario.scenario.tick_seconds))
+        scenario = overrides.apply(scenario, {"--ticks": ticks})
+    default = f"runs/{_name(scenario, args.out)}-mobility"
+    if args.traces is not None:
+        default = f"runs/{_name(scenario, None)}-{Path(args.traces).stem}-mobility"
+    out = overrides.folder(args.out, default, args.force, scenario)
+    world = build_world(scenario)
+    result = mobility_report.measure_world(world, resolution_m=args.resolution_m,
+                                           seed=world.seed)  # fmt: skip
+    paths = mobility_report.write_outputs(result, out, overwrite=args.force)
+    print(mobility_report.markdown(result))
+    print(f"outputs          {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def _mobility_scenario(args: argparse.Namespace):
+    """``mdpsim mobility``'s scenario: the given one (default helsinki_demo), reading
+    ``--traces`` instead of its synthetic users when given."""
+    from pathlib import Path
+
+    from mdpsim.simulation import scenario as scenario_mod
+
+    if args.traces is None:
+        args.scenario = args.scenario or DEMO_SCENARIO
+        return _scenario(args)
+    path = Path(args.traces).expanduser().resolve()
+    if not path.is_file():
+        raise InputError(f"--traces {args.traces}: no such file")
+    base = scenario_mod.resolve(args.scenario or DEMO_SCENARIO)
+    args.scenario = base.replace(**{"mobility.source": "traces", "mobility.path": str(path)})
+    return _scenario(args)
+
+
 @command("report")
 def _report(args: argparse.Namespace) -> int:
     from mdpsim.experiments.report import write_report

@@ -122,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
+    _add_mobility(sub)
+
     p = sub.add_parser("report", help="tables and plots of a batch results store")
     p.add_argument("store", help="a folder written by `mdpsim batch`")
     p.add_argument("--out", help="report folder (default STORE/report)")
@@ -182,6 +184,37 @@ def build_parser() -> argparse.ArgumentParser:
         "(repeatable): your own scenarios, plug-ins, traces",
     )
     return parser
+
+
+def _add_mobility(sub) -> None:
+    p = sub.add_parser(
+        "mobility",
+        help="the laws of human mobility measured on a scenario's users or a traces file: "
+        "JSON, table and plots (docs/mobility.md)",
+    )
+    p.add_argument(
+        "scenario", nargs="?", help=f"{SCENARIO_HELP}; default helsinki_demo (its network too)"
+    )
+    p.add_argument(
+        "--traces",
+        metavar="FILE",
+        help="measure this traces file (CSV, Parquet, GeoJSON, GPX; docs/traces.md) on the "
+        "scenario's network instead of its synthetic users",
+    )
+    p.add_argument("--out", help="output folder (default runs/<scenario name>-mobility)")
+    p.add_argument("--users", type=int, help="override users.count")
+    p.add_argument("--days", type=float, help="simulated days (sets scenario.ticks)")
+    p.add_argument("--tick-seconds", type=float, help="override scenario.tick_seconds")
+    p.add_argument("--n-points", type=int, help="override domain.n_points (the secrets)")
+    p.add_argument("--seed", type=int, help="override scenario.seed")
+    p.add_argument(
+        "--resolution-m",
+        type=float,
+        default=200.0,
+        help="grid cell of the uniqueness points (default 200 m; with an hour of the run)",
+    )
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
 
 def _add_network_args(p: argparse.ArgumentParser) -> None:

@@ -26,6 +26,8 @@ FIELDS = {
     "--n-outputs": "domain.n_outputs",
     "--epsilon": "mechanism.epsilon_per_km",
     "--epsilons": "mechanism.epsilon_per_km",
+    "--users": "users.count",
+    "--tick-seconds": "scenario.tick_seconds",
 }
 #: Comma-separated lists of numbers: each value is checked.
 LISTS = ("--epsilons", "--qualities")
@@ -40,6 +42,8 @@ RULES: dict[str, dict[str, Any]] = {
     "--spacing-m": {**_POSITIVE, "unit": "m"},
     "--grid-cell-m": {**_POSITIVE, "unit": "m"},
     "--qualities": {**_POSITIVE, "unit": "km"},
+    "--days": {**_POSITIVE, "max": 3660, "unit": "days"},
+    "--resolution-m": {**_POSITIVE, "unit": "m"},
     "--port": {"kind": int, "min": 1, "max": 65_535, "unit": "a TCP port"},
 }
 _REFERENCE = {"scenario": {"name": "flags"}, "mechanism": {"name": "em", "epsilon_per_km": 1.0}}
