@@ -1,5 +1,5 @@
 """``mdpsim mobility``: the measures of human mobility on a scenario's users or a traces file,
-each beside its law, as a JSON, a Markdown table and one PNG of eight plots (docs/mobility.md).
+each beside its law, as a JSON, a Markdown table and one PNG of nine plots (docs/mobility.md).
 """
 
 from __future__ import annotations
@@ -98,22 +98,23 @@ def _plain(value):
 
 
 def plot(result: dict, path) -> None:
-    """Eight plots, each measure beside its law."""
+    """Nine plots, each measure beside its law."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 4, figsize=(17, 8))
+    fig, axes = plt.subplots(3, 3, figsize=(14, 12))
     c, v = result["curves"], result["values"]
     _gyration(axes[0, 0], c)
-    _exploration(axes[0, 1], c, v)
-    _ranks(axes[0, 2], c, v)
-    _p_new(axes[0, 3], c, v)
-    _dwell(axes[1, 0], c, v)
-    _home(axes[1, 1], c)
-    _top(axes[1, 2], c)
-    _unique(axes[1, 3], c, result["run"]["resolution_m"])
+    _jumps(axes[0, 1], c)
+    _exploration(axes[0, 2], c, v)
+    _ranks(axes[1, 0], c, v)
+    _p_new(axes[1, 1], c, v)
+    _dwell(axes[1, 2], c, v)
+    _home(axes[2, 0], c)
+    _top(axes[2, 1], c)
+    _unique(axes[2, 2], c, result["run"]["resolution_m"])
     r = result["run"]
     fig.suptitle(f"{r['scenario']} ({r['source']}): {r['users']} users, {r['days']:.1f} days of "
                  f"{r['tick_seconds']:g} s ticks, {r['secrets']} secrets")  # fmt: skip
@@ -128,6 +129,23 @@ def _gyration(ax, c) -> None:
         ax.step(values, 1 - np.arange(len(values)) / len(values), where="post", label=label)
     ax.set(xlabel="radius of gyration (km)", ylabel="share of users with r_g >= x",
            title="radius of gyration\n(city scale: heavy-tailed, Gonzalez 2008)")  # fmt: skip
+    ax.legend(fontsize=8)
+
+
+def _jumps(ax, c) -> None:
+    jumps = np.asarray(c["jump_km"])
+    jumps = jumps[jumps > 0]
+    if jumps.size < 2:
+        ax.set_title("jump lengths: fewer than two jumps")
+        return
+    bins = np.logspace(np.log10(jumps.min()), np.log10(jumps.max() * 1.01), 20)
+    hist, edges = np.histogram(jumps, bins=bins, density=True)
+    mid = np.sqrt(edges[1:] * edges[:-1])
+    ax.loglog(mid[hist > 0], hist[hist > 0], "o", ms=4, label="model")
+    top = int(hist.argmax())  # the law drawn through the model's mode
+    ref = hist[top] * (mid / mid[top]) ** -1.75
+    ax.loglog(mid, ref, "k--", lw=1, label="r^-1.75 (Gonzalez 2008, up to ~100 km)")
+    ax.set(xlabel="jump between stays (km)", ylabel="density", title="jump lengths")
     ax.legend(fontsize=8)
 
 

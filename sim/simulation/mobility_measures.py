@@ -15,6 +15,8 @@ walk: ``(ticks, users)`` secret indices, the secrets' coordinates in metres and 
   rank; ``zeta`` is the least-squares slope of log f_k over log k for k = 1 .. 10.
 * **P(new)** against S: the share of visits to a new place among the daytime visits
   (08:00-20:00) begun when the user knew S places.
+* **Jump lengths** (Gonzalez et al. 2008): the straight-line distance between a user's
+  consecutive stays at different places.
 * **Dwell times**: the durations of the stays that begin and end inside the run, with the
   truncated power law ``dt^(-1-beta) exp(-dt/tau)`` fitted by maximum likelihood above the
   shortest one.
@@ -66,6 +68,7 @@ LAWS: dict[str, tuple[str, tuple[float, float] | None, str]] = {
     "unique_k2": ("> 0.5 (antenna, hour)", None, "de Montjoye et al. 2013"),
     "unique_k4": ("0.95 (antenna, hour)", None, "de Montjoye et al. 2013"),
     "rg_median_km": ("heavy-tailed across people (city scale)", None, "Gonzalez et al. 2008"),
+    "jump_median_km": ("power law, exponent 1.75 (city scale)", None, "Gonzalez et al. 2008"),
 }
 
 
@@ -112,6 +115,14 @@ def radius_of_gyration_km(walk: np.ndarray, xy_m: np.ndarray, k: int | None = No
         pts = xy_m[places]
         out[u] = np.sqrt(((pts - pts.mean(axis=0)) ** 2).sum(axis=1).mean()) / 1000.0
     return out
+
+
+def jump_lengths_km(st: Stays, xy_m: np.ndarray) -> np.ndarray:
+    """The distances in km between each user's consecutive stays at different places."""
+    same_user = st.user[1:] == st.user[:-1]
+    moved = same_user & (st.place[1:] != st.place[:-1])
+    a, b = xy_m[st.place[:-1][moved]], xy_m[st.place[1:][moved]]
+    return np.hypot(*(b - a).T) / 1000.0
 
 
 def distinct_places_curve(st: Stays, n_ticks: int, n_users: int) -> np.ndarray:
@@ -288,6 +299,7 @@ def measure(
     by_hour = home_share_by_hour(walk, hours, home)
     top, s1, s2 = top_shares(walk)
     rg, rg2 = radius_of_gyration_km(walk, xy_m), radius_of_gyration_km(walk, xy_m, k=2)
+    jumps = jump_lengths_km(st, xy_m)
     uniq = uniqueness(walk, xy_m, run_hours, resolution_m=resolution_m,
                       rng=np.random.default_rng(seed))  # fmt: skip
     values = {
@@ -304,6 +316,7 @@ def measure(
         "unique_k2": uniq[2],
         "unique_k4": uniq[4],
         "rg_median_km": float(np.median(rg)),
+        "jump_median_km": float(np.median(jumps)) if jumps.size else math.nan,
     }
     curves = {
         "hours": (np.arange(n_t) * tick_seconds / 3600.0).tolist(),
@@ -317,6 +330,7 @@ def measure(
         "top2_share": s2.tolist(),
         "rg_km": rg.tolist(),
         "rg2_km": rg2.tolist(),
+        "jump_km": np.sort(jumps).tolist(),
         "uniqueness": {str(k): v for k, v in uniq.items()},
     }
     return {"values": values, "curves": curves}
