@@ -3,12 +3,15 @@ filter it, plot with error bars, download."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from mdpsim._core.paths import source_checkout
 from mdpsim.dashboard import batch_data as bd
+from mdpsim.dashboard import batch_mobility as bm
 from mdpsim.dashboard import charts as ch
 from mdpsim.errors import InputError
 from mdpsim.experiments.store import MANIFEST, TASKS, load_manifest, verify
@@ -86,6 +89,33 @@ def open_batch() -> bd.Batch | None:
         return None
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _mobility(folder: str, stamp: tuple, task_ids: tuple[str, ...]) -> pd.DataFrame:
+    bar = st.progress(0.0, text="walking each task's users ...")
+
+    def told(i: int, n: int) -> None:
+        bar.progress(i / n, text=f"task {i} of {n}")
+
+    frame = bm.task_measures(folder, list(task_ids), progress=told)
+    bar.empty()
+    return frame
+
+
+def with_mobility(batch: bd.Batch) -> bd.Batch:
+    """The batch with the measures of human mobility per task, when asked for (a store's
+    tasks only: they are walked again from their scenario and seed)."""
+    if not batch.has_ticks or not st.toggle(
+        "mobility measures",
+        key="batch_mobility",
+        help="the laws of human mobility (docs/mobility.md) per task, from each task's scenario "
+        "and seed; tasks that differ only in mechanism share one walk",
+    ):
+        return batch
+    ids = tuple(batch.tasks["task_id"].astype(str))
+    measures = _mobility(str(batch.folder), _stamp(batch.folder), ids)
+    return replace(batch, tasks=batch.tasks.merge(measures, on="task_id", how="left"))
+
+
 def filters(batch: bd.Batch) -> dict[str, list]:
     """One multiselect per filterable column (nothing chosen: everything)."""
     chosen = {}
@@ -107,7 +137,9 @@ def plot(batch: bd.Batch, chosen: dict[str, list]) -> None:
     x = c1.selectbox("x axis", axes, key="batch_x")
     over_ticks = x == X_TICK
     names = bd.metrics(batch, over_ticks=over_ticks)
-    labels = bd.labels(batch)
+    labels = {**bd.labels(batch), **bm.labels()}
+    if not over_ticks:
+        names += [m for m in bm.labels() if m in batch.tasks]
     y = c2.selectbox("metric", names, key="batch_metric", format_func=lambda m: labels.get(m, m))
     candidates = ["mechanism", *[f for f in batch.swept if f not in bd.COVERED and f != x]]
     if x != "epsilon_per_km":
@@ -161,6 +193,7 @@ def main() -> None:
         + (" · refresh to see tasks finished since" if len(batch.tasks) < batch.n_tasks else "")
     )
     chosen = filters(batch)
+    batch = with_mobility(batch)
     plot(batch, chosen)
     table(batch, chosen)
 

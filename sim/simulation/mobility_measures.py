@@ -292,7 +292,11 @@ def measure(
     freq = visits_by_rank(st, n_u)
     ranks = np.arange(1, ZETA_RANKS + 1)
     used = freq[:ZETA_RANKS] > 0
-    zeta = -np.polyfit(np.log(ranks[used]), np.log(freq[:ZETA_RANKS][used]), 1)[0]
+    zeta = (
+        -np.polyfit(np.log(ranks[used]), np.log(freq[:ZETA_RANKS][used]), 1)[0]
+        if used.sum() >= 2
+        else math.nan  # fewer than two places visited: no slope
+    )
     new, tried = p_new_by_s(st, hours)
     lo, hi = P_NEW_S
     home = homes(walk, hours)
@@ -305,14 +309,14 @@ def measure(
     values = {
         "zeta": float(zeta),
         "s_slope": _s_slope(s_curve, tick_seconds),
-        "p_new_s10": float(new[lo : hi + 1].sum() / max(tried[lo : hi + 1].sum(), 1.0)),
+        "p_new_s10": _share(new[lo : hi + 1].sum(), tried[lo : hi + 1].sum()),
         "top1_window70": float((window_share(walk, top, tick_seconds) >= 0.7).mean()),
         "distinct_top1": len(np.unique(top)) / n_u,
         "min_stay_min": min_h * 60.0,
         "top2_share": float(s2.mean()),
         "dwell_beta": beta,
         "dwell_tau_h": tau_h,
-        "night_home_share": float(np.nanmean(by_hour[[0, 1, 2, 3, 4, 5]])),
+        "night_home_share": _mean_seen(by_hour[:6]),  # 00:00-06:00
         "unique_k2": uniq[2],
         "unique_k4": uniq[4],
         "rg_median_km": float(np.median(rg)),
@@ -334,6 +338,16 @@ def measure(
         "uniqueness": {str(k): v for k, v in uniq.items()},
     }
     return {"values": values, "curves": curves}
+
+
+def _share(part: float, whole: float) -> float:
+    return float(part / whole) if whole > 0 else math.nan
+
+
+def _mean_seen(values: np.ndarray) -> float:
+    """The mean of the finite values (NaN: none)."""
+    seen = values[np.isfinite(values)]
+    return float(seen.mean()) if seen.size else math.nan
 
 
 def _s_slope(s_curve: np.ndarray, tick_seconds: float) -> float:

@@ -361,25 +361,26 @@ def test_road_paths_draw_each_road_once(helsinki_test_walk):
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, helsinki_walk) -> Path:
     """A tiny real batch: 2 mechanisms x 2 speeds x 2 repetitions, 3 ticks each."""
-    scenario = sc.from_dict(
-        {
-            "scenario": {"name": "tiny", "seed": 3, "ticks": 3},
-            "domain": {"n_points": 40},
-            "users": {"count": 6},
-            "mechanism": {"name": "em", "epsilon_per_km": 4.0},
-            "queries": {"every_ticks": 0},
-            "attacks": {"run": ["bayes", "tracking"]},
-            "sweep": {
-                "mechanism.name": ["em", "laplace"],
-                "users.speed_mps": [1.0, 2.0],
-                "repetitions": 2,
-            },
-        }
-    )
+    scenario = sc.from_dict(BATCH_BASE)
     out = tmp_path_factory.mktemp("batch") / "tiny"
     outcome = run_batch(scenario, out, workers=1, progress=False)
     assert outcome.n_done == 8
     return out
+
+
+BATCH_BASE = {
+    "scenario": {"name": "tiny", "seed": 3, "ticks": 3},
+    "domain": {"n_points": 40},
+    "users": {"count": 6},
+    "mechanism": {"name": "em", "epsilon_per_km": 4.0},
+    "queries": {"every_ticks": 0},
+    "attacks": {"run": ["bayes", "tracking"]},
+    "sweep": {
+        "mechanism.name": ["em", "laplace"],
+        "users.speed_mps": [1.0, 2.0],
+        "repetitions": 2,
+    },
+}
 
 
 @pytest.fixture
@@ -548,3 +549,36 @@ def test_batch_explorer_names_a_damaged_task_and_shows_the_others(explorer, stor
     assert len(warned) == 1 and "--resume" in warned[0]
     assert "7 of 8 tasks finished" in explorer.caption[0].value
     assert len(_charts(explorer)) == 1
+
+
+def test_mobility_measures_per_task_are_the_runs_walk_measured(store):
+    from mdpsim.dashboard import batch_mobility
+    from mdpsim.experiments.store import finished_ids, load_users
+    from mdpsim.simulation.mobility_measures import measure
+
+    ids = finished_ids(store)
+    frame = batch_mobility.task_measures(store, ids).set_index("task_id")
+    tasks = batch_data.load(store).tasks.set_index("task_id")
+    users = load_users(store, ids)
+    tick_s = sc.from_dict(BATCH_BASE).scenario.tick_seconds
+    for tid in ids:  # each task's own walk as the run stored it, measured here
+        rows = users[users["task_id"] == tid]
+        walk = rows.pivot(index="tick", columns="user", values="secret").to_numpy()
+        seed = int(tasks.loc[tid, "seed"])
+        xy = batch_mobility.build_world(sc.from_dict(BATCH_BASE), seed).domain.x_xy
+        expected = measure(walk, xy, tick_seconds=tick_s, resolution_m=200.0, seed=seed)["values"]
+        np.testing.assert_array_equal(
+            frame.loc[tid].to_numpy(dtype=float), np.array(list(expected.values()), dtype=float)
+        )
+
+
+def test_the_batch_explorer_plots_a_mobility_measure_across_the_sweep(explorer):
+    explorer.toggle(key="batch_mobility").set_value(True).run()
+    _no_failures(explorer)
+    explorer.selectbox(key="batch_x").set_value("users.speed_mps").run()
+    metric = explorer.selectbox(key="batch_metric")
+    assert any(o.startswith("mobility: rg_median_km") for o in metric.options)
+    metric.set_value("mobility_rg_median_km").run()
+    _no_failures(explorer)
+    spec = json.loads(_charts(explorer)[0].proto.spec)
+    assert spec["layer"][0]["encoding"]["y"]["title"].startswith("mobility: rg_median_km")
