@@ -1,15 +1,15 @@
 """N against time for the exact optimal LP and for ``lp_medoids`` on Helsinki (road metric).
 
 Usage: ``python bench/lp_scale.py [--sections exact medoids] [--exact-sizes 50 100 150 200]
-[--exact-eps 4 7 10] [--exact-cap 120] [--no-levels] [--medoid-sizes 2000 4000 6000]
+[--exact-eps 4 7 10] [--exact-cap 120] [--no-coarse-to-fine] [--medoid-sizes 2000 4000 6000]
 [--medoid-eps 4 7 10] [--medoid-cap 600] [--medoid-params laplace_outputs=True]
 [--plot docs/img/lp_scale.png]``. Prints Markdown tables:
 
-* ``exact``: ``make("lp")`` fit (incl. level warm start, margin, repair, exact check) per N
-  and eps, with the nonzeros of the full chaining LP (``N K`` row-sum entries plus 4 per mDP
-  constraint pair and output: ``N K + 4 P K``), the levels solved first and their time, the
-  generation rounds of the full solve, the wall time per nonzero and the 1-min load after the
-  fit; stops at the first N over the cap.
+* ``exact``: ``make("lp")`` fit (incl. the coarse-to-fine warm start, margin, repair, exact
+  check) per N and eps, with the nonzeros of the full chaining LP (``N K`` row-sum entries plus
+  4 per mDP constraint pair and output: ``N K + 4 P K``), the subsets solved first and their
+  time, the generation rounds of the full solve, the wall time per nonzero and the 1-min load
+  after the fit; stops at the first N over the cap.
 * ``medoids``: ``make("lp_medoids")`` fit per N and eps: loss, EM's loss, the ratio, the
   certified lower bound on the optimal LP and the gap (loss / bound), the bound's kind
   (``prices``, ``grouped`` or ``split`` with its parts; docs/lp.md), fit time split into
@@ -92,16 +92,16 @@ def run_capped(name: str, eps: float, domain: Domain, cap: float, **params) -> d
     return row
 
 
-def exact(G, sizes, epsilons, cap: float, points: list, levels: bool) -> None:
+def exact(G, sizes, epsilons, cap: float, points: list, coarse_to_fine: bool) -> None:
     print("| N = K | eps /km | pairs P | LP nonzeros | loss (km) | time (s) | CPU (s) "
-          "| levels | levels (s) | rounds | us per nonzero | peak RSS (MB) | load |")  # fmt: skip
+          "| subsets | subsets (s) | rounds | us per nonzero | peak RSS (MB) | load |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for eps in epsilons:
         for n in sizes:
             domain = Domain.from_network(G, n_points=n)
             p = len(domain.constraint_pairs)
             nnz = n * n + 4 * p * n
-            row = run_capped("lp", eps, domain, cap, levels=levels)
+            row = run_capped("lp", eps, domain, cap, coarse_to_fine=coarse_to_fine)
             load = os.getloadavg()[0]
             if "error" in row:
                 print(f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['error']} | | | | | | | | "
@@ -111,7 +111,7 @@ def exact(G, sizes, epsilons, cap: float, points: list, levels: bool) -> None:
             points.append(("lp", eps, n, row["seconds"]))
             print(
                 f"| {n} | {eps:g} | {p:,} | {nnz:,} | {row['loss']:.4f} | {row['seconds']:.1f} "
-                f"| {row['cpu']:.1f} | {info['levels'] or '-'} | {info['level_seconds']:.1f} "
+                f"| {row['cpu']:.1f} | {info['subsets'] or '-'} | {info['subset_seconds']:.1f} "
                 f"| {info['rounds']} | {1e6 * row['seconds'] / nnz:.2f} "
                 f"| {row['peak_rss_mb']:.0f} | {load:.1f} |",
                 flush=True,
@@ -192,7 +192,9 @@ def main() -> None:
     parser.add_argument("--exact-sizes", type=int, nargs="+", default=[50, 100, 150, 200])
     parser.add_argument("--exact-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     parser.add_argument("--exact-cap", type=float, default=120.0)
-    parser.add_argument("--no-levels", action="store_true", help="make('lp', levels=False)")
+    parser.add_argument(
+        "--no-coarse-to-fine", action="store_true", help="make('lp', coarse_to_fine=False)"
+    )
     parser.add_argument("--medoid-sizes", type=int, nargs="+", default=[2000, 4000, 6000])
     parser.add_argument("--medoid-eps", type=float, nargs="+", default=[4.0, 7.0, 10.0])
     parser.add_argument("--medoid-cap", type=float, default=600.0)
@@ -209,7 +211,8 @@ def main() -> None:
                 dict(args.medoid_params))  # fmt: skip
         print()
     if "exact" in args.sections:
-        exact(G, args.exact_sizes, args.exact_eps, args.exact_cap, points, not args.no_levels)
+        seeded = not args.no_coarse_to_fine
+        exact(G, args.exact_sizes, args.exact_eps, args.exact_cap, points, seeded)
         print()
     print(f"load average at end: {os.getloadavg()[0]:.2f} (1 min)")
     if args.plot:

@@ -2,9 +2,10 @@
 
 Two maps, one weight per secret (docs/mobility.md, "Relevance"):
 
-- ``housing``: floor area (footprint m^2 x levels, one level when untagged) of the OSM
-  extract's buildings that can house people (not ``BUSINESS_BUILDINGS``), counted at the secret
-  nearest each building's centroid. Homes are drawn from it.
+- ``housing``: floor area (footprint m^2 x storeys, OSM ``building:levels``; one when
+  untagged) of the OSM extract's buildings that can house people (not
+  ``BUSINESS_BUILDINGS``), counted at the secret nearest each building's centroid. Homes are
+  drawn from it.
 - ``activity``: the extract's points of interest (``amenity``, ``shop``, ``office``) and
   business buildings, one each, counted the same way. Work places and explored places are
   drawn from it by gravity.
@@ -128,10 +129,10 @@ def _osm_features(source: str):
     business = kind_of.isin(BUSINESS_BUILDINGS).to_numpy()
     metric = buildings.to_crs(buildings.estimate_utm_crs())
     area_m2 = metric.geometry.area.to_numpy()
-    levels = _levels(buildings)
+    storeys = _storeys(buildings)
     centroid = metric.geometry.centroid.to_crs("EPSG:4326")
     lonlat = np.column_stack([centroid.x.to_numpy(), centroid.y.to_numpy()])
-    housing = (lonlat[~business], (area_m2 * levels)[~business])
+    housing = (lonlat[~business], (area_m2 * storeys)[~business])
     act_xy = [lonlat[business]]
     if pois is not None and len(pois):
         pts = pois.to_crs(pois.estimate_utm_crs()).geometry.centroid.to_crs("EPSG:4326")
@@ -140,12 +141,12 @@ def _osm_features(source: str):
     return housing, (act, np.ones(len(act)))
 
 
-def _levels(buildings) -> np.ndarray:
+def _storeys(buildings) -> np.ndarray:
     if "building:levels" not in buildings:
         return np.ones(len(buildings))
     raw = buildings["building:levels"].astype(str).str.extract(r"^\s*(\d+(?:\.\d+)?)")[0]
-    levels = raw.astype(float).to_numpy()
-    return np.where(np.isfinite(levels) & (levels >= 1), levels, 1.0)
+    storeys = raw.astype(float).to_numpy()
+    return np.where(np.isfinite(storeys) & (storeys >= 1), storeys, 1.0)
 
 
 def _from_file(domain, path: Path) -> np.ndarray:

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import ClassVar
 
 import numpy as np
 
 from mdpsim._core.validation import check_epsilon, check_margin, check_scalar
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, register
+from mdpsim.mechanisms.lp.coarse_to_fine import coarse_to_fine_warm_start
 from mdpsim.mechanisms.lp.highs import HighsSettings
-from mdpsim.mechanisms.lp.levels import level_warm_start
 from mdpsim.mechanisms.lp.repair import FIRST_MARGIN, MAX_MARGIN, SIDES
 from mdpsim.mechanisms.lp.solver import release_optimal
 
@@ -40,16 +41,21 @@ class OptimalLP(HighsSettings, Mechanism):
         (1e-6: the loss is ~1e-6 relative above the optimum, docs/lp.md).
     side
         Envelope side of the repair, ``"upper"`` (default) or ``"lower"``.
-    levels
-        Warm-start the LP from the same LP on nested subsets of the secrets
-        (``levels.level_warm_start``; only for N >= 141 and without an ``lp_path`` warm
-        start). Same optimum, fewer generation rounds. Default True.
+    coarse_to_fine
+        Warm-start the LP from the same LP on nested subsets of the secrets, coarsest first
+        (:func:`~mdpsim.mechanisms.lp.coarse_to_fine.coarse_to_fine_warm_start`; only for
+        N >= 141 and without an ``lp_path`` warm start). Same optimum, fewer generation
+        rounds. Default True (``levels`` before this round).
     time_limit_s, threads
-        Wall-clock limit for the whole LP solve in seconds, levels included (hitting it
+        Wall-clock limit for the whole LP solve in seconds, the subsets included (hitting it
         raises ``SolverError``), HiGHS worker threads.
     """
 
     warm_start_: np.ndarray | None  # binding constraints of a smaller budget (lp_path)
+    retired_params: ClassVar[dict[str, str]] = {
+        **HighsSettings.retired_params,
+        "levels": "coarse_to_fine",
+    }
 
     def __init__(
         self,
@@ -57,7 +63,7 @@ class OptimalLP(HighsSettings, Mechanism):
         *,
         margin: float = FIRST_MARGIN,
         side: str = "upper",
-        levels: bool = True,
+        coarse_to_fine: bool = True,
         time_limit_s: float | None = None,
         threads: int | None = None,
     ) -> None:
@@ -66,7 +72,7 @@ class OptimalLP(HighsSettings, Mechanism):
             raise InputError(f"side={side!r} must be one of {', '.join(SIDES)}")
         self.margin = check_margin(margin, MAX_MARGIN)
         self.side = side
-        self.levels = check_scalar(levels, "levels", kind=bool)
+        self.coarse_to_fine = check_scalar(coarse_to_fine, "coarse_to_fine", kind=bool)
         self._set_highs(time_limit_s, threads)
 
     def _fit(self, domain) -> tuple[np.ndarray, dict]:
@@ -74,13 +80,13 @@ class OptimalLP(HighsSettings, Mechanism):
         warm = getattr(self, "warm_start_", None)  # set by lp_path
         options = self._options()
         sizes: list[int] = []
-        if warm is None and self.levels:
+        if warm is None and self.coarse_to_fine:
             lp_eps = self.epsilon * (1 - self.margin)
-            warm, sizes = level_warm_start(domain, lp_eps, options=options)
-        level_seconds = time.perf_counter() - start
+            warm, sizes = coarse_to_fine_warm_start(domain, lp_eps, options=options)
+        subset_seconds = time.perf_counter() - start
         if options.time_limit_s is not None:
             options = dataclasses.replace(
-                options, time_limit_s=max(options.time_limit_s - level_seconds, 0.0)
+                options, time_limit_s=max(options.time_limit_s - subset_seconds, 0.0)
             )
         weighted = domain.prior[:, None] * domain.dist_xy
         released, sol = release_optimal(
@@ -104,8 +110,8 @@ class OptimalLP(HighsSettings, Mechanism):
             "rounds": sol.rounds,
             "solve_seconds": sol.seconds,
             "warm_started": getattr(self, "warm_start_", None) is not None,
-            "levels": ",".join(map(str, sizes)),
-            "level_seconds": level_seconds,
+            "subsets": ",".join(map(str, sizes)),
+            "subset_seconds": subset_seconds,
             "lp_rows": sol.full + domain.n_x,
             "generated_constraints": sol.generated,
             "outputs_in_model": sol.outputs,

@@ -20,7 +20,8 @@ optimal for the full LP to the same tolerance a single HiGHS call on it would me
 ``release_optimal`` is the release of every mechanism built on it (``lp``, ``lp_a``,
 ``lp_medoids``): solve at ``eps (1 - margin)``, repair, verify exactly at ``eps``
 (``repair.release_verified``). The mechanisms live in ``optimal.py`` and ``medoids.py``; the
-levels (``levels.py``) build on this module too, which is why it is a module of its own.
+coarse-to-fine warm start (``coarse_to_fine.py``) builds on this module too, which is why it is
+a module of its own.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def solve_optimal(
     domain, e.g. at another epsilon) seeds the model with those constraints and their outputs.
     ``options``: ``time_limit_s`` bounds the whole solve, ``threads`` is passed on.
     ``dual_restarts``: when the model is seeded (``warm``), its first solve and the solves after
-    added outputs by the dual simplex (faster for the exact LP's level-seeded solves, slower
+    added outputs by the dual simplex (faster for the exact LP's subset-seeded solves, slower
     for cold solves and for ``lp_medoids``' few outputs at N = 2,000; docs/lp.md).
     ``start_outputs``: outputs in the first model (besides those of ``warm``).
     ``max_outputs``: stop adding outputs once the model holds that many, and price by the
