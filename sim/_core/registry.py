@@ -12,6 +12,12 @@ and takes ``"package.module:Name"`` wherever it takes a name. A plug-in that can
 or is not a subclass of the registry's base is an InputError naming it when it is asked for;
 it never takes the built-ins down. An entry point with a built-in's name is ignored, with a
 warning.
+
+Every other table a new built-in extends (query kinds, their prior answers, tracking methods,
+DistA-LP's surrogate families and upload schemes) is a :class:`Catalog`: the same
+``register(name)`` / ``available()`` / ``get(name)`` and the same one-line error, for entries
+that are functions or classes built elsewhere. :class:`Registry` is the catalog of components,
+with plug-ins and :meth:`Registry.make`.
 """
 
 from __future__ import annotations
@@ -31,12 +37,71 @@ from mdpsim.errors import InputError, PluginError, one_line
 IMPORT_SEP = ":"
 
 
-class Registry[T: Component]:
-    """Named constructors of one kind (``kind`` is used in error messages)."""
+class Catalog[V]:
+    """Named entries of one kind (``kind`` is used in error messages), in registration order.
+
+    ``register(name)`` is a decorator that files a function or class under ``name`` (refusing
+    a name twice); ``get(name)`` returns it, or raises one :class:`InputError` line naming the
+    kind and what is available."""
+
+    def __init__(self, kind: str, *, hint: str = "") -> None:
+        self.kind = kind
+        self.hint = hint  # appended to the unknown-name line: how to add one
+        self._entries: dict[str, V] = {}
+
+    def register(self, name: str) -> Callable[[V], V]:
+        """Decorator: file the decorated function or class under ``name``."""
+
+        def deco(entry: V) -> V:
+            self.add(name, entry)
+            return entry
+
+        return deco
+
+    def add(self, name: str, entry: V) -> None:
+        """File ``entry`` under ``name`` (a name already taken raises ``ValueError``)."""
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} registered twice")
+        self._entries[name] = entry
+
+    def remove(self, name: str) -> None:
+        """Forget ``name`` (a test's or a session's own entry; unknown names are ignored)."""
+        self._entries.pop(name, None)
+
+    def available(self) -> list[str]:
+        """The names, in registration order."""
+        return list(self._entries)
+
+    def get(self, name: str) -> V:
+        """The entry filed under ``name``; one InputError line naming what is available."""
+        if name not in self._entries:
+            raise InputError(
+                f"unknown {self.kind} {name!r}; available: {', '.join(self._entries) or 'none'}"
+                + (f" ({self.hint})" if self.hint else "")
+            )
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def items(self):
+        """``(name, entry)`` pairs in registration order."""
+        return self._entries.items()
+
+
+class Registry[T: Component](Catalog[type[T]]):
+    """Named constructors of one kind (``kind`` is used in error messages): a catalog of
+    component classes, open to plug-ins, that builds them (:meth:`make`)."""
 
     def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._classes: dict[str, type[T]] = {}
+        super().__init__(kind)
+        self._classes = self._entries
         self.group: str | None = None
         self.base: type | None = None
         self._entry_points: dict[str, importlib.metadata.EntryPoint] | None = None

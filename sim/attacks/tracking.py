@@ -33,6 +33,7 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from mdpsim._core.registry import Catalog
 from mdpsim._core.threads import task_threads
 from mdpsim._core.validation import check_choice, check_optional, check_scalar
 from mdpsim.attacks import hmm
@@ -89,7 +90,7 @@ class Method:
 
 
 #: The tracking methods by name, in the order they are offered.
-TRACKING_METHODS: dict[str, Method] = {}
+TRACKING_METHODS: Catalog[type[Method]] = Catalog("tracking method")
 
 
 def tracking_method(name: str) -> Callable[[type[Method]], type[Method]]:
@@ -97,8 +98,7 @@ def tracking_method(name: str) -> Callable[[type[Method]], type[Method]]:
 
     def register_method(cls: type[Method]) -> type[Method]:
         cls.name = name
-        TRACKING_METHODS[name] = cls()
-        return cls
+        return TRACKING_METHODS.register(name)(cls)
 
     return register_method
 
@@ -224,7 +224,7 @@ class Tracking(Attack):
     ) -> None:
         count: dict[str, Any] = {"kind": int, "min": 1, "owner": "tracking"}
         self.method = check_choice(method, "method", TRACKING_METHODS, owner="tracking")
-        self._method = TRACKING_METHODS[self.method]
+        self._method = TRACKING_METHODS.get(self.method)()
         self.mobility = check_choice(mobility, "mobility", MODELS, owner="tracking")
         self.lag_ticks = check_scalar(lag_ticks, "lag_ticks", **count)
         self.pseudo_count = check_scalar(

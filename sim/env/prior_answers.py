@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mdpsim._core.registry import Catalog
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
 from mdpsim.queries.kinds import QuerySettings
@@ -48,27 +49,23 @@ class PriorCall:
 
 
 PriorAnswerFn = Callable[[PriorCall], float]
-_PRIOR_ANSWERS: dict[str, PriorAnswerFn] = {}
+#: The prior's answer of each query kind, by the kind's name.
+PRIOR_ANSWERS: Catalog[PriorAnswerFn] = Catalog("prior answer")
 
 
 def register_prior_answer(kind: str) -> Callable[[PriorAnswerFn], PriorAnswerFn]:
     """Decorator: ``fn(call) -> expected error`` is the prior's answer to query ``kind``."""
-
-    def deco(fn: PriorAnswerFn) -> PriorAnswerFn:
-        _PRIOR_ANSWERS[kind] = fn
-        return fn
-
-    return deco
+    return PRIOR_ANSWERS.register(kind)
 
 
 def prior_answer(kind: str) -> PriorAnswerFn:
     """The prior-answer function of ``kind``; one line naming the fix when there is none."""
-    if kind not in _PRIOR_ANSWERS:
+    if kind not in PRIOR_ANSWERS:
         raise InputError(
             f"query kind {kind!r} has no prior answer, which the server's reward for not "
             "asking needs: register one with mdpsim.env.prior_answers.register_prior_answer"
         )
-    return _PRIOR_ANSWERS[kind]
+    return PRIOR_ANSWERS.get(kind)
 
 
 def planar_distances_km(domain: Domain) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from mdpsim.errors import InputError
+from mdpsim._core.registry import Catalog
 from mdpsim.queries.elimination import QueryAnswer
 
 
@@ -44,28 +44,20 @@ class QueryCall:
 
 
 QueryKindFn = Callable[[QueryCall], tuple[QueryAnswer, float]]
-_KINDS: dict[str, QueryKindFn] = {}
+#: The query kinds by name, in registration order.
+QUERY_KINDS: Catalog[QueryKindFn] = Catalog("query kind")
 
 
 def register_kind(name: str) -> Callable[[QueryKindFn], QueryKindFn]:
     """Decorator: make ``fn(call) -> (answer, error)`` the query kind ``name``."""
-
-    def deco(fn: QueryKindFn) -> QueryKindFn:
-        if name in _KINDS:
-            raise ValueError(f"query kind {name!r} registered twice")
-        _KINDS[name] = fn
-        return fn
-
-    return deco
+    return QUERY_KINDS.register(name)
 
 
 def available_kinds() -> list[str]:
     """Registered query kinds, in registration order."""
-    return list(_KINDS)
+    return QUERY_KINDS.available()
 
 
 def query_kind(name: str) -> QueryKindFn:
-    """The function of query kind ``name``."""
-    if name not in _KINDS:
-        raise InputError(f"unknown query kind {name!r}; available: {', '.join(_KINDS)}")
-    return _KINDS[name]
+    """The function of query kind ``name`` (one InputError line when there is none)."""
+    return QUERY_KINDS.get(name)

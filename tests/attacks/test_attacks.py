@@ -89,7 +89,7 @@ def test_tracking_filter_of_a_still_user_beats_one_report(road_domain_small):
     assert np.mean(est.guess == truth) > np.mean(single) + 0.15
 
 
-def test_a_new_tracking_method_is_one_class_registered_by_name(road_domain_small, monkeypatch):
+def test_a_new_tracking_method_is_one_class_registered_by_name(road_domain_small, request):
     from mdpsim.attacks import tracking
 
     class EveryOther(tracking.Method):
@@ -98,7 +98,8 @@ def test_a_new_tracking_method_is_one_class_registered_by_name(road_domain_small
         def at_tick(self, attack, t, rows, top, entropy):
             return [attack._estimate(t, rows, top=top, entropy=entropy)] if t % 2 == 0 else []
 
-    monkeypatch.setitem(tracking.TRACKING_METHODS, "every_other", EveryOther())
+    tracking.tracking_method("every_other")(EveryOther)
+    request.addfinalizer(lambda: tracking.TRACKING_METHODS.remove("every_other"))
     rng = np.random.default_rng(1)
     mech = make_mechanism("em", epsilon=8.0).fit(road_domain_small)
     track = make("tracking", method="every_other")
