@@ -11,18 +11,11 @@ import pytest
 
 PAGES = sorted((Path(__file__).resolve().parents[2] / "docs" / "api").glob("*.md"))
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
-# pages whose example is still to be written (issue 50; remove a page once it has one)
-PENDING = {
-    "experiments.md", "geo.md", "lp.md", "privacy.md", "queries.md",
-}  # fmt: skip
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_the_pages_examples_run(page):
     blocks = BLOCK.findall(page.read_text(encoding="utf-8"))
-    if page.name in PENDING:
-        assert not blocks, f"{page.name} has an example now: remove it from PENDING"
-        return
     assert blocks, f"{page.name} has no python example"
     namespace: dict = {}
     for block in blocks:
