@@ -69,6 +69,7 @@ def _argv(command: str, tmp_path: Path) -> list[str]:
         "batch": ["batch", str(sweep), *out, "--workers", "1", "--no-progress"],
         "attack": ["attack", str(scenario), *out, "--no-progress"],
         "frontier": ["frontier", str(scenario), *out],
+        "mobility": ["mobility", str(scenario), *out],
         "audit": ["audit", "em"],
         "bound": ["bound", "--epsilon", "4"],
         "domain": ["domain"],

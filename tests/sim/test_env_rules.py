@@ -91,6 +91,7 @@ def test_with_free_queries_a_server_that_always_asks_out_earns_one_that_never_as
         scenario={"name": "free", "seed": 3, "ticks": 6},
         domain={"n_points": 80},
         users={"count": 30},
+        mobility={"model": "waypoints"},  # users spread like the prior the server falls back to
         strategies={"budget": {"name": "cgp", "rho_per_km2": 1e6}},
         queries={"kinds": ["range"], "rho_per_km2": 50.0},
         attacks={"run": ["bayes"]},

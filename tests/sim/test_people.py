@@ -113,7 +113,7 @@ def test_world_builds_people_for_epr_and_keeps_waypoints(make_scenario):
     world = build_world(epr)
     assert isinstance(world.population, People)
     assert np.array_equal(world.walks_ahead(30), build_world(epr).walks_ahead(30))
-    old = build_world(make_scenario(users={"count": 10}))
+    old = build_world(make_scenario(mobility={"model": "waypoints"}, users={"count": 10}))
     assert isinstance(old.population, Population)
     walks = old.walks_ahead(50)
     # the waypoint walk of this scenario as it was before the people model (bytes pinned);
@@ -130,10 +130,11 @@ def test_bad_people_fields_name_the_field_and_the_fix(make_scenario, tmp_path):
         sc.from_dict(make_scenario.raw(mobility={"model": "epr", "work_hours": [17, 9]}))
     with pytest.raises(InputError, match="home_by_hour"):
         sc.from_dict(make_scenario.raw(mobility={"home_by_hour": [0.5] * 23}))
-    with pytest.raises(InputError, match="mobility.rho is for model = 'epr'"):
-        sc.from_dict(make_scenario.raw(mobility={"rho": 0.5}))  # waypoints ignore it: refused
-    traces = {"source": "traces", "path": "t.csv", "model": "epr"}
-    with pytest.raises(InputError, match="is for source = 'synthetic'"):
+    waypoints = {"model": "waypoints", "rho": 0.5}  # waypoints ignore it: refused
+    with pytest.raises(InputError, match=r"mobility.rho is for the people model .*set model"):
+        sc.from_dict(make_scenario.raw(mobility=waypoints))
+    traces = {"source": "traces", "path": "t.csv", "rho": 0.5}  # traces walk as recorded
+    with pytest.raises(InputError, match=r"mobility.rho is for the people model .*drop it"):
         sc.from_dict(make_scenario.raw(mobility=traces))
     bad = tmp_path / "rel.csv"
     bad.write_text("lat,lon\n60.17,24.94\n")

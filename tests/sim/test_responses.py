@@ -18,6 +18,7 @@ GAME = {
     "network": {"source": "helsinki-test"},
     "domain": {"n_points": 40},
     "users": {"count": 2, "speed_mps": 1e-6},  # users stay put
+    "mobility": {"model": "waypoints"},  # where the prior put them (people start at home)
     "strategies": {"budget": {"name": "cgp", "rho_per_km2": 40.0}},
     "mechanism": {"name": "em", "epsilon_per_km": 12.0},
     "queries": {"every_ticks": 0},

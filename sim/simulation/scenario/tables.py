@@ -96,7 +96,9 @@ class DomainTable(Table):
 class UsersTable(Table):
     """``[users]``: the mobile users and their budgets."""
 
-    count: int = Field(default=50, ge=1, description="number of mobile users")
+    count: int = Field(
+        default=50, ge=1, le=10_000_000, description="number of mobile users (at most 10 million)"
+    )
     speed_mps: Positive = Field(
         default=1.4, description="walking or driving speed, metres per second"
     )
@@ -173,9 +175,10 @@ class MobilityTable(Table):
     )
 
     model: Literal["waypoints", "epr"] = Field(
-        default="waypoints",
-        description="synthetic only: waypoints (trips between [users] places) or epr (people "
-        "with a home, a work place, a daily diary and EPR stays; docs/mobility.md)",
+        default="epr",
+        description="synthetic only: epr (people with a home, a work place, a daily diary and "
+        "EPR stays; docs/mobility.md) or waypoints (the earlier trips between [users] places "
+        "shared by everyone, which the paper scenarios keep)",
     )
     rho: float = Field(
         default=0.6, gt=0, le=1, description="epr: P(new place) = rho S^-gamma (Song et al. 2010)"
@@ -250,14 +253,11 @@ class MobilityTable(Table):
             raise _refuse("is for source = 'traces'; set source or drop columns", field="columns")
         if self.source == "synthetic" and self.time_unit != "s":
             raise _refuse("is for source = 'traces'; set source or drop it", field="time_unit")
-        if self.source == "traces" and self.model == "epr":
-            raise _refuse(
-                "= 'epr' is for source = 'synthetic'; traces walk as recorded", field="model"
-            )
-        if self.model == "waypoints":
-            for name in EPR_FIELDS:
-                if getattr(self, name) != MobilityTable.model_fields[name].default:
-                    raise _refuse("is for model = 'epr'; set model or drop it", field=name)
+        people = self.source == "synthetic" and self.model == "epr"
+        for name in () if people else EPR_FIELDS:
+            if getattr(self, name) != MobilityTable.model_fields[name].default:
+                fix = "set model or drop it" if self.source == "synthetic" else "drop it"
+                raise _refuse(f"is for the people model (synthetic, epr); {fix}", field=name)
         hours = self.work_hours
         if len(hours) != 2 or not 0 <= hours[0] < hours[1] <= 24:
             raise _refuse(
