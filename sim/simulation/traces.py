@@ -1,4 +1,4 @@
-"""Real traces in: GPS fixes from a CSV or Parquet file, checked, snapped to the secrets, resampled.
+"""Real traces in: GPS fixes from a CSV, Parquet, GeoJSON or GPX file, checked, snapped, resampled.
 
 A traces file has one row per fix: ``user`` (any id), ``time`` (seconds, or an ISO 8601 /
 Parquet timestamp) and either ``lat`` / ``lon`` (WGS 84) or ``x`` / ``y`` in a named CRS
@@ -44,6 +44,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from mdpsim.errors import InputError
+from mdpsim.simulation.gpx import read_gpx
 from mdpsim.simulation.trace_walks import RoadPaths, resample
 
 #: A fix this far outside the bounding box of the network's nodes is outside its extent.
@@ -54,7 +55,7 @@ SHOWN_LINES = 5
 SYNTHETIC_ORIGIN = pd.Timestamp("1970-01-01T00:00:00Z")
 #: The columns a traces file is read by (``[mobility] columns`` maps a file's own names).
 TRACE_COLUMNS = ("user", "time", "lat", "lon", "x", "y", "trace")
-TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet", ".geojson", ".json")  # .json: GeoJSON
+TRACE_SUFFIXES = (".csv", ".parquet", ".geoparquet", ".geojson", ".json", ".gpx")  # .json: GeoJSON
 #: The years a time may lie in (first, last): the range of a nanosecond timestamp.
 YEARS = (1678, 2261)
 NAIVE_NOTE = "times without a time zone were read as UTC (add Z or +HH:MM to say otherwise)"
@@ -161,11 +162,14 @@ class Fixes:
 
 
 # ------------------------------------------------------------------ reading and checking
-def read_table(path: Path) -> pd.DataFrame:
-    """The raw table of a traces file (CSV read as text, so every value is checked here)."""
+def read_table(path: Path, user_field: str | None = None) -> pd.DataFrame:
+    """The raw table of a traces file (CSV read as text, so every value is checked here);
+    ``user_field``: a GPX file's field that is the id (:func:`mdpsim.simulation.gpx.read_gpx`)."""
     if not path.is_file():
         raise InputError(f"field mobility.path = {str(path)!r}: no such file")
     name = path.name.lower()
+    if name.endswith(".gpx"):  # its own one-line errors
+        return read_gpx(path, user_field)
     try:
         if name.endswith(".csv"):
             return _read_csv(path)
@@ -266,7 +270,7 @@ def read_fixes(
     epoch milliseconds add a note (and a warning) naming ``[mobility] time_unit``.
     """
     path = Path(path)
-    table = renamed(read_table(path), columns or {}, path)
+    table = renamed(read_table(path, (columns or {}).get("user")), columns or {}, path)
     n_rows = len(table)
     first, second, crs = coordinate_columns(table, path, crs)
     n_filtered = 0

@@ -140,9 +140,9 @@ class MobilityTable(Table):
     )
     path: str = Field(
         default="",
-        description="traces only: a .csv, .parquet, .geoparquet, .geojson or .json (GeoJSON) "
-        "file with columns user, time and lat/lon or x/y (relative: to the scenario file's "
-        "folder; docs/traces.md)",
+        description="traces only: a .csv, .parquet, .geoparquet, .geojson, .json (GeoJSON) or "
+        ".gpx (track points) file with columns user, time and lat/lon or x/y (relative: to the "
+        "scenario file's folder; docs/traces.md)",
     )
     crs: str = Field(
         default="",
