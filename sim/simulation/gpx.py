@@ -2,14 +2,14 @@
 
 :func:`read_gpx` reads the ``track_points`` and ``tracks`` layers with pyogrio (GDAL's GPX
 driver) into one row per track point, in file order, with columns ``user``, ``time`` (the
-``<time>`` text as written, ISO 8601 with its zone; missing when a point has none), ``lat``,
-``lon``, ``track`` (1-based, file order) and every GPX field of the point (``name``, ``desc``,
-``type``, ``sym``, ... and extension fields) plus the track's, prefixed ``track_``
+``<time>`` as ISO 8601 text with its zone, as GDAL renders it; missing when a point has
+none), ``lat``, ``lon``, ``track`` (1-based, file order), every GPX field of the point
+(``name``, ``desc``, ``type``, ``sym``, ...) and the track's, prefixed ``track_``
 (``track_name``, ``track_type``, ...). A user is a track: its ``<name>`` when every track has
 one (tracks of one name are one user), else its number. ``user_field`` (``[mobility] columns``'
 ``user``) names a field as the id instead; then there is no default ``user`` column, so
-:func:`mdpsim.simulation.traces.renamed` maps that field to ``user``. Waypoints, routes and
-elevation are not read. The rows are then checked like a CSV's
+:func:`mdpsim.simulation.traces.renamed` maps that field to ``user``. Waypoints, routes,
+elevation and ``<extensions>`` are not read. The rows are then checked like a CSV's
 (:func:`mdpsim.simulation.traces.read_fixes`).
 """
 
@@ -33,9 +33,7 @@ def _layer(path: Path, layer: str, **kw) -> pd.DataFrame:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # GDAL's notes on unknown fields
-            return pyogrio.read_dataframe(
-                path, layer=layer, datetime_as_string=True, GPX_USE_EXTENSIONS="YES", **kw
-            )
+            return pyogrio.read_dataframe(path, layer=layer, datetime_as_string=True, **kw)
     except (OSError, ValueError, RuntimeError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0].split("; It might help")[0]
         raise InputError(f"traces file {str(path)!r} cannot be read as GPX: {first}") from None
