@@ -12,6 +12,9 @@ SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsin
 STRICT_HELP = "refuse a traces file with any bad row (exit 2) instead of dropping the bad rows"
 FORCE_HELP = "replace an existing output folder mdpsim wrote (and, for run, the --export file)"
 
+# What ``ArgumentParser.add_subparsers`` returns; each ``_add_<command>`` adds one subcommand.
+type _Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
@@ -27,14 +30,37 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"on an error, print the full traceback too (or set {TRACEBACK_ENV}=1)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_network(sub)
+    _add_domain(sub)
+    _add_run(sub)
+    _add_demo(sub)
+    _add_batch(sub)
+    _add_attack(sub)
+    _add_frontier(sub)
+    _add_mobility(sub)
+    _add_report(sub)
+    _add_audit(sub)
+    _add_bound(sub)
+    _add_plugins(sub)
+    _add_dashboard(sub)
+    return parser
 
+
+def _add_network(sub: _Subparsers) -> None:
+    """The ``network`` subcommand: a road network's size and extent."""
     p = sub.add_parser("network", help="load a road network and print its size and extent")
     _add_network_args(p)
 
+
+def _add_domain(sub: _Subparsers) -> None:
+    """The ``domain`` subcommand: a privacy domain's size and memory."""
     p = sub.add_parser("domain", help="build a privacy domain and print its size and memory")
     _add_network_args(p)
     _add_domain_args(p)
 
+
+def _add_run(sub: _Subparsers) -> None:
+    """The ``run`` subcommand: one scenario, its tables and summary."""
     p = sub.add_parser("run", help="run a scenario; write Parquet tables and summary.json")
     p.add_argument("scenario", help=SCENARIO_HELP)
     p.add_argument("--out", help="output folder (default runs/<scenario name>-seed<S>)")
@@ -50,9 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
+
+def _add_demo(sub: _Subparsers) -> None:
+    """The ``demo`` subcommand: the packaged helsinki_demo."""
     p = sub.add_parser("demo", help="run the packaged scenario helsinki_demo (bundled network)")
     p.add_argument("--out", help="output folder (default runs/helsinki_demo-seed<S>)")
 
+
+def _add_batch(sub: _Subparsers) -> None:
+    """The ``batch`` subcommand: a scenario's [sweep] as tasks."""
     p = sub.add_parser(
         "batch", help="run a scenario's [sweep] as tasks (process pool or Dask); see docs/batch.md"
     )
@@ -90,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
+
+def _add_attack(sub: _Subparsers) -> None:
+    """The ``attack`` subcommand: mechanisms x attacks on a scenario."""
     p = sub.add_parser(
         "attack", help="run mechanisms x attacks on a scenario; table and heatmap of success"
     )
@@ -103,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
+
+def _add_frontier(sub: _Subparsers) -> None:
+    """The ``frontier`` subcommand: the optimal user strategy per mechanism."""
     p = sub.add_parser(
         "frontier",
         help="the optimal user strategy against every mechanism: quality loss vs the Bayes "
@@ -122,12 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
 
-    _add_mobility(sub)
 
+def _add_report(sub: _Subparsers) -> None:
+    """The ``report`` subcommand: tables and plots of a results store."""
     p = sub.add_parser("report", help="tables and plots of a batch results store")
     p.add_argument("store", help="a folder written by `mdpsim batch`")
     p.add_argument("--out", help="report folder (default STORE/report)")
 
+
+def _add_audit(sub: _Subparsers) -> None:
+    """The ``audit`` subcommand: a statistical audit of an mDP claim."""
     p = sub.add_parser("audit", help="statistically audit a mechanism's mDP claim (black box)")
     p.add_argument(
         "mechanism",
@@ -150,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=1e-6, help="overall false-alarm rate")
     p.add_argument("--seed", type=int, default=0)
 
+
+def _add_bound(sub: _Subparsers) -> None:
+    """The ``bound`` subcommand: a certified lower bound on the optimal loss."""
     p = sub.add_parser(
         "bound",
         help="a certified lower bound on the optimal eps-mDP mechanism's loss on a domain "
@@ -168,9 +213,15 @@ def build_parser() -> argparse.ArgumentParser:
         "gap (repeatable; lp_medoids, which gives the bound, and em are always shown)",
     )
 
+
+def _add_plugins(sub: _Subparsers) -> None:
+    """The ``plugins`` subcommand: the installed plug-ins."""
     p = sub.add_parser("plugins", help="list the installed plug-ins; a broken one with its error")
     p.add_argument("--example", metavar="DIR", help="write the example plug-in into new DIR")
 
+
+def _add_dashboard(sub: _Subparsers) -> None:
+    """The ``dashboard`` subcommand: the Streamlit dashboard."""
     p = sub.add_parser("dashboard", help="start the Streamlit dashboard (live runs, batches)")
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     p.add_argument(
@@ -183,10 +234,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a folder of scenario files the live page lists beside the packaged ones "
         "(repeatable): your own scenarios, plug-ins, traces",
     )
-    return parser
 
 
-def _add_mobility(sub) -> None:
+def _add_mobility(sub: _Subparsers) -> None:
+    """The ``mobility`` subcommand: the laws of human mobility on users or traces."""
     p = sub.add_parser(
         "mobility",
         help="the laws of human mobility measured on a scenario's users or a traces file: "
