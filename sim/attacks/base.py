@@ -238,7 +238,7 @@ class Attack(Component, ABC):
         """Receive the public knowledge; called once before the first tick."""
         self.context = context
 
-    def release(self, release: Release) -> None:  # noqa: B027 (optional hook)
+    def release(self, release: Release) -> None:  # an optional hook
         """A mechanism was (re)generated; called before that tick's observation."""
 
     @abstractmethod
@@ -285,11 +285,26 @@ def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
         return f"{type(est).__name__}, not a LocationEstimate or one of {kinds}"
     if est.tick not in ticks:
         return f"tick {est.tick!r} is not a tick observed so far"
-    users, guess = est.users, est.guess
+    return (
+        _users_problem(est.users, n_users)
+        or _guess_problem(est, domain)
+        or _posterior_problem(est.posterior, len(est.users), domain.n_x)
+        or _per_user_fields_problem(est)
+    )
+
+
+def _users_problem(users: Any, n_users: int) -> str | None:
+    """Why ``users`` is not a 1-D array of slots in ``[0, n_users)``, or ``None``."""
     if not isinstance(users, np.ndarray) or users.ndim != 1 or users.dtype.kind not in "iu":
         return "users is not a 1-D integer array"
     if len(users) and (users.min() < 0 or users.max() >= n_users):
         return f"users outside [0, {n_users})"
+    return None
+
+
+def _guess_problem(est: LocationEstimate, domain) -> str | None:
+    """Why the space or the guesses (one index of that space per user) are wrong, or ``None``."""
+    users, guess = est.users, est.guess
     if est.space not in ("x", "y"):
         return f"space {est.space!r}, not 'x' or 'y'"
     size = domain.n_x if est.space == "x" else domain.n_y
@@ -300,10 +315,15 @@ def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
         return f"guesses of dtype {guess.dtype}, not integer indices"
     if len(guess) and (guess.min() < 0 or guess.max() >= size):
         return f"guesses outside [0, {size}) (space {est.space!r})"
-    post = est.posterior
+    return None
+
+
+def _posterior_problem(post: Any, n_rows: int, n_x: int) -> str | None:
+    """Why ``post`` is not ``None``, a tabulated posterior or ``(n_rows, n_x)`` rows of
+    probabilities, or ``None``."""
     if isinstance(post, np.ndarray):
-        if post.shape != (len(users), domain.n_x) or post.dtype.kind != "f":
-            want = f"({len(users)}, {domain.n_x}) floats"
+        if post.shape != (n_rows, n_x) or post.dtype.kind != "f":
+            want = f"({n_rows}, {n_x}) floats"
             return f"a posterior of shape {post.shape} ({post.dtype}), not {want}"
         if not np.all(np.isfinite(post)) or (post.size and post.min() < 0):
             return "a posterior with negative or non-finite entries"
@@ -315,10 +335,15 @@ def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
             )
     elif post is not None and not isinstance(post, TabulatedPosterior):
         return f"a posterior of type {type(post).__name__}"
+    return None
+
+
+def _per_user_fields_problem(est: LocationEstimate) -> str | None:
+    """Why an optional per-user field is not one value per user, or ``None``."""
     for field_name in ("leakage_per_km", "top", "entropy_bits"):
         value = getattr(est, field_name)
-        if value is not None and np.shape(value) != users.shape:
-            return f"{field_name} of shape {np.shape(value)} for {len(users)} users"
+        if value is not None and np.shape(value) != est.users.shape:
+            return f"{field_name} of shape {np.shape(value)} for {len(est.users)} users"
     return None
 
 
