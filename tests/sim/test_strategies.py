@@ -271,6 +271,7 @@ def test_dista_lp_regenerates_at_the_same_ticks_whatever_the_true_walks(upload, 
         s = world(
             strategies={"refresh": {"name": "every", "ticks": 2}},
             users={"count": 4, "speed_mps": speed_mps, "dwell_ticks": dwell_ticks},
+            mobility={"model": "waypoints"},  # dwell_ticks: the waypoint walk's (people sleep)
             mechanism={"name": "dista_lp", "epsilon_per_km": 7.0, "params": {"upload": upload}},
             queries={"every_ticks": 0},
         )
