@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from mdpsim._core.component import Component
-from mdpsim._core.registry import Registry
+from mdpsim._core.registry import Catalog, Registry
 from mdpsim.privacy.guarantees import Composition, PureMDP
 
 if TYPE_CHECKING:
@@ -278,10 +278,10 @@ POSTERIOR_SUM_TOL = 1e-4
 
 
 def _estimate_problem(est: Any, domain, n_users: int, ticks) -> str | None:
-    if type(est) in SCORERS:  # places, linkage, home_work, uniqueness, ...
+    if estimate_key(type(est)) in SCORERS:  # places, linkage, home_work, uniqueness, ...
         return None  # read by their own scorers, which check what they need
     if not isinstance(est, LocationEstimate):
-        kinds = ", ".join(t.__name__ for t in SCORERS)
+        kinds = ", ".join(key.rpartition(".")[2] for key in SCORERS)
         return f"{type(est).__name__}, not a LocationEstimate or one of {kinds}"
     if est.tick not in ticks:
         return f"tick {est.tick!r} is not a tick observed so far"
@@ -478,18 +478,27 @@ _MINUS_LN2 = -np.log(2.0)
 
 
 #: Scorers of the whole-run estimates, registered beside their attacks (places, linkage):
-#: estimate type -> ``scorer(estimate, truth, domain)``.
-SCORERS: dict[type, Callable[[Any, Truth, Any], Scores]] = {}
+#: ``estimate_key(type)`` -> ``scorer(estimate, truth, domain)`` (:func:`register_scorer`).
+SCORERS: Catalog[Callable[[Any, Truth, Any], Scores]] = Catalog("whole-run estimate")
+
+
+def estimate_key(estimate_type: type) -> str:
+    """The name an estimate type's scorer is filed under: ``module.QualifiedName``."""
+    return f"{estimate_type.__module__}.{estimate_type.__qualname__}"
+
+
+def register_scorer(estimate_type: type):
+    """Decorator: ``scorer(estimate, truth, domain) -> Scores`` scores ``estimate_type``."""
+    return SCORERS.register(estimate_key(estimate_type))
 
 
 def score(estimate: Estimate, truth: Truth, domain) -> Scores:
     """Compare an estimate with the truth; the metric family of :data:`METRICS` and extras."""
     if isinstance(estimate, LocationEstimate):
         return _score_location(estimate, truth, domain)
-    scorer = SCORERS.get(type(estimate))
-    if scorer is None:
+    if estimate_key(type(estimate)) not in SCORERS:
         raise TypeError(f"not an estimate: {type(estimate).__name__}")
-    return scorer(estimate, truth, domain)
+    return SCORERS.get(estimate_key(type(estimate)))(estimate, truth, domain)
 
 
 def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:

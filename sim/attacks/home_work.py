@@ -26,7 +26,6 @@ import numpy as np
 from mdpsim._core.clock import day_of_tick, hour_of_tick
 from mdpsim._core.validation import check_scalar
 from mdpsim.attacks.base import (
-    SCORERS,
     Attack,
     Observation,
     Release,
@@ -34,6 +33,7 @@ from mdpsim.attacks.base import (
     Truth,
     entropy_bits,
     register,
+    register_scorer,
 )
 from mdpsim.attacks.bayes import posterior_table
 
@@ -264,4 +264,4 @@ def score_home_work(est: HomeWorkEstimate, truth: Truth, domain) -> Scores:
     return Scores(tick=None, users=users, values=values)
 
 
-SCORERS[HomeWorkEstimate] = score_home_work
+register_scorer(HomeWorkEstimate)(score_home_work)

@@ -24,7 +24,6 @@ from scipy.special import logsumexp
 
 from mdpsim._core.validation import check_probability, check_scalar
 from mdpsim.attacks.base import (
-    SCORERS,
     Attack,
     LinkEstimate,
     Observation,
@@ -33,6 +32,7 @@ from mdpsim.attacks.base import (
     Truth,
     entropy_bits,
     register,
+    register_scorer,
 )
 from mdpsim.attacks.places import VisitDensity
 
@@ -182,4 +182,4 @@ def score_links(est: LinkEstimate, truth: Truth, domain=None) -> Scores:
     return Scores(tick=None, users=users_b, values=values)
 
 
-SCORERS[LinkEstimate] = score_links
+register_scorer(LinkEstimate)(score_links)

@@ -20,7 +20,6 @@ import numpy as np
 
 from mdpsim._core.validation import check_positive_int, check_scalar
 from mdpsim.attacks.base import (
-    SCORERS,
     Attack,
     Observation,
     PlacesEstimate,
@@ -29,6 +28,7 @@ from mdpsim.attacks.base import (
     Truth,
     entropy_bits,
     register,
+    register_scorer,
 )
 from mdpsim.attacks.bayes import posterior_table
 
@@ -194,4 +194,4 @@ def score_places(est: PlacesEstimate, truth: Truth, domain) -> Scores:
     return Scores(tick=None, users=users, values=values)
 
 
-SCORERS[PlacesEstimate] = score_places
+register_scorer(PlacesEstimate)(score_places)

@@ -27,13 +27,13 @@ import numpy as np
 from mdpsim._core.clock import SECONDS_PER_HOUR, seconds_of_tick
 from mdpsim._core.validation import check_positive_int, check_scalar
 from mdpsim.attacks.base import (
-    SCORERS,
     Attack,
     Observation,
     Release,
     Scores,
     Truth,
     register,
+    register_scorer,
 )
 from mdpsim.attacks.bayes import posterior_table
 
@@ -204,4 +204,4 @@ def score_uniqueness(est: UniquenessEstimate, truth: Truth, domain=None) -> Scor
     return Scores(tick=None, users=persons.astype(np.int64), values=values)
 
 
-SCORERS[UniquenessEstimate] = score_uniqueness
+register_scorer(UniquenessEstimate)(score_uniqueness)
