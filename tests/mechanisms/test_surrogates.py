@@ -111,7 +111,7 @@ def test_bad_surrogate_parameters_are_rejected(kwargs, match):
         make_surrogate(n_rows=12, n_cols=12, **kwargs)
 
 
-def test_a_new_family_is_one_class_registered_by_name(monkeypatch, blocks, scales, rng):
+def test_a_new_family_is_one_class_registered_by_name(request, blocks, scales, rng):
     from dataclasses import dataclass
 
     from mdpsim.mechanisms.dista_lp import surrogates
@@ -132,7 +132,8 @@ def test_a_new_family_is_one_class_registered_by_name(monkeypatch, blocks, scale
         def fit(self, block, *, scale, start=None):
             return np.clip([float(np.median(block))], *self.bounds(scale))
 
-    monkeypatch.setitem(surrogates.SURROGATES, "flat", Flat)
+    surrogates.register_family("flat")(Flat)
+    request.addfinalizer(lambda: surrogates.SURROGATES.remove("flat"))
     sur = {t: make_surrogate("flat", 12, a.shape[1]) for t, a in blocks.items()}
     res = fit_blocks(blocks, sur, scales, rng=rng, n_swap_iter=2)
     assert isinstance(sur["dy"], Flat) and res.thetas["dy"].shape == (1,)

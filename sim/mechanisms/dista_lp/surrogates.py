@@ -34,6 +34,7 @@ import numpy as np
 from numpy.polynomial import legendre
 from scipy.optimize import minimize
 
+from mdpsim._core.registry import Catalog
 from mdpsim.errors import InputError
 
 _POLY_TERMS = ((0, 0), (1, 0), (0, 1), (2, 0), (0, 2), (1, 1), (3, 0), (0, 3), (2, 1), (1, 2))
@@ -117,7 +118,7 @@ class Surrogate(ABC):
 
 
 #: The surrogate families by name, in the order they are offered.
-SURROGATES: dict[str, type[Surrogate]] = {}
+SURROGATES: Catalog[type[Surrogate]] = Catalog("surrogate family")
 
 
 def register_family(name: str) -> Callable[[type[Surrogate]], type[Surrogate]]:
@@ -125,8 +126,7 @@ def register_family(name: str) -> Callable[[type[Surrogate]], type[Surrogate]]:
 
     def register(cls: type[Surrogate]) -> type[Surrogate]:
         cls.family = name
-        SURROGATES[name] = cls
-        return cls
+        return SURROGATES.register(name)(cls)
 
     return register
 
@@ -135,7 +135,7 @@ def make_surrogate(family: str, n_rows: int, n_cols: int, *, rank: int = 5) -> S
     """The surrogate of ``family`` for ``n_rows x n_cols`` blocks (``rank``: SVD's)."""
     if family not in SURROGATES:
         raise InputError(f"family={family!r} must be one of {tuple(SURROGATES)}")
-    return SURROGATES[family].for_block(n_rows, n_cols, rank=rank)
+    return SURROGATES.get(family).for_block(n_rows, n_cols, rank=rank)
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ class UploadConfig:
             raise InputError(f"family={self.family!r} must be one of {FAMILIES}")
         check_positive_int(self.rank, "rank")
         n = check_positive_int(self.n_neighbours, "n_neighbours", minimum=2)
-        SURROGATES[self.family].check_rank(self.rank, n)
+        SURROGATES.get(self.family).check_rank(self.rank, n)
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
         check_positive_int(self.n_swap_iter, "n_swap_iter", minimum=0)
