@@ -204,23 +204,27 @@ def _batch(args: argparse.Namespace) -> int:
 
     from mdpsim._core.threads import available_cores
     from mdpsim.experiments import overrides
+    from mdpsim.experiments.backends import Backend
     from mdpsim.experiments.batch import run_batch
     from mdpsim.experiments.run import write_bad_rows
 
     scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
     out = overrides.out_or(args.out, f"runs/{_name(scenario, args.out)}-batch")
-    outcome = run_batch(
-        scenario,
-        out,
+    backend = Backend(
         workers=args.workers if args.workers is not None else available_cores(),
         scheduler=args.scheduler,
         dask_workers=args.dask_workers,
         connect_timeout_s=args.connect_timeout,
+        threads_per_task=args.threads_per_task,
+    )
+    outcome = run_batch(
+        scenario,
+        out,
+        backend=backend,
         resume=args.resume,
         overwrite=args.overwrite,
         seeding="common" if args.common_seeds else "per-task",
         progress=not args.no_progress,
-        threads_per_task=args.threads_per_task,
         notify=lambda line: print(f"damaged: {line}", file=sys.stderr),
     )
     write_bad_rows(out, scenario)

@@ -5,9 +5,44 @@ client (a scheduler given by address, or a local cluster)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from mdpsim._core.validation import check_positive_int
 from mdpsim.errors import InputError, one_line
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a batch's tasks run (:func:`mdpsim.experiments.batch.run_batch`); the defaults run
+    them one by one in this process.
+
+    Attributes
+    ----------
+    workers
+        Local worker processes (1: run in this process). Ignored with a Dask backend.
+    scheduler, dask_workers
+        Dask backend: an existing scheduler's address, or a new LocalCluster of this many
+        workers (``dask_processes=False`` runs them as threads of this process).
+    connect_timeout_s
+        Seconds to reach ``scheduler`` (``--connect-timeout``).
+    threads_per_task
+        Threads each task may use (the tracking filter's; BLAS is always pinned to one).
+        ``None``: the cores this process may use divided by the concurrent tasks (local
+        workers or ``dask_workers``), so workers x threads <= cores; 1 on an external
+        ``scheduler``, whose machines the driver does not know.
+    """
+
+    workers: int = 1
+    scheduler: str | None = None
+    dask_workers: int | None = None
+    dask_processes: bool = True
+    connect_timeout_s: float = 10.0
+    threads_per_task: int | None = None
+
+    @property
+    def dask(self) -> bool:
+        """Whether the tasks run on Dask (a scheduler or a local cluster)."""
+        return self.scheduler is not None or self.dask_workers is not None
 
 
 def connect_dask(

@@ -28,7 +28,7 @@ from mdpsim._core.outputs import check_folder
 from mdpsim._core.threads import available_cores, thread_budget, threads_per_worker
 from mdpsim.errors import InputError, Interrupted, PluginError, one_line
 from mdpsim.experiments import store
-from mdpsim.experiments.backends import check_options, connect_dask
+from mdpsim.experiments.backends import Backend, check_options, connect_dask
 from mdpsim.experiments.store import canonical_json
 from mdpsim.simulation.scenario import Scenario
 
@@ -281,16 +281,11 @@ def run_batch(
     scenario: Scenario,
     out_dir: str | Path,
     *,
-    workers: int = 1,
-    scheduler: str | None = None,
-    dask_workers: int | None = None,
-    dask_processes: bool = True,
-    connect_timeout_s: float = 10.0,
+    backend: Backend | None = None,
     resume: bool = False,
     overwrite: bool = False,
     seeding: str = "per-task",
     progress: bool = True,
-    threads_per_task: int | None = None,
     on_result: Callable[[Task, TaskResult], None] | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> BatchOutcome:
@@ -298,11 +293,9 @@ def run_batch(
 
     Parameters
     ----------
-    workers
-        Local worker processes (1: run in this process). Ignored with a Dask backend.
-    scheduler, dask_workers
-        Dask backend: an existing scheduler's address, or a new LocalCluster of this many
-        workers (``dask_processes=False`` runs them as threads of this process).
+    backend
+        Where the tasks run: local worker processes or Dask, and the threads per task
+        (:class:`~mdpsim.experiments.backends.Backend`; default: one by one in this process).
     resume
         Continue the batch already stored in ``out_dir``: finished tasks are skipped, failed
         ones retried. Without it (or ``overwrite``), ``out_dir`` must not hold a batch.
@@ -311,11 +304,6 @@ def run_batch(
         afresh, e.g. after fixing the scenario of a failed batch.
     seeding
         ``"per-task"`` or ``"common"`` (see :func:`expand`).
-    threads_per_task
-        Threads each task may use (the tracking filter's; BLAS is always pinned to one).
-        ``None``: the cores this process may use divided by the concurrent tasks (local
-        workers or ``dask_workers``), so workers x threads <= cores; 1 on an external
-        ``scheduler``, whose machines the driver does not know.
     on_result
         Called in the driver after each task's outcome has been stored.
     notify
@@ -326,12 +314,13 @@ def run_batch(
     before the store is created, so a refusal leaves nothing behind. Ctrl-C raises
     :class:`~mdpsim.errors.Interrupted` saying what finished and how to resume.
     """
+    backend = Backend() if backend is None else backend
     check_options(
-        workers=workers,
-        scheduler=scheduler,
-        dask_workers=dask_workers,
-        connect_timeout_s=connect_timeout_s,
-        threads_per_task=threads_per_task,
+        workers=backend.workers,
+        scheduler=backend.scheduler,
+        dask_workers=backend.dask_workers,
+        connect_timeout_s=backend.connect_timeout_s,
+        threads_per_task=backend.threads_per_task,
         resume=resume,
         overwrite=overwrite,
     )
@@ -339,153 +328,198 @@ def run_batch(
     out = check_folder(out_dir, inside=True)
     check_not_input(out, input_paths(scenario), flag="--out")
     with output_lock(out):  # a second batch into the same store: one line, exit 2
-        return _checked_run(
-            scenario, out, workers=workers, scheduler=scheduler, dask_workers=dask_workers,
-            dask_processes=dask_processes, connect_timeout_s=connect_timeout_s, resume=resume,
-            overwrite=overwrite, seeding=seeding, progress=progress,
-            threads_per_task=threads_per_task, on_result=on_result, notify=notify, start=start,
-        )  # fmt: skip
+        store.check_store_folder(out, resume=resume, overwrite=overwrite)
+        tasks = expand(scenario, seeding=seeding)
+        check_tasks(scenario, tasks)
+        manifest = store.new_manifest(scenario, [asdict(t) for t in tasks], seeding)
+        batch = _Batch(scenario, out, tasks, manifest, start)
+        client = None
+        if backend.dask:  # reached before a store exists
+            client = connect_dask(
+                scheduler=backend.scheduler,
+                dask_workers=backend.dask_workers,
+                processes=backend.dask_processes,
+                connect_timeout_s=backend.connect_timeout_s,
+            )
+        try:
+            ledger = _open_store(batch, resume=resume, overwrite=overwrite, notify=notify)
+            return _drive(batch, ledger, client, backend, progress=progress, on_result=on_result)
+        finally:
+            if client is not None:
+                cluster = client.cluster
+                client.close()
+                if cluster is not None:
+                    cluster.close()
 
 
-def _checked_run(
-    scenario: Scenario, out: Path, *, workers: int, scheduler: str | None,
-    dask_workers: int | None, dask_processes: bool, connect_timeout_s: float, resume: bool,
-    overwrite: bool, seeding: str, progress: bool, threads_per_task: int | None,
-    on_result: Callable[[Task, TaskResult], None] | None,
-    notify: Callable[[str], None] | None, start: float,
-) -> BatchOutcome:  # fmt: skip
-    """:func:`run_batch` once its output is locked: check the store and tasks, then drive."""
-    store.check_store_folder(out, resume=resume, overwrite=overwrite)
-    tasks = expand(scenario, seeding=seeding)
-    check_tasks(scenario, tasks)
-    manifest = store.new_manifest(scenario, [asdict(t) for t in tasks], seeding)
-    client = None
-    if scheduler is not None or dask_workers is not None:  # reached before a store exists
-        client = connect_dask(
-            scheduler=scheduler,
-            dask_workers=dask_workers,
-            processes=dask_processes,
-            connect_timeout_s=connect_timeout_s,
-        )
-    try:
-        return _drive(
-            scenario, out, tasks, manifest, client,
-            workers=workers, scheduler=scheduler, dask_workers=dask_workers, resume=resume,
-            overwrite=overwrite, progress=progress, threads_per_task=threads_per_task,
-            on_result=on_result, notify=notify, start=start,
-        )  # fmt: skip
-    finally:
-        if client is not None:
-            cluster = client.cluster
-            client.close()
-            if cluster is not None:
-                cluster.close()
+@dataclass(frozen=True)
+class _Batch:
+    """A batch's fixed parts: the scenario, its store folder, tasks and manifest, and the
+    ``time.perf_counter()`` it started at."""
+
+    scenario: Scenario
+    out: Path
+    tasks: list[Task]
+    manifest: dict
+    start: float
 
 
-def _drive(
-    scenario: Scenario, out: Path, tasks: list[Task], manifest: dict, client, *, workers: int,
-    scheduler: str | None, dask_workers: int | None, resume: bool, overwrite: bool,
-    progress: bool, threads_per_task: int | None,
-    on_result: Callable[[Task, TaskResult], None] | None,
-    notify: Callable[[str], None] | None, start: float,
-) -> BatchOutcome:  # fmt: skip
-    """Open the store, run the unfinished tasks and store their outcomes (:func:`run_batch`)."""
+@dataclass
+class _Ledger:
+    """What a batch has finished (task_id -> its files' records) and what failed (task_id ->
+    error text), written to its store as tasks come back."""
+
+    batch: _Batch
+    done: dict[str, dict]
+    failures: dict[str, str]
+    existed: bool  # the store folder existed before this batch opened it
+    redone: dict[str, str]  # damaged task -> what was wrong
+    n_skipped: int
+    last_write: float = 0.0  # time.monotonic() of the last manifest write
+
+    def write_state(self) -> None:
+        """Rewrite the manifest's task statuses and ``failures.json``."""
+        store.write_state(self.batch.out, self.batch.manifest, self.done, self.failures)
+
+    def record(self, task: Task, result: TaskResult) -> None:
+        """Store one task's tables, or its failure; the manifest at most every second."""
+        out = self.batch.out
+        if result.ticks is not None and result.timings is not None:
+            try:
+                self.done[task.task_id] = store.write_task(
+                    out,
+                    result.task_id,
+                    ticks=result.ticks,
+                    timings=result.timings,
+                    users=result.users,
+                )
+            except OSError as exc:
+                raise InputError(
+                    f"cannot write task {task.task_id} to {out} ({one_line(exc)}); "
+                    f"{_where(self.done, len(self.batch.tasks), out)}: free space and run the "
+                    "same command with --resume"
+                ) from None
+            self.failures.pop(task.task_id, None)
+        else:
+            self.failures[task.task_id] = result.error or "the task returned no tables"
+            store.write_failures(out, self.failures)
+        if time.monotonic() - self.last_write >= _MANIFEST_EVERY_S:
+            self.write_state()
+            self.last_write = time.monotonic()
+
+
+def _open_store(
+    batch: _Batch, *, resume: bool, overwrite: bool, notify: Callable[[str], None] | None
+) -> _Ledger:
+    """Open (or create) the store, forget its damaged tasks and record what is left to do."""
+    out = batch.out
     if overwrite and (out / store.MANIFEST).is_file():
         store.discard(out)
     existed = out.is_dir()
-    failures = store.open_store(out, manifest, resume=resume)
-    checked = store.verify(out, [t.task_id for t in tasks])
+    failures = store.open_store(out, batch.manifest, resume=resume)
+    checked = store.verify(out, [t.task_id for t in batch.tasks])
     done = dict(checked.done)
     for tid, why in checked.damaged.items():
         store.forget_task(out, tid)
         if notify is not None:
             notify(f"task {tid}: {why}; running it again")
-    todo = [t for t in tasks if t.task_id not in done]
-    n_skipped = len(done)
     failures = {k: v for k, v in failures.items() if k not in done}
-    store.write_state(out, manifest, done, failures)
+    ledger = _Ledger(batch, done, failures, existed, dict(checked.damaged), len(done))
+    ledger.write_state()
+    return ledger
 
+
+def _drive(
+    batch: _Batch, ledger: _Ledger, client, backend: Backend, *, progress: bool,
+    on_result: Callable[[Task, TaskResult], None] | None,
+) -> BatchOutcome:  # fmt: skip
+    """Run the unfinished tasks and store their outcomes (:func:`run_batch`)."""
+    todo = [t for t in batch.tasks if t.task_id not in ledger.done]
     cores = available_cores()
-    if scheduler is not None:
-        concurrent = 0  # unknown: the cluster's workers
-    elif dask_workers is not None:
-        concurrent = dask_workers
-    else:
-        concurrent = min(workers, len(todo)) if workers > 1 and len(todo) > 1 else 1
-    if threads_per_task is None:
-        threads_per_task = 1 if scheduler is not None else threads_per_worker(concurrent, cores)
+    concurrent, threads_per_task = _concurrency(backend, len(todo), cores)
     bar = None
     if progress and todo:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(tasks), initial=len(done), unit="task", desc=_name(scenario))
-    pool = None
+        bar = tqdm(
+            total=len(batch.tasks),
+            initial=len(ledger.done),
+            unit="task",
+            desc=_name(batch.scenario),
+        )
     try:
-        if client is not None:
-            results = _pooled(client.get_executor(pure=False), scenario, todo, threads_per_task)
-        elif concurrent > 1:
-            pool = _process_pool(concurrent)
-            results = _pooled(pool, scenario, todo, threads_per_task)
-        else:
-            results = _serial(scenario, todo, threads_per_task)
-        last_write = time.monotonic()
-        try:
-            for task, result in results:
-                if result.ticks is not None and result.timings is not None:
-                    try:
-                        done[task.task_id] = store.write_task(
-                            out,
-                            result.task_id,
-                            ticks=result.ticks,
-                            timings=result.timings,
-                            users=result.users,
-                        )
-                    except OSError as exc:
-                        raise InputError(
-                            f"cannot write task {task.task_id} to {out} ({one_line(exc)}); "
-                            f"{_where(done, len(tasks), out)}: free space and run the same "
-                            "command with --resume"
-                        ) from None
-                    failures.pop(task.task_id, None)
-                else:
-                    failures[task.task_id] = result.error or "the task returned no tables"
-                    store.write_failures(out, failures)
-                if time.monotonic() - last_write >= _MANIFEST_EVERY_S:
-                    store.write_state(out, manifest, done, failures)
-                    last_write = time.monotonic()
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(failed=len(failures), refresh=False)
-                if on_result is not None:
-                    on_result(task, result)
-        finally:
-            results.close()
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+        _run_tasks(ledger, todo, client, (concurrent, threads_per_task), bar, on_result)
     except KeyboardInterrupt:
         raise Interrupted(
-            f"batch interrupted; {_where(done, len(tasks), out)}: run the same command with "
-            "--resume to continue"
+            f"batch interrupted; {_where(ledger.done, len(batch.tasks), batch.out)}: run the "
+            "same command with --resume to continue"
         ) from None
     finally:
         if bar is not None:
             bar.close()
         with contextlib.suppress(OSError):  # a full disk: the records say what has finished
-            store.write_state(out, manifest, done, failures)
-    if not done and failures:
-        _refuse_if_input(out, failures, existed)
+            ledger.write_state()
+    if not ledger.done and ledger.failures:
+        _refuse_if_input(batch.out, ledger.failures, ledger.existed)
     return BatchOutcome(
-        n_tasks=len(tasks),
-        n_done=len(done),
-        n_failed=len(failures),
-        n_skipped=n_skipped,
-        seconds=time.perf_counter() - start,
-        failures=dict(failures),
+        n_tasks=len(batch.tasks),
+        n_done=len(ledger.done),
+        n_failed=len(ledger.failures),
+        n_skipped=ledger.n_skipped,
+        seconds=time.perf_counter() - batch.start,
+        failures=dict(ledger.failures),
         workers=concurrent,
         threads_per_task=threads_per_task,
         cores=cores,
-        redone=dict(checked.damaged),
+        redone=ledger.redone,
     )
+
+
+def _concurrency(backend: Backend, n_todo: int, cores: int) -> tuple[int, int]:
+    """The tasks run at once (0: unknown, an external cluster's workers) and the threads each
+    may use."""
+    if backend.scheduler is not None:
+        concurrent = 0  # unknown: the cluster's workers
+    elif backend.dask_workers is not None:
+        concurrent = backend.dask_workers
+    else:
+        workers = backend.workers
+        concurrent = min(workers, n_todo) if workers > 1 and n_todo > 1 else 1
+    threads = backend.threads_per_task
+    if threads is None:
+        threads = 1 if backend.scheduler is not None else threads_per_worker(concurrent, cores)
+    return concurrent, threads
+
+
+def _run_tasks(
+    ledger: _Ledger, todo: list[Task], client, sharing: tuple[int, int], bar,
+    on_result: Callable[[Task, TaskResult], None] | None,
+) -> None:  # fmt: skip
+    """Run ``todo`` on the Dask ``client``, a process pool (``sharing``: concurrent tasks,
+    threads per task) or in this process, recording each outcome as it comes back."""
+    scenario = ledger.batch.scenario
+    concurrent, threads_per_task = sharing
+    pool = None
+    if client is not None:
+        results = _pooled(client.get_executor(pure=False), scenario, todo, threads_per_task)
+    elif concurrent > 1:
+        pool = _process_pool(concurrent)
+        results = _pooled(pool, scenario, todo, threads_per_task)
+    else:
+        results = _serial(scenario, todo, threads_per_task)
+    ledger.last_write = time.monotonic()
+    try:
+        for task, result in results:
+            ledger.record(task, result)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(failed=len(ledger.failures), refresh=False)
+            if on_result is not None:
+                on_result(task, result)
+    finally:
+        results.close()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def input_error(text: str) -> InputError | None:

@@ -18,6 +18,7 @@ from mdpsim.dashboard import batch_data, model_view
 from mdpsim.dashboard.geo import road_paths
 from mdpsim.dashboard.launch import APP, streamlit_command, streamlit_env
 from mdpsim.errors import InputError
+from mdpsim.experiments.backends import Backend
 from mdpsim.experiments.batch import run_batch
 from mdpsim.simulation import columns
 from mdpsim.simulation import scenario as sc
@@ -363,7 +364,7 @@ def store(tmp_path_factory, helsinki_walk) -> Path:
     """A tiny real batch: 2 mechanisms x 2 speeds x 2 repetitions, 3 ticks each."""
     scenario = sc.from_dict(BATCH_BASE)
     out = tmp_path_factory.mktemp("batch") / "tiny"
-    outcome = run_batch(scenario, out, workers=1, progress=False)
+    outcome = run_batch(scenario, out, backend=Backend(workers=1), progress=False)
     assert outcome.n_done == 8
     return out
 

@@ -17,6 +17,7 @@ import pytest
 
 from mdpsim.cli import main
 from mdpsim.errors import InputError
+from mdpsim.experiments.backends import Backend
 from mdpsim.experiments.batch import connect_dask, expand, run_batch
 from mdpsim.experiments.store import (
     load_failures,
@@ -78,7 +79,7 @@ def _task_files(store: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def serial_store(tmp_path_factory, helsinki_walk, tiny):
     store = tmp_path_factory.mktemp("batch") / "serial"
-    outcome = run_batch(tiny(), store, workers=1, progress=False)
+    outcome = run_batch(tiny(), store, backend=Backend(workers=1), progress=False)
     assert outcome.ok and outcome.n_done == 4
     return store
 
@@ -139,7 +140,7 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, tiny):
     with pytest.raises(InputError, match="tcp://HOST:PORT"):
         connect_dask(scheduler="localhost:8786")
     with pytest.raises(InputError, match="not both"):
-        run_batch(tiny(), tmp_path / "x", scheduler="tcp://a:1", dask_workers=1)
+        run_batch(tiny(), tmp_path / "x", backend=Backend(scheduler="tcp://a:1", dask_workers=1))
 
 
 # ---------------------------------------------------------------------- the store
@@ -180,7 +181,9 @@ def test_existing_store_requires_resume_and_the_same_scenario(serial_store, tiny
 
 def test_dask_local_cluster_gives_the_same_bytes_as_one_worker(serial_store, tmp_path, tiny):
     store = tmp_path / "dask"
-    outcome = run_batch(tiny(), store, dask_workers=2, dask_processes=False, progress=False)
+    outcome = run_batch(
+        tiny(), store, backend=Backend(dask_workers=2, dask_processes=False), progress=False
+    )
     assert outcome.ok
     assert _task_files(store) == _task_files(serial_store)
 
@@ -188,7 +191,7 @@ def test_dask_local_cluster_gives_the_same_bytes_as_one_worker(serial_store, tmp
 @pytest.mark.slow
 def test_two_worker_processes_give_the_same_bytes_as_one_worker(serial_store, tmp_path, tiny):
     store = tmp_path / "pool"
-    outcome = run_batch(tiny(), store, workers=2, progress=False)
+    outcome = run_batch(tiny(), store, backend=Backend(workers=2), progress=False)
     assert outcome.ok
     files = _task_files(store)
     assert len(files) == 8 and files == _task_files(serial_store)

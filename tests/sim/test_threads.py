@@ -24,6 +24,7 @@ from mdpsim._core.threads import (
 from mdpsim.attacks import make
 from mdpsim.attacks.base import Context
 from mdpsim.errors import InputError
+from mdpsim.experiments.backends import Backend
 from mdpsim.experiments.batch import BatchOutcome, run_batch
 from mdpsim.experiments.run import simulate
 from mdpsim.simulation import scenario as sc
@@ -86,14 +87,19 @@ def test_the_tracking_filter_takes_the_task_thread_budget(walk_domain):
 
 def test_the_batch_shares_the_cores_and_says_so(tmp_path, helsinki_walk, capsys, world):
     raw = world.raw(sweep={"mechanism.epsilon_per_km": [2.0, 6.0]}, output=None)
-    out = run_batch(sc.from_dict(raw), tmp_path / "a", workers=1, progress=False)
+    out = run_batch(sc.from_dict(raw), tmp_path / "a", backend=Backend(workers=1), progress=False)
     assert (out.workers, out.threads_per_task) == (1, available_cores())
     out = run_batch(
-        sc.from_dict(raw), tmp_path / "b", workers=1, threads_per_task=3, progress=False
+        sc.from_dict(raw),
+        tmp_path / "b",
+        backend=Backend(workers=1, threads_per_task=3),
+        progress=False,
     )
     assert out.threads_per_task == 3 and "1 worker(s) x 3 thread(s) per task" in out.threads_line
     with pytest.raises(InputError, match="--threads-per-task=0"):
-        run_batch(sc.from_dict(raw), tmp_path / "c", threads_per_task=0, progress=False)
+        run_batch(
+            sc.from_dict(raw), tmp_path / "c", backend=Backend(threads_per_task=0), progress=False
+        )
     line = BatchOutcome(2, 2, 0, 0, 1.0, workers=2, threads_per_task=1, cores=2).threads_line
     assert line.startswith("2 worker(s) x 1 thread(s) per task") and "on 2 core(s)" in line
 
@@ -121,7 +127,7 @@ def test_an_external_dask_cluster_gives_the_bytes_of_a_local_run(tmp_path, helsi
         sweep={"mechanism.epsilon_per_km": [2.0, 6.0, 10.0], "repetitions": 2},
     )
     scenario = sc.from_dict(raw)
-    local = run_batch(scenario, tmp_path / "local", workers=1, progress=False)
+    local = run_batch(scenario, tmp_path / "local", backend=Backend(workers=1), progress=False)
     assert local.ok and local.n_done == 6
     bin_dir = Path(sys.executable).parent
     address = f"tcp://127.0.0.1:{_free_port()}"
@@ -145,7 +151,9 @@ def test_an_external_dask_cluster_gives_the_bytes_of_a_local_run(tmp_path, helsi
                 )
             )  # fmt: skip
         _wait_for_workers(address, 2)
-        remote = run_batch(scenario, tmp_path / "remote", scheduler=address, progress=False)
+        remote = run_batch(
+            scenario, tmp_path / "remote", backend=Backend(scheduler=address), progress=False
+        )
         assert remote.ok and remote.workers == 0 and remote.threads_per_task == 1
     finally:
         for proc in reversed(procs):
