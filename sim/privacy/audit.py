@@ -155,17 +155,45 @@ class _Candidate:
     kind: str
 
 
+@dataclass(frozen=True)
+class Screens:
+    """How an :func:`audit`'s two screens (broad, then focused) spend their draws.
+
+    Attributes
+    ----------
+    screen_share
+        Share of ``total_samples`` spent on the two screens.
+    focus_share
+        Share of the screens' draws spent on the focused screen.
+    focus_inputs
+        Inputs of the best-scoring pairs that the focused screen draws from.
+    n_closest
+        Closest chaining pairs whose inputs are always in the focus: a leak's margin
+        ``(eps' - eps) d`` is smallest there, too small for the broad screen to see.
+    """
+
+    screen_share: float = 0.5
+    focus_share: float = 0.5
+    focus_inputs: int = 16
+    n_closest: int = 1
+
+    def check(self) -> None:
+        """Refuse a share outside (0, 1) or a focus that cannot hold its closest pairs."""
+        for name, share in (("screen_share", self.screen_share), ("focus_share", self.focus_share)):
+            if not (0 < share < 1):
+                raise InputError(f"{name}={share!r} must lie in (0, 1)")
+        if self.focus_inputs < 2 or not 0 <= 2 * self.n_closest <= self.focus_inputs:
+            raise InputError("focus_inputs must be >= 2 and n_closest in [0, focus_inputs / 2]")
+
+
 def audit(
     sample: Sampler,
     dist_km: np.ndarray,
     epsilon: float,
     *,
     total_samples: int = 30_000_000,
-    screen_share: float = 0.5,
-    focus_share: float = 0.5,
+    screens: Screens | None = None,
     n_candidates: int = 6,
-    focus_inputs: int = 16,
-    n_closest: int = 1,
     alpha: float = 1e-6,
     pairs: np.ndarray | None = None,
     output_dist_km: np.ndarray | None = None,
@@ -185,17 +213,10 @@ def audit(
         Claimed eps per km.
     total_samples
         Draws from the sampler over the whole audit (screens and confirmation together).
-    screen_share
-        Share of ``total_samples`` spent on the two screens.
-    focus_share
-        Share of the screens' draws spent on the focused screen.
+    screens
+        How the screens spend their draws (:class:`Screens`; default ``Screens()``).
     n_candidates
         (ordered pair, event) candidates with the best screen scores that are confirmed.
-    focus_inputs
-        Inputs of the best-scoring pairs that the focused screen draws from.
-    n_closest
-        Closest chaining pairs whose inputs are always in the focus: a leak's margin
-        ``(eps' - eps) d`` is smallest there, too small for the broad screen to see.
     alpha
         Family-wise false-alarm rate.
     pairs
@@ -213,18 +234,15 @@ def audit(
         raise InputError(f"epsilon={epsilon!r} must be finite and > 0")
     if not (0 < alpha < 1):
         raise InputError(f"alpha={alpha!r} must lie in (0, 1)")
-    for name, share in (("screen_share", screen_share), ("focus_share", focus_share)):
-        if not (0 < share < 1):
-            raise InputError(f"{name}={share!r} must lie in (0, 1)")
-    if n_candidates < 1 or focus_inputs < 2 or not 0 <= 2 * n_closest <= focus_inputs:
-        raise InputError(
-            "n_candidates must be >= 1, focus_inputs >= 2 and n_closest in [0, focus_inputs / 2]"
-        )
+    screens = Screens() if screens is None else screens
+    screens.check()
+    if n_candidates < 1:
+        raise InputError(f"n_candidates={n_candidates!r} must be >= 1")
     if not (dist_km > 0).any():
         raise InputError("dist_km has no pair of inputs at a positive distance")
     ordered = _ordered_pairs(dist_km, pairs)
     out_dist = _output_distances(output_dist_km, n)
-    plan = _Plan.make(n, total_samples, screen_share, focus_share, n_candidates, focus_inputs)
+    plan = _Plan.make(n, total_samples, screens, n_candidates)
     rng = np.random.default_rng(0) if rng is None else rng
 
     known = 0 if out_dist is None else out_dist.shape[1]
@@ -237,7 +255,7 @@ def audit(
     cols = None if out_dist is None else _columns(vocab, out_dist.shape[1])
     scorer = _Scorer(dist_km, epsilon, ordered, out_dist, cols, plan.test_guess, alpha, len(vocab))
 
-    focus = scorer.focus(counts, n_sel, focus_inputs, n_closest, rng)
+    focus = scorer.focus(counts, n_sel, screens.focus_inputs, screens.n_closest, rng)
     for i in focus:
         counts[i] += _on_vocab(draw_counts(sample, i, plan.focus, rng), vocab)
         n_sel[i] += plan.focus
@@ -307,10 +325,10 @@ class _Plan:
     test_guess: float  # confirmation draws one candidate input can expect
 
     @staticmethod
-    def make(n, total, screen_share, focus_share, n_candidates, focus_inputs) -> _Plan:
-        screen = int(total * screen_share)
-        broad = int(screen * (1 - focus_share)) // n
-        n_focus = min(n, focus_inputs)
+    def make(n, total, screens: Screens, n_candidates) -> _Plan:
+        screen = int(total * screens.screen_share)
+        broad = int(screen * (1 - screens.focus_share)) // n
+        n_focus = min(n, screens.focus_inputs)
         focus = (screen - broad * n) // n_focus
         confirm = total - broad * n - focus * n_focus
         guess = confirm / min(n, 2 * n_candidates)
@@ -529,6 +547,7 @@ __all__ = [
     "AuditResult",
     "MatrixSampler",
     "PairResult",
+    "Screens",
     "audit",
     "matrix_sampler",
     "mechanism_sampler",
