@@ -19,20 +19,20 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import tempfile
+import time
+import warnings
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pyproj  # noqa: E402
+import numpy as np
+import pandas as pd
+import pyproj
 
-from mdpsim.simulation import scenario as sc  # noqa: E402
-from mdpsim.simulation.trace_walks import RoadPaths  # noqa: E402
-from mdpsim.simulation.traces import read_fixes  # noqa: E402
-from mdpsim.simulation.world import build_domain, build_world, load_graph, network_extent  # noqa: E402
+from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.trace_walks import RoadPaths
+from mdpsim.simulation.traces import read_fixes
+from mdpsim.simulation.world import build_domain, build_world, load_graph, network_extent
 
 BASE = {
     "scenario": {"seed": 1, "tick_seconds": 20.0},  # 3 ticks a fix: 2 walked along the road

@@ -105,7 +105,7 @@ class BudgetPolicy(Component, ABC):
             except InputError as exc:
                 raise InputError(f"budget policy {self.name!r}: {exc}") from None
 
-    def end_of_tick(self, tick: int, filters: PopulationFilter) -> None:  # noqa: B027
+    def end_of_tick(self, tick: int, filters: PopulationFilter) -> None:
         """Called after each tick's data collection (a renewing budget renews here)."""
 
     def statement(self, ticks: int) -> str:

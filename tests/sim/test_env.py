@@ -151,7 +151,7 @@ def test_the_docs_example_runs_and_greedy_beats_the_default():
     assert blocks, "docs/env.md has no python example"
     namespace: dict = {}
     for block in blocks:
-        exec(block, namespace)  # noqa: S102 - the documentation's own example
+        exec(block, namespace)  # the documentation's own example
     scores = namespace["scores"]
     assert scores["greedy"] > scores["default"]
     assert np.isfinite(scores["random"])

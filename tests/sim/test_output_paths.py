@@ -60,7 +60,7 @@ def no_network(monkeypatch):
 def _read_only(monkeypatch, folder: Path) -> None:
     mkstemp = tempfile.mkstemp
 
-    def probe(*args, dir=None, **kwargs):  # noqa: A002 -- mkstemp's own name
+    def probe(*args, dir=None, **kwargs):  # mkstemp's own name
         if dir is not None and Path(dir).resolve().is_relative_to(folder.resolve()):
             raise OSError(errno.EROFS, "Read-only file system", str(dir))
         return mkstemp(*args, dir=dir, **kwargs)

@@ -59,7 +59,7 @@ def venv(tmp_path_factory, wheel) -> Path:
             _check(
                 [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
             ).strip()
-        )  # noqa: E501
+        )
         ours = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
         (site / "_mdpsim_test_deps.pth").write_text("\n".join(sorted(ours)) + "\n")
         _check([*pip, "install", "-q", "--no-deps", str(wheel)])
