@@ -138,7 +138,7 @@ def _bound(args: argparse.Namespace) -> int:
 
     for name in args.mechanism:
         mechanism_class(name)  # an unknown name: one line before any work
-    reference = make("lp_medoids", epsilon=args.epsilon, price_rounds=args.rounds)
+    reference = make("lp_medoids", epsilon=args.epsilon, bound_options={"rounds": args.rounds})
     domain = _built_domain(args, load_network(args.source, network_type=args.network_type))
     reference.fit(domain)
     bound = reference.info_["lower_bound_km"]

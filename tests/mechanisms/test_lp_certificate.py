@@ -46,8 +46,12 @@ def test_any_prices_give_a_bound_below_the_optimum(exact_optimum, road_domain_sm
 
 def test_more_rounds_keep_the_best_round(exact_optimum, road_domain_small):
     eps = 6.0
-    mech = make("lp_medoids", epsilon=eps, n_outputs=4, price_rounds=1).fit(road_domain_small)
-    more = make("lp_medoids", epsilon=eps, n_outputs=4, price_rounds=3).fit(road_domain_small)
+    mech = make("lp_medoids", epsilon=eps, n_outputs=4, bound_options={"rounds": 1}).fit(
+        road_domain_small
+    )
+    more = make("lp_medoids", epsilon=eps, n_outputs=4, bound_options={"rounds": 3}).fit(
+        road_domain_small
+    )
     assert more.lower_bound >= mech.lower_bound
     assert more.info_["lower_bound_kind"] == "prices"
     assert (
@@ -95,12 +99,15 @@ def test_a_failed_certificate_lp_raises_with_its_status(road_domain_small, monke
 @pytest.mark.parametrize(
     ("params", "field"),
     [
-        ({"bound_rounds": 3}, "bound_rounds"),
-        ({"bound_subsets": 2}, "bound_subsets"),
-        ({"bound": "relaxation", "price_rounds": 3}, "price_rounds"),
+        ({"bound_options": {"groups": 3}}, "'groups', not an option of bound='prices'"),
+        ({"bound_options": {"subsets": 2}}, "'subsets', not an option of bound='prices'"),
+        ({"bound": "relaxation", "bound_options": {"scale": 3}}, "'scale', not an option"),
         ({"bound": "exact"}, "bound="),
-        ({"price_scale": 0.0}, "price_scale"),
-        ({"price_rounds": 0}, "price_rounds"),
+        ({"bound_options": {"scale": 0.0}}, "bound_options scale"),
+        ({"bound_options": {"rounds": 0}}, "bound_options rounds"),
+        ({"bound_options": 3}, "must be a dict"),
+        ({"price_rounds": 3}, "bound_options="),
+        ({"bound_reach": 3}, "bound_options="),
         ({"laplace_outputs": True, "priced_outputs": 2}, "laplace_outputs"),
     ],
 )

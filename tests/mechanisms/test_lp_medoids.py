@@ -38,12 +38,12 @@ def test_uses_only_the_medoid_outputs_and_beats_the_exponential_mechanism(road_d
 
 
 def test_more_bound_rounds_never_lower_the_bound(road_domain_small):
-    coarse = make("lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=6, bound_rounds=0).fit(
-        road_domain_small
-    )
-    finer = make("lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=6, bound_rounds=3).fit(
-        road_domain_small
-    )
+    coarse = make(
+        "lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=6, bound_options={"rounds": 0}
+    ).fit(road_domain_small)
+    finer = make(
+        "lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=6, bound_options={"rounds": 3}
+    ).fit(road_domain_small)
     assert finer.lower_bound >= coarse.lower_bound * (1 - 1e-9)
 
 
@@ -115,11 +115,11 @@ def test_the_certified_bound_matches_the_relaxation_optimum(road_domain_small):
 
 
 def test_a_smaller_reach_keeps_fewer_entries_and_a_valid_bound(exact_optimum, road_domain_small):
-    local = make("lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_reach=1.0).fit(
-        road_domain_small
-    )
+    local = make(
+        "lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_options={"reach": 1.0}
+    ).fit(road_domain_small)
     every = make(
-        "lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_reach=np.inf
+        "lp_medoids", bound="relaxation", epsilon=6.0, n_outputs=6, bound_options={"reach": np.inf}
     ).fit(road_domain_small)
     assert local.info_["lower_bound_variables"] < every.info_["lower_bound_variables"]
     optimum = exact_optimum(road_domain_small, 6.0).objective
@@ -134,8 +134,8 @@ def test_without_the_bound_the_matrix_is_the_same(road_domain_small):
     assert make("lp_medoids", epsilon=4.0, bound="none").bound is None  # a scenario's spelling
     with pytest.raises(InputError, match="'with_bound' is gone; use bound=None"):
         make("lp_medoids", epsilon=4.0, bound="relaxation", with_bound=False)
-    with pytest.raises(InputError, match="price_rounds applies to bound='prices' only"):
-        make("lp_medoids", epsilon=4.0, bound=None, price_rounds=2)
+    with pytest.raises(InputError, match="bound_options has 'rounds', not an option of bound=None"):
+        make("lp_medoids", epsilon=4.0, bound=None, bound_options={"rounds": 2})
 
 
 @pytest.mark.parametrize("eps", [2.0, 6.0])
@@ -144,12 +144,12 @@ def test_the_localized_relaxation_optimum_is_its_certified_bound(
     exact_optimum, road_domain_small, eps, reach
 ):
     """The rest columns charge left-out entries as the bound does: the LP maximises B."""
-    mech = make("lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_reach=reach).fit(
-        road_domain_small
-    )
+    mech = make(
+        "lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_options={"reach": reach}
+    ).fit(road_domain_small)
     info = mech.info_
     every = make(
-        "lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_reach=np.inf
+        "lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_options={"reach": np.inf}
     ).fit(road_domain_small)
     assert info["lower_bound_variables"] <= 2 / 3 * every.info_["lower_bound_variables"]
     assert info["lower_bound_km"] == pytest.approx(info["lower_bound_relaxation_km"], rel=1e-6)
@@ -162,7 +162,9 @@ def test_the_localized_relaxation_optimum_is_its_certified_bound(
 def test_bound_below_the_exact_optimum_at_larger_sizes(walk_domain, exact_optimum, n, eps):
     """The bound never above the exact optimum where that is computable (N <= 150)."""
     domain = walk_domain(n, 1)
-    mech = make("lp_medoids", bound="relaxation", epsilon=eps, bound_groups=n // 2).fit(domain)
+    mech = make(
+        "lp_medoids", bound="relaxation", epsilon=eps, bound_options={"groups": n // 2}
+    ).fit(domain)
     optimum = exact_optimum(domain, eps).objective
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 
@@ -190,7 +192,11 @@ def test_the_split_bound_is_below_the_optimum_and_the_loss_above_it(
     """OPT(X) >= sum of the parts' optima: the split bound never passes the exact optimum."""
     domain = road_domain_small
     mech = make(
-        "lp_medoids", bound="relaxation", epsilon=eps, n_outputs=6, bound_subsets=subsets
+        "lp_medoids",
+        bound="relaxation",
+        epsilon=eps,
+        n_outputs=6,
+        bound_options={"subsets": subsets},
     ).fit(domain)
     assert mech.info_["lower_bound_subsets"] == subsets
     assert 0 < mech.lower_bound <= exact_optimum(domain, eps).objective * (1 + 1e-7)
@@ -215,19 +221,25 @@ def test_the_split_bound_sums_the_parts_bounds(road_domain_small):
 
 
 def test_too_many_bound_subsets_are_refused(road_domain_small):
-    with pytest.raises(InputError, match="bound_subsets"):
-        make("lp_medoids", bound="relaxation", epsilon=4.0, n_outputs=4, bound_subsets=41).fit(
-            road_domain_small
-        )
-    with pytest.raises(InputError, match="bound_subsets"):
-        make("lp_medoids", bound="relaxation", epsilon=4.0, bound_subsets=0)
+    with pytest.raises(InputError, match="subsets"):
+        make(
+            "lp_medoids",
+            bound="relaxation",
+            epsilon=4.0,
+            n_outputs=4,
+            bound_options={"subsets": 41},
+        ).fit(road_domain_small)
+    with pytest.raises(InputError, match="subsets"):
+        make("lp_medoids", bound="relaxation", epsilon=4.0, bound_options={"subsets": 0})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("eps", [4.0, 10.0])
 def test_the_split_bound_is_below_the_exact_optimum_at_150(walk_domain, exact_optimum, eps):
     domain = walk_domain(150, 1)
-    mech = make("lp_medoids", bound="relaxation", epsilon=eps, bound_subsets=2).fit(domain)
+    mech = make("lp_medoids", bound="relaxation", epsilon=eps, bound_options={"subsets": 2}).fit(
+        domain
+    )
     optimum = exact_optimum(domain, eps).objective
     assert 0 < mech.lower_bound <= optimum * (1 + 1e-7) <= mech.expected_loss() * (1 + 2e-7)
 

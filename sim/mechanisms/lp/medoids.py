@@ -23,9 +23,9 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
    explicit rounding allowance. By default (``bound="prices"``) the flows are per output,
    from ``lp_certificate.price_certificate``: each output's flows cover what prices derived
    from this mechanism's own LP duals ask each secret to pay. ``bound="relaxation"`` takes
-   them from small relaxations instead: ``cluster_lower_bound`` (``bound_groups`` groups of
-   outputs, entries within ``bound_reach / eps`` of each secret's nearest group plus one
-   "rest" variable per secret, each medoid's shortest-path tree plus ``bound_rounds``
+   them from small relaxations instead: ``cluster_lower_bound`` (``bound_options`` ``groups`` of
+   outputs, entries within ``reach / eps`` of each secret's nearest group plus one
+   "rest" variable per secret, each medoid's shortest-path tree plus ``rounds``
    rounds of the violated constraints) and, from 200 secrets on, ``split_lower_bound`` (the
    secrets in farthest-point-spread parts of about 100, the parts' bounds summed).
    ``info_["gap"]`` is the released loss over that bound.
@@ -34,7 +34,8 @@ its quality is not. This mechanism (docs/lp.md, "Near-optimal at city scale"):
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import sparse
@@ -308,6 +309,53 @@ def _group_distances(domain, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return dist, medoids[present]
 
 
+_PRICES_KEYS = ("scale", "rounds")
+_RELAXATION_KEYS = ("subsets", "groups", "rounds", "reach")
+
+
+@dataclass(frozen=True)
+class _BoundOptions:
+    """A bound's options (``bound_options``), checked; ``None``: the default."""
+
+    scale: float | None = None
+    rounds: int | None = None
+    subsets: int | None = None
+    groups: int | None = None
+    reach: float | None = None
+
+    @staticmethod
+    def parse(bound: str | None, given: dict[str, Any] | None) -> _BoundOptions:
+        """Check ``given`` against ``bound``'s keys and each value; refuse with one line."""
+        given = {} if given is None else given
+        if not isinstance(given, dict):
+            raise InputError(f"bound_options={given!r} must be a dict (a table) or None")
+        keys = {"prices": _PRICES_KEYS, "relaxation": _RELAXATION_KEYS}.get(bound or "", ())
+        for key in given:
+            if key not in keys:
+                allowed = ", ".join(keys) if keys else "none"
+                raise InputError(
+                    f"bound_options has {key!r}, not an option of bound={bound!r} "
+                    f"(its options: {allowed})"
+                )
+
+        def number(key: str, **kw) -> float | None:
+            value = given.get(key)
+            return None if value is None else check_scalar(value, f"bound_options {key}", **kw)
+
+        def count(key: str, minimum: int = 1) -> int | None:
+            value = given.get(key)
+            name = f"bound_options {key}"
+            return None if value is None else check_positive_int(value, name, minimum=minimum)
+
+        return _BoundOptions(
+            scale=number("scale", min=0, include_boundaries="neither", finite=True),
+            rounds=count("rounds", minimum=0 if bound == "relaxation" else 1),
+            subsets=count("subsets"),
+            groups=count("groups"),
+            reach=number("reach", min=0, include_boundaries="neither", finite=False),
+        )
+
+
 @register("lp_medoids")
 class MedoidOutputLP(HighsSettings, Mechanism):
     """The optimal LP over all secrets, outputs restricted to the prior's k-medoids.
@@ -338,33 +386,28 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         ``None``, no ``gap``; ``"none"`` in a scenario file, TOML having no null): for callers
         that need only the matrix, e.g. DistA-LP's planner. A parameter of another bound is
         an ``InputError``; so is ``with_bound``, which this replaced.
-    price_scale, price_rounds
-        The ``"prices"`` bound's cap on the first prices (this times the LP's row-sum duals;
-        default 1) and its rounds (default 2; each re-aims at the mean of the last prices
-        and what was certified).
     laplace_outputs
         Also give every output that is not a medoid one column of fixed shape, its Laplace ray
         ``w_y exp(-eps d(x, y))`` with ``w_y >= 0`` chosen by the LP (``solver``'s
         ``ray_dist_km``; docs/lp.md, "Laplace outputs"). Lower loss, a slower LP. Default off.
-    bound_subsets
-        ``"relaxation"`` bound only. Parts of the split bound (``split_lower_bound``: the
-        secrets in that many farthest-point-spread parts, each part's optimum bounded on its
-        own). ``None`` (default): ``N // SUBSET_SIZE`` parts (100 secrets each), and from 2
-        parts on BOTH relaxations are computed and the larger is the bound; 1: no split, the
-        grouped relaxation over all of X (``bound_groups``); 2 or more: the split bound alone.
-    bound_groups
-        ``"relaxation"`` bound only. Output groups of the unsplit relaxation (k-medoids of
-        their own; more groups: a tighter bound and a larger LP). ``None``: 3 per output of
-        the mechanism. Not used by the split bound (each part: one group per secret).
-    bound_rounds
-        ``"relaxation"`` bound only. Rounds of constraint generation in its relaxation (0:
-        trees only).
-    bound_reach
-        ``"relaxation"`` bound only. The relaxation keeps the entries ``(i, g)`` within
-        ``bound_reach / eps`` km of secret i's nearest group (default 6: entries ``e^-6``
-        down from the nearest; the others share one "rest" variable per secret), when that
-        drops at least 1/3 of them (else all are kept). Larger: a tighter bound and a larger
-        LP.
+    bound_options
+        The chosen bound's options, a dict (a table in a scenario file); ``None`` or a key
+        left out: its default. ``"prices"``: ``scale``, the cap on the first prices (this
+        times the LP's row-sum duals; default 1), and ``rounds`` (default 2; each re-aims at
+        the mean of the last prices and what was certified). ``"relaxation"``: ``subsets``,
+        the parts of the split bound (``split_lower_bound``: the secrets in that many
+        farthest-point-spread parts, each part's optimum bounded on its own; default
+        ``N // SUBSET_SIZE`` parts, 100 secrets each, and from 2 parts on BOTH relaxations
+        are computed and the larger is the bound; 1: no split, the grouped relaxation over
+        all of X; 2 or more: the split bound alone); ``groups``, the output groups of the
+        unsplit relaxation (k-medoids of their own; more: a tighter bound and a larger LP;
+        default 3 per output of the mechanism; not used by the split bound); ``rounds`` of
+        constraint generation (default 2; 0: trees only); ``reach``: the relaxation keeps the
+        entries ``(i, g)`` within ``reach / eps`` km of secret i's nearest group (default 6:
+        entries ``e^-6`` down from the nearest; the others share one "rest" variable per
+        secret), when that drops at least 1/3 of them (else all are kept); larger: a tighter
+        bound and a larger LP. A key of the other bound, or any key with ``bound=None``, is
+        an ``InputError``.
     time_limit_s, threads
         Wall-clock limit of the LP solve (s; hitting it raises ``SolverError``), HiGHS threads.
     """
@@ -373,6 +416,12 @@ class MedoidOutputLP(HighsSettings, Mechanism):
     retired_params: ClassVar[dict[str, str]] = {
         **HighsSettings.retired_params,
         "with_bound": 'bound=None for no bound (bound = "none" in a scenario file)',
+        **{
+            f"{prefix}_{key}": f"bound_options={{{key!r}: ...}} (bound_options = {{{key} = ...}}"
+            " in a scenario file)"
+            for prefix, keys in (("price", ("scale", "rounds")), ("bound", _RELAXATION_KEYS))
+            for key in keys
+        },
     }
     lower_bound_: float | None
 
@@ -385,12 +434,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         priced_outputs: int = 0,
         laplace_outputs: bool = False,
         bound: str | None = "prices",
-        price_scale: float | None = None,
-        price_rounds: int | None = None,
-        bound_subsets: int | None = None,
-        bound_groups: int | None = None,
-        bound_rounds: int | None = None,
-        bound_reach: float | None = None,
+        bound_options: dict[str, Any] | None = None,
         time_limit_s: float | None = None,
         threads: int | None = None,
     ) -> None:
@@ -407,38 +451,9 @@ class MedoidOutputLP(HighsSettings, Mechanism):
         if bound is not None and bound not in BOUNDS:
             raise InputError(f"bound={bound!r} must be one of {', '.join(BOUNDS)} or None")
         self.bound = bound
-        given = {
-            "prices": {"price_scale": price_scale, "price_rounds": price_rounds},
-            "relaxation": {
-                "bound_subsets": bound_subsets,
-                "bound_groups": bound_groups,
-                "bound_rounds": bound_rounds,
-                "bound_reach": bound_reach,
-            },
-        }
-        for other in BOUNDS:
-            for name, value in given[other].items():
-                if other != bound and value is not None:
-                    raise InputError(
-                        f"{name} applies to bound={other!r} only; drop it or set bound={other!r}"
-                    )
-        # stored as given (None: the default below), so get_params round-trips through make
-        self.price_scale = _optional(
-            price_scale, lambda v: check_scalar(v, "price_scale", min=0,
-                                                include_boundaries="neither", finite=True)
-        )  # fmt: skip
-        self.price_rounds = _optional(price_rounds, lambda v: check_positive_int(v, "price_rounds"))
-        self.bound_subsets = _optional(
-            bound_subsets, lambda v: check_positive_int(v, "bound_subsets")
-        )
-        self.bound_groups = _optional(bound_groups, lambda v: check_positive_int(v, "bound_groups"))
-        self.bound_rounds = _optional(
-            bound_rounds, lambda v: check_positive_int(v, "bound_rounds", minimum=0)
-        )
-        self.bound_reach = _optional(
-            bound_reach, lambda v: check_scalar(v, "bound_reach", min=0,
-                                                include_boundaries="neither", finite=False)
-        )  # fmt: skip
+        # stored as given (None: the defaults), so get_params round-trips through make
+        self._bound_opts = _BoundOptions.parse(bound, bound_options)
+        self.bound_options = None if bound_options is None else dict(bound_options)
         self._set_highs(time_limit_s, threads)
 
     @property
@@ -449,21 +464,22 @@ class MedoidOutputLP(HighsSettings, Mechanism):
 
     def _subsets(self, domain) -> int:
         """Parts of the split bound for this domain (1: not split)."""
-        if self.bound_subsets is None:
+        subsets = self._bound_opts.subsets
+        if subsets is None:
             return max(1, domain.n_x // SUBSET_SIZE)
-        if self.bound_subsets > domain.n_x:
+        if subsets > domain.n_x:
             raise InputError(
-                f"bound_subsets={self.bound_subsets} exceeds the {domain.n_x} secrets; "
+                f"bound_options subsets={subsets} exceeds the {domain.n_x} secrets; "
                 "use at most that"
             )
-        return self.bound_subsets
+        return subsets
 
     def _bounds(self, domain, n_outputs: int, duals: np.ndarray) -> dict[str, LowerBound]:
         """The certified bounds asked for: ``"prices"``, or ``"split"`` and / or
         ``"grouped"``; ``duals`` are the mechanism's LP row-sum duals."""
         if self.bound == "prices":
             options = HighsOptions(threads=self.threads)
-            cap = _default(self.price_scale, PRICE_SCALE) * duals
+            cap = _default(self._bound_opts.scale, PRICE_SCALE) * duals
             certificate = price_certificate(
                 domain.prior,
                 domain.dist_xy,
@@ -471,7 +487,7 @@ class MedoidOutputLP(HighsSettings, Mechanism):
                 domain.constraint_pairs,
                 self.epsilon,
                 ray_prices(domain.prior, domain.dist_xy, self.epsilon, cap, options=options),
-                rounds=_default(self.price_rounds, PRICE_ROUNDS),
+                rounds=_default(self._bound_opts.rounds, PRICE_ROUNDS),
                 options=options,
             )
             return {"prices": certificate}
@@ -488,18 +504,19 @@ class MedoidOutputLP(HighsSettings, Mechanism):
                 domain,
                 self.epsilon,
                 subsets=subsets,
-                rounds=_default(self.bound_rounds, BOUND_ROUNDS),
-                reach=_default(self.bound_reach, BOUND_REACH),
+                rounds=_default(self._bound_opts.rounds, BOUND_ROUNDS),
+                reach=_default(self._bound_opts.reach, BOUND_REACH),
                 options=options,
             )
-        if subsets == 1 or self.bound_subsets is None:
-            groups = 3 * n_outputs if self.bound_groups is None else self.bound_groups
+        opts = self._bound_opts
+        if subsets == 1 or opts.subsets is None:
+            groups = 3 * n_outputs if opts.groups is None else opts.groups
             out["grouped"] = cluster_lower_bound(
                 domain,
                 prior_medoids(domain.prior, domain.dist_xy, min(groups, domain.n_y)),
                 self.epsilon,
-                rounds=_default(self.bound_rounds, BOUND_ROUNDS),
-                reach=_default(self.bound_reach, BOUND_REACH),
+                rounds=_default(self._bound_opts.rounds, BOUND_ROUNDS),
+                reach=_default(self._bound_opts.reach, BOUND_REACH),
                 options=options,
             )
         return out
