@@ -272,8 +272,8 @@ def test_the_parameters_are_the_mechanism_s_the_planner_s_and_each_scheme_s():
     own = {"epsilon", "upload", "planner", "margin", "seed", "tile_size", "n_near", "sweeps"}
     schemes = {p for s in SCHEMES.values() for p in s.param_names()}
     assert set(DistALP.param_names()) == own | schemes
-    assert SCHEMES["none"].param_names() == ["epsilon"]
-    assert SCHEMES["location"].param_names() == ["epsilon", "upload_share"]
+    assert SCHEMES["none"].param_names() == []  # epsilon is the mechanism's, bound by it
+    assert SCHEMES["location"].param_names() == ["upload_share"]
     assert "family" in SCHEMES["strict"].param_names()
     assert "family" not in SCHEMES["paper"].param_names()
     assert {"paper_tau_c", "paper_noise"} <= set(SCHEMES["paper"].param_names())

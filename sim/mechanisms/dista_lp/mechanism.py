@@ -26,7 +26,8 @@ report (``guarantee`` is their sequential composition).
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+import warnings
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -50,6 +51,8 @@ from mdpsim.privacy.guarantees import PMDP, Guarantee, PureMDP, compose
 __all__ = ["CalibrationCache", "DistALP"]
 
 DEFAULT_UPLOAD = "none"
+#: DistALP's own constructor parameters (``get_params(deep=False)``).
+OWN_PARAMS = ("epsilon", "upload", "planner", "margin", "seed", "tile_size", "n_near", "sweeps")
 
 
 @register("dista_lp")
@@ -94,50 +97,43 @@ class DistALP(Mechanism):
     schemes: ClassVar[dict[str, type[UploadScheme]]] = SCHEMES
     conformance_params: ClassVar[dict] = {}
 
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """The keywords ``make`` accepts: the constructor's own (``OWN_PARAMS``), then the
+        schemes' as deprecated flat keywords (folded into ``upload`` with a warning)."""
+        return [*OWN_PARAMS, *_SCHEME_PARAMS]
+
     def __init__(
         self,
         epsilon: float,
         *,
-        upload: str = DEFAULT_UPLOAD,
+        upload: UploadScheme | str | dict = DEFAULT_UPLOAD,
         planner: str | None = None,
         margin: float = FIRST_MARGIN,
         seed: int | None = None,
         tile_size: int | None = None,
         n_near: int | None = None,
         sweeps: int | None = None,
-        upload_share: float | None = None,
-        eps_dx: float | None = None,
-        eps_dy: float | None = None,
-        eps_cy: float | None = None,
-        eps_pt: float | None = None,
-        n_neighbours: int | None = None,
-        family: str | None = None,
-        rank: int | None = None,
-        paper_tau_c: float | None = None,
-        paper_noise: str | None = None,
-        delta: float | None = None,
-        confidence: float | None = None,
-        audit_records: int | None = None,
-        calibration_seed: int | None = None,
-        n_exempt: int | None = None,
-        gamma_km: float | None = None,
-        gap: float | None = None,
-        max_iter: int | None = None,
-        workers: int | None = None,
-        release_neighbours: int | None = None,
+        **flat: Any,
     ) -> None:
         super().__init__(epsilon)
-        # the schemes' parameters as given (every keyword after sweeps), kept by name
-        scheme_params = {k: v for k, v in locals().items() if k in _SCHEME_PARAMS}
-        for name, value in scheme_params.items():
-            setattr(self, name, value)
-        self.upload = check_choice(upload, "upload", self.schemes, owner="dista_lp")
-        scheme = self.schemes[upload]
-        own = scheme.param_names()
-        given = {k: v for k, v in scheme_params.items() if v is not None}
-        for name in given:
-            if name not in own:
-                raise InputError(_wrong_mode(name, upload))
+        if flat:  # the old flat scheme keywords (deprecated): folded into the scheme
+            unknown = [k for k in flat if k not in _SCHEME_PARAMS]
+            if unknown:
+                raise InputError(
+                    f"dista_lp has no parameter {unknown[0]!r}; parameters: "
+                    f"{', '.join(self.param_names())}, and the scheme's under upload="
+                )
+            warnings.warn(
+                "dista_lp: scheme parameters as flat keywords are deprecated; nest them: "
+                "upload=StrictUpload(delta=...) or a [mechanism.params.upload] table "
+                "(scheme = 'strict', delta = ...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        scheme = self._resolve_upload(upload, flat)
+        self.upload = scheme
+        mode = scheme.mode
         self.tile_size, self.n_near, self.sweeps = tile_size, n_near, sweeps
         self._blocks = check_blocks_params(
             TILE_SIZE if tile_size is None else tile_size,
@@ -148,7 +144,7 @@ class DistALP(Mechanism):
             check_choice(planner, "planner", (*PLANNERS, None), owner="dista_lp")
             if planner not in scheme.planners:
                 raise InputError(
-                    f"dista_lp: planner={planner!r} does not plan on upload={upload!r}'s "
+                    f"dista_lp: planner={planner!r} does not plan on upload={mode!r}'s "
                     f"uploads; use one of {', '.join(map(repr, scheme.planners))} or None"
                 )
         self.planner = planner
@@ -162,7 +158,77 @@ class DistALP(Mechanism):
             )
         self.margin = check_margin(margin, MAX_MARGIN, include_boundaries="left")
         self.seed = None if seed is None else check_positive_int(seed, "seed", minimum=0)
-        self._scheme = scheme(epsilon=self.epsilon, **given)
+        self._scheme = scheme.bind(self.epsilon)
+
+    def _resolve_upload(self, upload: UploadScheme | str | dict, flat: dict) -> UploadScheme:
+        """The scheme from a component, a mode's name or a ``{scheme = ..., **params}`` table
+        (TOML), with the deprecated flat keywords ``flat`` merged in."""
+        if isinstance(upload, UploadScheme):
+            if not flat:
+                return upload
+            mode, params = upload.mode, {**upload.get_params(), **flat}
+        elif isinstance(upload, dict):
+            params = dict(upload)
+            mode = params.pop("scheme", None)
+            if mode is None:
+                raise InputError(
+                    "dista_lp: the upload table needs scheme = one of "
+                    f"{', '.join(map(repr, self.schemes))}, e.g. scheme = 'strict'"
+                )
+            params.update(flat)
+        elif isinstance(upload, str):
+            mode, params = upload, dict(flat)
+        else:
+            raise InputError(
+                f"dista_lp: upload={upload!r} is not a scheme; use a name "
+                f"({', '.join(map(repr, self.schemes))}) or e.g. StrictUpload(...)"
+            )
+        check_choice(mode, "upload", self.schemes, owner="dista_lp")
+        cls = self.schemes[mode]
+        own = cls.param_names()
+        for name in params:
+            if name not in own:
+                if name in _SCHEME_PARAMS:
+                    raise InputError(_wrong_mode(name, mode))
+                raise InputError(
+                    f"dista_lp: upload {mode!r} has no parameter {name!r}; its parameters: "
+                    f"{', '.join(own) or 'none'}"
+                )
+        return cls(**params)
+
+    def get_params(self, deep: bool = False) -> dict[str, Any]:
+        """Constructor parameters and their values (``make("dista_lp", **them)`` rebuilds it);
+        ``deep``: also the upload scheme's by dotted name (``"upload.delta"``), as
+        scikit-learn nests estimators (default False: the components' rebuild contract)."""
+        params = {name: getattr(self, name) for name in OWN_PARAMS}
+        if deep:
+            params.update({f"upload.{k}": v for k, v in self.upload.get_params().items()})
+        return params
+
+    def set_params(self, **params: Any) -> Self:
+        """Set parameters by name, the scheme's by dotted name (``**{"upload.delta": 0.01}``),
+        everything checked again as by the constructor; returns ``self``."""
+        own = self.get_params(deep=False)
+        nested = {}
+        for key, value in params.items():
+            head, _, rest = key.partition(".")
+            if rest and head == "upload":
+                nested[rest] = value
+            elif key in own:
+                own[key] = value
+            else:
+                raise InputError(
+                    f"dista_lp has no parameter {key!r}; parameters: {', '.join(own)} and "
+                    "upload.<name>"
+                )
+        if nested:
+            upload = own["upload"]
+            base = upload if isinstance(upload, UploadScheme) else self._resolve_upload(upload, {})
+            own["upload"] = {"scheme": base.mode, **base.get_params(), **nested}
+        epsilon = own.pop("epsilon")
+        checked = type(self)(epsilon, **own)  # all or nothing: a bad value changes nothing
+        vars(self).update(vars(checked))
+        return self
 
     @property
     def takes_uploads(self) -> bool:
@@ -207,7 +273,7 @@ class DistALP(Mechanism):
     ) -> tuple[np.ndarray, dict, Uploads]:
         users, slot = np.unique(users, return_inverse=True)  # one DistA-LP user per secret
         if len(users) == 0:
-            raise InputError(f"upload={self.upload!r} needs at least one user to upload")
+            raise InputError(f"upload={self.upload.mode!r} needs at least one user to upload")
         seed = self.seed
         if seed is None:
             seed = 0 if rng is None else int(rng.integers(2**31))
@@ -217,7 +283,7 @@ class DistALP(Mechanism):
     def _fit_unique(self, domain, users: np.ndarray, rng) -> tuple[np.ndarray, dict]:
         eps_up, eps_pt = self._scheme.budgets()
         info: dict = {
-            "upload": self.upload, "planner": self._planner(),
+            "upload": self.upload.mode, "planner": self._planner(),
             "epsilon_upload": eps_up, "epsilon_pt": eps_pt,
         }  # fmt: skip
         t0 = time.perf_counter()

@@ -14,13 +14,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeVar
+from typing import ClassVar, Self, TypeVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from mdpsim._core.component import Component
 from mdpsim._core.validation import check_epsilon
+from mdpsim.errors import InputError
 from mdpsim.privacy.guarantees import PMDP, Audit, PureMDP
 
 BYTES_PER_FLOAT = 8
@@ -64,7 +65,14 @@ class Uploaded:
 
 @dataclass(kw_only=True, repr=False, eq=False)
 class UploadScheme(Component, ABC):
-    """One upload mode: keyword parameters (its fields), validated at construction."""
+    """One upload mode: keyword parameters (its fields), validated at construction.
+
+    A scheme is built by the user without ``epsilon`` (``StrictUpload(delta=0.01)``, the
+    ``upload=`` of :class:`~mdpsim.mechanisms.dista_lp.mechanism.DistALP`); the mechanism binds
+    its own ``epsilon`` with :meth:`bind`, which checks what depends on it (the budget split).
+    A scheme equals its mode's name (``StrictUpload() == "strict"``), so readers of the old
+    string ``upload`` keep working.
+    """
 
     mode: ClassVar[str] = "?"
     #: Planners that can plan on what this scheme uploads; the first is the default.
@@ -72,10 +80,46 @@ class UploadScheme(Component, ABC):
     #: Whether the users upload (``False``: the fit has no users; ``True``: at least one).
     takes_uploads: ClassVar[bool] = True
 
-    epsilon: float
+    epsilon: float | None = None
 
     def __post_init__(self) -> None:
-        self.epsilon = check_epsilon(self.epsilon, owner="dista_lp")
+        if self.epsilon is not None:
+            self.epsilon = check_epsilon(self.epsilon, owner="dista_lp")
+
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """The scheme's own parameters (``epsilon`` is the mechanism's, bound by it)."""
+        return [n for n in super().param_names() if n != "epsilon"]
+
+    @property
+    def eps(self) -> float:
+        """The bound ``epsilon`` (per km); a scheme not bound yet has no budgets."""
+        if self.epsilon is None:
+            raise InputError(f"upload scheme {self.mode!r} has no epsilon yet; give it to DistALP")
+        return self.epsilon
+
+    @property
+    def scheme(self) -> str:
+        """The mode's name (``"none"``, ``"location"``, ``"strict"``, ``"paper"``)."""
+        return self.mode
+
+    def bind(self, epsilon: float) -> Self:
+        """A copy with the mechanism's ``epsilon``, every parameter checked against it."""
+        return type(self)(epsilon=epsilon, **self.get_params())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return other == self.mode
+        if isinstance(other, UploadScheme):
+            return type(other) is type(self) and other.get_params() == self.get_params()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.mode)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
 
     @abstractmethod
     def budgets(self) -> tuple[float, float]:

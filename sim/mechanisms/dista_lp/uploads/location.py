@@ -38,7 +38,7 @@ class LocationUpload(UploadScheme):
 
     def budgets(self) -> tuple[float, float]:
         share = self.upload_share
-        return share * self.epsilon, (1.0 - share) * self.epsilon
+        return share * self.eps, (1.0 - share) * self.eps
 
     def guarantee(self, audit=None) -> PureMDP:
         return PureMDP(self.budgets()[0], note="EM over X at eps_up")

@@ -22,7 +22,7 @@ class NoUpload(UploadScheme):
     takes_uploads = False
 
     def budgets(self) -> tuple[float, float]:
-        return 0.0, self.epsilon
+        return 0.0, self.eps
 
     def guarantee(self, audit=None) -> None:
         return None

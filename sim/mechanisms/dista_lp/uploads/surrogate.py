@@ -111,14 +111,15 @@ class SurrogateUpload(UploadScheme):
         self.max_iter = check_positive_int(self.max_iter, "max_iter")
         self.workers = check_positive_int(self.workers, "workers")
         self.release_neighbours = check_positive_int(self.release_neighbours, "release_neighbours")
-        self.config()  # validates the split, family, rank, delta and confidence now
+        if self.epsilon is not None:  # bound by the mechanism (UploadScheme.bind)
+            self.config()  # validates the split, family, rank, delta and confidence now
 
     def config(self) -> UploadConfig:
         """The users' upload configuration (validates the split, family, rank, delta and
         confidence; an overspent split is an InputError naming it)."""
         try:
             return UploadConfig(
-                epsilon=self.epsilon, eps_dx=self.eps_dx, eps_dy=self.eps_dy,
+                epsilon=self.eps, eps_dx=self.eps_dx, eps_dy=self.eps_dy,
                 eps_cy=self.eps_cy, eps_pt=self.eps_pt, family=self.family, rank=self.rank,
                 n_neighbours=self.n_neighbours, delta=self.delta, confidence=self.confidence,
                 audit_records=self.audit_records,
