@@ -103,7 +103,9 @@ def test_json_schema_file_is_current():
 def test_reference_is_generated_from_the_json_schema():
     schema = sc.json_schema()
     schema["$defs"]["UsersTable"]["properties"]["count"]["description"] = "how many walkers"
-    assert "| `count` | int (>= 1, <= 1e+07) | `50` | how many walkers |" in sc.reference_markdown(schema)
+    assert "| `count` | int (>= 1, <= 1e+07) | `50` | how many walkers |" in sc.reference_markdown(
+        schema
+    )
 
 
 def test_tables_are_typed_attributes(tmp_path):
