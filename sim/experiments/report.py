@@ -31,12 +31,12 @@ from mdpsim.experiments.store import (
     scenario_value,
     verify,
 )
-from mdpsim.queries import available_kinds
 from mdpsim.simulation.columns import (
     HEADLINE_ATTACK_METRICS,
-    TICK_METRICS,
+    QUERY_SAVING,
     attack_columns,
     attack_metric,
+    query_metrics,
     tick_metrics,
 )
 
@@ -62,10 +62,8 @@ N_FIELD = "domain.n_points"
 def query_columns(columns) -> dict[str, str]:
     """The error column ``{kind}_error`` of every registered query kind among ``columns`` ->
     its label, as in ``columns`` (a new kind shows in the report with no edit here)."""
-    kinds = {f"{k}_error": k for k in available_kinds()}
-    return {
-        c: TICK_METRICS.get(c, f"{kinds[c]} query error") for c in map(str, columns) if c in kinds
-    }
+    labels = query_metrics()
+    return {c: labels[c] for c in map(str, columns) if c in labels and c not in QUERY_SAVING}
 
 
 def run_metrics(columns) -> dict[str, str]:

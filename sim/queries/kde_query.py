@@ -95,7 +95,7 @@ def _bandwidth_km(bandwidth_m: float) -> float:
     return float(bandwidth_m) / 1000.0
 
 
-@register_kind("kde")
+@register_kind("kde", label="KDE error")
 def ask_kde(call: QueryCall) -> tuple[QueryAnswer, float]:
     """The Gaussian KDE of bandwidth ``kde_bandwidth_m`` at the point (PM0, or BM0)."""
     s, b = call.settings, call.settings.kde_bandwidth_m

@@ -46,11 +46,29 @@ class QueryCall:
 QueryKindFn = Callable[[QueryCall], tuple[QueryAnswer, float]]
 #: The query kinds by name, in registration order.
 QUERY_KINDS: Catalog[QueryKindFn] = Catalog("query kind")
+#: Each kind's label of its error column ``{kind}_error`` (tables, reports, charts).
+ERROR_LABELS: Catalog[str] = Catalog("query kind's error label")
 
 
-def register_kind(name: str) -> Callable[[QueryKindFn], QueryKindFn]:
-    """Decorator: make ``fn(call) -> (answer, error)`` the query kind ``name``."""
-    return QUERY_KINDS.register(name)
+def register_kind(name: str, *, label: str | None = None) -> Callable[[QueryKindFn], QueryKindFn]:
+    """Decorator: make ``fn(call) -> (answer, error)`` the query kind ``name``; ``label`` names
+    its error in the tick table's outputs (default ``"{name} query error"``). The run writes
+    ``{name}_error`` and ``{name}_privacy_saving``, and every output reads them from here."""
+
+    def deco(fn: QueryKindFn) -> QueryKindFn:
+        QUERY_KINDS.register(name)(fn)
+        ERROR_LABELS.add(name, label or f"{name} query error")
+        return fn
+
+    return deco
+
+
+def query_columns() -> dict[str, str]:
+    """The tick-table columns of every registered kind -> their labels: ``{kind}_error`` and
+    ``{kind}_privacy_saving``."""
+    out = {f"{k}_error": ERROR_LABELS.get(k) for k in QUERY_KINDS}
+    out.update({f"{k}_privacy_saving": f"{k} query privacy saving" for k in QUERY_KINDS})
+    return out
 
 
 def available_kinds() -> list[str]:

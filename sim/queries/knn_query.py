@@ -88,7 +88,7 @@ def _k_smallest(triple, users: np.ndarray, k: int) -> np.ndarray:
     return np.sort(users[np.argsort(est, kind="stable")[:k]])
 
 
-@register_kind("knn")
+@register_kind("knn", label="kNN error")
 def ask_knn(call: QueryCall) -> tuple[QueryAnswer, float]:
     """The ``knn_k`` users nearest to the point (PM1, or BM1)."""
     s = call.settings

@@ -132,7 +132,7 @@ def count_err(estimate: float, truth: int) -> float:
     return abs(estimate - truth) / truth if truth > 0 else abs(estimate - truth)
 
 
-@register_kind("range")
+@register_kind("range", label="range count error")
 def ask_range(call: QueryCall) -> tuple[QueryAnswer, float]:
     """A disk of ``range_radius_m`` around the point (PM1, or BM1 without saving)."""
     s = call.settings

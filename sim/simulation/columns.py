@@ -13,16 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-#: Headline per-tick metrics other than the attacks' (means over the users of a tick).
+from mdpsim.queries.kinds import ERROR_LABELS, QUERY_KINDS, query_columns
+
+#: Headline per-tick metrics of the mechanism (means over the users of a tick); the query
+#: kinds' errors follow, from their registration (:func:`query_metrics`).
 TICK_METRICS: dict[str, str] = {
     "utility_loss_km": "utility loss (km)",
     "expected_loss_km": "mechanism's expected loss over the prior (km)",
     "em_expected_loss_km": "EM's expected loss at the same eps (km)",
-    "range_error": "range count error",
-    "kde_error": "KDE error",
-    "knn_error": "kNN error",
-    "query_privacy_saving": "query privacy saving",
 }
+#: The savings of all queries of a tick together.
+QUERY_SAVING = {"query_privacy_saving": "query privacy saving"}
+
+
+def query_metrics() -> dict[str, str]:
+    """Every registered query kind's ``{kind}_error`` -> its label, then the tick's saving."""
+    return {**{f"{k}_error": ERROR_LABELS.get(k) for k in QUERY_KINDS}, **QUERY_SAVING}
+
 
 #: Label of each attack metric (the keys of METRICS, and the scorer's Bayes-bound flag).
 ATTACK_METRICS: dict[str, str] = {
@@ -44,15 +51,12 @@ ATTACK_CHARTS = {
     "leakage_per_km": "Posterior leakage (1/km)",
 }
 
-#: Dashboard charts other than the attacks': title -> tick-table columns (missing: skipped).
+#: The dashboard chart of the queries' savings (one line per registered kind, and the total).
+SAVINGS_CHART = "Privacy savings of queries"
+#: Dashboard charts other than the attacks' and the queries': title -> tick-table columns
+#: (missing: skipped).
 CHARTS: dict[str, list[str]] = {
     "Utility loss (km)": ["utility_loss_km"],
-    "Privacy savings of queries": [
-        "query_privacy_saving",
-        "range_privacy_saving",
-        "kde_privacy_saving",
-        "knn_privacy_saving",
-    ],
     "Halted users": ["n_halted"],
     "Remaining budget": ["remaining_budget_mean", "remaining_budget_min"],
 }
@@ -67,7 +71,7 @@ def attack_metric(column: str, columns: Iterable[str] = ()) -> tuple[str, str] |
     ``guess_error_km`` too): every attack's estimates score ``hit``, so of the readings the
     one whose ``{label}_hit`` is among ``columns`` wins, else the longest metric.
     """
-    if column in TICK_METRICS:
+    if column in TICK_METRICS or column in query_columns() or column in QUERY_SAVING:
         return None
     readings = [
         (column[: -len(m) - 1], m)
@@ -96,7 +100,7 @@ def tick_metrics(columns: Iterable[str]) -> dict[str, str]:
     """Headline metrics of a tick table with ``columns``: :data:`TICK_METRICS`, then every
     attack's columns, each with its label."""
     columns = list(columns)
-    return {**TICK_METRICS, **attack_columns(columns)}
+    return {**TICK_METRICS, **query_metrics(), **attack_columns(columns)}
 
 
 def attack_charts(columns: Iterable[str]) -> dict[str, list[str]]:
@@ -113,8 +117,11 @@ def attack_charts(columns: Iterable[str]) -> dict[str, list[str]]:
 
 def charts(columns: Iterable[str]) -> dict[str, list[str]]:
     """The dashboard's charts for a tick table with ``columns``: :func:`attack_charts` (the
-    report's bound beside the leakage), then :data:`CHARTS`."""
+    report's bound beside the leakage), then :data:`CHARTS` with the queries' savings (every
+    registered kind's) after the utility loss."""
     panels = attack_charts(columns)
     if ATTACK_CHARTS["leakage_per_km"] in panels:
         panels[ATTACK_CHARTS["leakage_per_km"]].append("report_epsilon_per_km")  # the bound
-    return {**panels, **CHARTS}
+    savings = [*QUERY_SAVING, *(f"{k}_privacy_saving" for k in QUERY_KINDS)]
+    utility, *others = CHARTS.items()
+    return {**panels, **dict([utility]), SAVINGS_CHART: savings, **dict(others)}

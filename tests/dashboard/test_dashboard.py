@@ -77,7 +77,7 @@ def test_run_n_ticks_updates_metrics_map_and_charts(live):
     assert model.tick == 3 and live.metric[0].value == "3"
     # one chart per attack metric the run has (error, hit, entropy, leakage), the other
     # metric groups, the budget histogram and the inspector's row plot
-    others = [t for t in columns.CHARTS if not t.startswith(("Attack", "Posterior"))]
+    others = [*columns.CHARTS, columns.SAVINGS_CHART]  # the queries' savings: every kind
     # ... the game levels' privacy-quality plane and the people model's share at home by hour
     assert len(_charts(live)) == 4 + len(others) + 3 + 1
     layers = {layer["id"] for layer in _deck(live)["layers"]}

@@ -23,7 +23,7 @@ from mdpsim.queries import (
 from mdpsim.simulation import scenario as sc
 
 
-@register_kind("wide_range")
+@register_kind("wide_range", label="wide range count error")
 def ask_wide_range(call: QueryCall) -> tuple[QueryAnswer, float]:
     """Users within twice ``range_radius_m`` of the point (PM1)."""
     s = call.settings
@@ -51,7 +51,7 @@ def test_a_registered_query_kind_is_asked_and_charged_like_the_bundled_ones(worl
     assert ticks["wide_range_privacy_saving"].between(0, 1).all()
     assert ticks["range_error"].notna().all()  # the bundled kind beside it
     names = labels(ticks.columns)  # mdpsim report's metrics: derived from the registry
-    assert names["wide_range_error"] == "wide_range query error"
+    assert names["wide_range_error"] == "wide range count error"
     assert {"range_error", "wide_range_error"} <= set(tables(names)["Queries and budgets"])
 
 
@@ -59,3 +59,18 @@ def test_an_unregistered_query_kind_is_refused_naming_the_field(world):
     raw = world.raw(queries={"kinds": ["range", "sql"]})
     with pytest.raises(InputError, match=r"queries.kinds.*'sql'.*available: .*range"):
         sc.from_dict(raw)
+
+
+def test_a_registered_kind_shows_in_summary_json_and_the_live_charts(world, tmp_path):
+    import json
+
+    from mdpsim.dashboard.model_view import charts
+    from mdpsim.experiments.run import run_scenario
+
+    summary = run_scenario(world(), tmp_path / "run")
+    assert np.isfinite(summary["wide_range_error"])
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert json.dumps(written).count("wide_range_error") >= 1
+    ticks, _, _ = simulate(world())
+    savings = charts(ticks)["Privacy savings of queries"]
+    assert {"wide_range_privacy_saving", "range_privacy_saving"} <= set(savings)

@@ -348,7 +348,8 @@ class QueriesTable(Table):
 
     kinds: list[str] = Field(
         default=["range", "kde", "knn"],
-        description="queries the server asks each tick (registered kinds: range, kde, knn)",
+        description="queries the server asks each tick: registered kinds "
+        "(mdpsim.queries.available_kinds(); bundled: range, kde, knn)",
     )
     every_ticks: int = Field(
         default=1, ge=0, description="ask queries every this many ticks (0: never)"
