@@ -11,4 +11,13 @@ SCHEMES: dict[str, type[UploadScheme]] = {
     s.mode: s for s in (NoUpload, LocationUpload, StrictUpload, PaperUpload)
 }
 
-__all__ = ["SCHEMES", "CalibrationCache", "UploadScheme", "Uploaded"]
+__all__ = [
+    "SCHEMES",
+    "CalibrationCache",
+    "LocationUpload",
+    "NoUpload",
+    "PaperUpload",
+    "StrictUpload",
+    "UploadScheme",
+    "Uploaded",
+]
