@@ -65,7 +65,9 @@ class DistALP(Mechanism):
     epsilon
         Total budget per km (upload + report).
     upload
-        ``"none"``, ``"location"``, ``"strict"`` or ``"paper"``: the scheme (uploads/).
+        The scheme (uploads/), a component holding its own parameters: ``NoUpload()``,
+        ``LocationUpload(...)``, ``StrictUpload(...)``, ``PaperUpload(...)``; or a mode's name
+        (``"strict"``: its defaults) or a ``{"scheme": "strict", **params}`` table (TOML).
     planner
         ``"lp_medoids"`` (``none``/``location`` only: the city-scale LP over medoid outputs)
         or ``"blocks"``; ``None``: the scheme's default (``"lp_medoids"`` for ``none`` and
@@ -79,10 +81,10 @@ class DistALP(Mechanism):
     tile_size, n_near, sweeps
         The blocks planner (planner.py); ``None``: 40, 15, 2. Refused under the
         ``"lp_medoids"`` planner, which has no tiles.
-    upload_share, eps_dx, ..., release_neighbours
-        The scheme's own parameters (uploads/location.py, uploads/surrogate.py,
-        uploads/strict.py, uploads/paper.py); ``None``: not given (the scheme's default). A
-        parameter of another mode is refused, naming it.
+    **flat
+        Deprecated: the scheme's parameters as flat keywords (``upload="strict", delta=0.01``),
+        folded into the scheme with a ``DeprecationWarning``. A parameter of another mode is
+        refused, naming it.
 
     The uploading modes take the users with ``fit(domain, users=..., rng=...)``: their true
     secrets, one entry per user; users at the same secret upload the same blocks, so there is
