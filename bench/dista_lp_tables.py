@@ -109,7 +109,7 @@ def _audit_text(mech) -> str:
     if cal is None:
         return ""
     rates = " / ".join(f"{cal.p_hat[t]:.2f}" for t in ("dx", "dy", "cy"))
-    return f"; paper audit p_hat dx/dy/cy {rates} (delta {mech.delta:g})"
+    return f"; paper audit p_hat dx/dy/cy {rates} (delta {mech.upload.delta:g})"
 
 
 def _loss(mech, users) -> float:
