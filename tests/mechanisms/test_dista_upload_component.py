@@ -103,6 +103,25 @@ def test_a_toml_upload_table_runs_like_the_component_and_a_bad_one_is_refused_at
         sc.from_dict(_raw({"upload": {"scheme": "location", "delta": 0.1}}))
 
 
+def test_a_sweep_reaches_an_upload_parameter_by_its_dotted_name():
+    key = "mechanism.params.upload.upload_share"
+    first = {"upload": {"scheme": "location", "upload_share": 0.1}}
+    scenario = sc.from_dict(_raw(first, sweep={key: [0.1, 0.4]}))
+    tasks = expand(scenario)
+    assert [t.params[key] for t in tasks] == [0.1, 0.4]
+    shares = []
+    for task in tasks:
+        varied = scenario.replace(**task.params)
+        assert varied.get(key) == task.params[key]
+        mech = make("dista_lp", epsilon=4.0, **varied.mechanism.constructor_params())
+        shares.append(mech.get_params(deep=True)["upload.upload_share"])
+    assert shares == [0.1, 0.4]
+    with pytest.raises(InputError, match=r"sweep.mechanism.params.upload.upload_share: .*1.5"):
+        sc.from_dict(_raw(first, sweep={key: [0.1, 1.5]}))
+    with pytest.raises(InputError, match="mechanism.params.upload = 'none' is not a table"):
+        sc.from_dict(_raw({"upload": "none"}, sweep={"mechanism.params.upload.delta": [0.1]}))
+
+
 def test_a_sweep_varies_an_upload_parameter_through_the_scenario_machinery():
     values = [{"upload": {"scheme": "location", "upload_share": s}} for s in (0.1, 0.4)]
     scenario = sc.from_dict(_raw(values[0], sweep={"mechanism.params": values}))

@@ -155,6 +155,13 @@ class Scenario(BaseModel):
         """A value by dotted name: a field (``get("users.count")``) or a strategy's parameter
         (``get("strategies.budget.rho_per_km2")``, its default when the spec does not give it)."""
         path = _split(dotted)
+        if path[0] == "mechanism" and path[1] in NESTED_PARAMS:
+            value: Any = getattr(self.mechanism, path[1])
+            for depth, key in enumerate(path[2:], start=3):
+                if not isinstance(value, dict) or key not in value:
+                    raise InputError(f"{dotted}: {'.'.join(path[:depth])} is not given")
+                value = value[key]
+            return value
         if len(path) == 3:
             spec = self.strategy_spec(path[1])
             if isinstance(spec, dict) and path[2] in spec:
@@ -180,7 +187,9 @@ class Scenario(BaseModel):
         raw = self.model_dump(exclude={"sweep"})
         for key, value in dotted.items():
             path = _split(key.replace("__", "."))
-            if len(path) == 3:
+            if path[0] == "mechanism" and path[1] in NESTED_PARAMS:
+                _set_nested(raw["mechanism"], path[1:], value, key)
+            elif len(path) == 3:
                 spec = raw["strategies"].get(path[1]) or self.strategy_spec(path[1])
                 spec = dict(spec) if isinstance(spec, dict) else {"name": spec}
                 raw["strategies"][path[1]] = {**spec, path[2]: value}
@@ -252,11 +261,16 @@ def _check_sweep(scenario: Scenario) -> None:
 
 
 def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
-    """``(table, field)`` of a field, or ``("strategies", kind, parameter)`` of a strategy's
-    parameter; one line naming the name otherwise (a retired field: what to write)."""
+    """``(table, field)`` of a field, ``("strategies", kind, parameter)`` of a strategy's
+    parameter, or ``("mechanism", "params", name, ...)`` of a (nested) mechanism parameter;
+    one line naming the name otherwise (a retired field: what to write)."""
     if dotted in RETIRED or dotted in SWITCHES:
         raise InputError(retired_line(dotted))
     table, _, name = dotted.partition(".")
+    parts = tuple(name.split("."))
+    nested = table == "mechanism" and parts[0] in NESTED_PARAMS and len(parts) > 1
+    if nested and all(p.isidentifier() for p in parts[1:]):  # a (nested) mechanism parameter
+        return (table, *parts)
     if table == "strategies" and "." in name:
         from mdpsim.agents.strategies import REGISTRIES
 
@@ -266,6 +280,30 @@ def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
     if table not in TABLES or name not in TABLES[table].model_fields:
         raise InputError(f"{what or repr(dotted)} is not a scenario field")
     return table, name
+
+
+#: The mechanism's tables of parameters a dotted name reaches into
+#: (``mechanism.params.upload.delta``, ``mechanism.params_by_name.dista_lp.upload.delta``).
+NESTED_PARAMS = ("params", "params_by_name")
+
+
+def _set_nested(table: dict[str, Any], path: tuple[str, ...], value: Any, key: str) -> None:
+    """Set ``table[path[0]]...[path[-1]] = value``, making the tables on the way; a value on
+    the way that is not a table is one line naming it."""
+    for depth, name in enumerate(path[:-1], start=1):
+        inner = table.get(name)
+        if inner is None:
+            inner = table[name] = {}
+        elif isinstance(inner, dict):
+            inner = table[name] = dict(inner)
+        else:
+            where = "mechanism." + ".".join(path[:depth])
+            raise InputError(
+                f"{key}: {where} = {inner!r} is not a table; write it as a table to set a "
+                "parameter inside it"
+            )
+        table = inner
+    table[path[-1]] = value
 
 
 def retired_line(dotted: str, value: Any = None) -> str:
