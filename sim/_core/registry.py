@@ -84,6 +84,13 @@ class Catalog[V]:
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
+    def __getitem__(self, name: str) -> V:
+        return self._entries[name]  # a KeyError, as a mapping's: get() is the one-line form
+
+    def keys(self):
+        """The names, in registration order (``{**catalog}`` copies it into a dict)."""
+        return self._entries.keys()
+
     def __iter__(self):
         return iter(self._entries)
 
@@ -93,6 +100,10 @@ class Catalog[V]:
     def items(self):
         """``(name, entry)`` pairs in registration order."""
         return self._entries.items()
+
+    def values(self):
+        """The entries in registration order."""
+        return self._entries.values()
 
 
 class Registry[T: Component](Catalog[type[T]]):

@@ -296,7 +296,7 @@ def test_a_parameter_of_another_mode_is_one_line_naming_it(upload, param):
         make("dista_lp", epsilon=4.0, upload=upload, **param)
 
 
-def test_a_new_upload_scheme_is_its_module_and_its_schemes_entry(road_domain_small, monkeypatch):
+def test_a_new_upload_scheme_is_its_module_and_its_schemes_entry(road_domain_small, request):
     from dataclasses import dataclass
 
     from mdpsim.mechanisms.dista_lp import uploads
@@ -313,7 +313,8 @@ def test_a_new_upload_scheme_is_its_module_and_its_schemes_entry(road_domain_sma
             sent.weights = domain.prior * np.exp(-domain.dist_xx[0])
             return sent
 
-    monkeypatch.setitem(uploads.SCHEMES, "near_first", NearFirst)
+    uploads.SCHEMES.register("near_first")(NearFirst)
+    request.addfinalizer(lambda: uploads.SCHEMES.remove("near_first"))
     mech = make("dista_lp", epsilon=6.0, upload="near_first").fit(
         road_domain_small, users=THREE_USERS
     )

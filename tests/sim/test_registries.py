@@ -60,10 +60,11 @@ def test_the_registries_are_catalogs():
     from mdpsim.attacks.tracking import TRACKING_METHODS
     from mdpsim.env.prior_answers import PRIOR_ANSWERS
     from mdpsim.mechanisms.dista_lp.surrogates import SURROGATES
+    from mdpsim.mechanisms.dista_lp.uploads import SCHEMES
     from mdpsim.queries.kinds import QUERY_KINDS
 
     assert issubclass(Registry, Catalog)
-    for table in (TRACKING_METHODS, PRIOR_ANSWERS, QUERY_KINDS, SCORERS, SURROGATES):
+    for table in (TRACKING_METHODS, PRIOR_ANSWERS, QUERY_KINDS, SCORERS, SURROGATES, SCHEMES):
         assert isinstance(table, Catalog)
     assert {"range", "kde", "knn"} <= set(QUERY_KINDS.available())
     assert set(PRIOR_ANSWERS) == {"range", "kde", "knn"}

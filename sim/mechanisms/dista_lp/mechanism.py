@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from mdpsim._core.registry import Catalog
 from mdpsim._core.validation import check_choice, check_margin, check_positive_int
 from mdpsim.errors import InputError
 from mdpsim.mechanisms.base import Mechanism, Uploads, register
@@ -96,7 +98,7 @@ class DistALP(Mechanism):
     #: The surrogate modes' noise calibrations, shared by every instance (regenerations).
     calibrations: ClassVar[CalibrationCache] = CalibrationCache()
     #: The upload schemes by mode (a subclass may swap one, e.g. a noise-free ablation).
-    schemes: ClassVar[dict[str, type[UploadScheme]]] = SCHEMES
+    schemes: ClassVar[Catalog[type[UploadScheme]] | Mapping[str, type[UploadScheme]]] = SCHEMES
     conformance_params: ClassVar[dict] = {}
 
     @classmethod
