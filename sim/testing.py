@@ -58,7 +58,9 @@ def _same(a: Any, b: Any) -> bool:
 
 def _check_params(cls: type, obj: Any, first: list[str]) -> dict[str, Any]:
     """get_params lists every constructor parameter and rebuilds an equal object."""
-    sig = list(inspect.signature(cls).parameters.values())
+    sig = [  # a **catch-all (e.g. deprecated keywords routed elsewhere) is not a parameter
+        p for p in inspect.signature(cls).parameters.values() if p.kind is not p.VAR_KEYWORD
+    ]
     positional = [p.name for p in sig[len(first) :] if p.kind is not p.KEYWORD_ONLY]
     assert not positional, f"{cls.__name__}: parameters {positional} must be keyword-only"
     params = obj.get_params()
