@@ -91,6 +91,25 @@ def helsinki_test_walk(_isolated_cache):
 
 
 @pytest.fixture(scope="session")
+def lonlat(helsinki_test_walk):
+    """A function: metres in the test extract's CRS -> (lon, lat)."""
+    import pyproj
+
+    to = pyproj.Transformer.from_crs(helsinki_test_walk.graph["crs"], "EPSG:4326", always_xy=True)
+    return lambda xy: to.transform(xy[:, 0], xy[:, 1])
+
+
+@pytest.fixture(scope="session")
+def centre(helsinki_test_walk, lonlat):
+    """(lon, lat) of the middle of the test extract's extent."""
+    from mdpsim.simulation.world import network_extent
+
+    xmin, ymin, xmax, ymax = network_extent(helsinki_test_walk)
+    lon, lat = lonlat(np.array([[(xmin + xmax) / 2, (ymin + ymax) / 2]]))
+    return float(lon[0]), float(lat[0])
+
+
+@pytest.fixture(scope="session")
 def walk_domain(helsinki_walk):
     """``walk_domain(n_points, seed, metric="road", n_outputs=None)``: a Domain on Helsinki's
     walkways, built once per session and arguments."""

@@ -132,16 +132,23 @@ def _gyration(ax, c) -> None:
     ax.legend(fontsize=8)
 
 
+def _log_density(ax, values: np.ndarray, n_bins: int):
+    """Draw the density of positive ``values`` over log-spaced bins as points; return the bins'
+    geometric middles, the densities and the edges."""
+    bins = np.logspace(np.log10(values.min()), np.log10(values.max() * 1.01), n_bins)
+    hist, edges = np.histogram(values, bins=bins, density=True)
+    mid = np.sqrt(edges[1:] * edges[:-1])
+    ax.loglog(mid[hist > 0], hist[hist > 0], "o", ms=4, label="model")
+    return mid, hist, edges
+
+
 def _jumps(ax, c) -> None:
     jumps = np.asarray(c["jump_km"])
     jumps = jumps[jumps > 0]
     if jumps.size < 2:
         ax.set_title("jump lengths: fewer than two jumps")
         return
-    bins = np.logspace(np.log10(jumps.min()), np.log10(jumps.max() * 1.01), 20)
-    hist, edges = np.histogram(jumps, bins=bins, density=True)
-    mid = np.sqrt(edges[1:] * edges[:-1])
-    ax.loglog(mid[hist > 0], hist[hist > 0], "o", ms=4, label="model")
+    mid, hist, _ = _log_density(ax, jumps, 20)
     top = int(hist.argmax())  # the law drawn through the model's mode
     ref = hist[top] * (mid / mid[top]) ** -1.75
     ax.loglog(mid, ref, "k--", lw=1, label="r^-1.75 (Gonzalez 2008, up to ~100 km)")
@@ -190,10 +197,7 @@ def _dwell(ax, c, v) -> None:
     if dt.size == 0:
         ax.set_title("dwell times: no stay inside the run")
         return
-    bins = np.logspace(np.log10(dt.min()), np.log10(dt.max() * 1.01), 25)
-    hist, edges = np.histogram(dt, bins=bins, density=True)
-    mid = np.sqrt(edges[1:] * edges[:-1])
-    ax.loglog(mid[hist > 0], hist[hist > 0], "o", ms=4, label="model")
+    mid, hist, edges = _log_density(ax, dt, 25)
     for beta, tau, style, label in (
         (v["dwell_beta"], v["dwell_tau_h"], "-", f"fit beta {v['dwell_beta']:.2f}, "
          f"tau {v['dwell_tau_h']:.0f} h"),

@@ -33,21 +33,6 @@ BASE = {
 }
 
 
-@pytest.fixture(scope="module")
-def lonlat(helsinki_test_walk):
-    """A function: metres in the network's CRS -> (lon, lat)."""
-    to = pyproj.Transformer.from_crs(helsinki_test_walk.graph["crs"], "EPSG:4326", always_xy=True)
-    return lambda xy: to.transform(xy[:, 0], xy[:, 1])
-
-
-@pytest.fixture(scope="module")
-def centre(helsinki_test_walk, lonlat):
-    """(lon, lat) of the middle of the network's extent."""
-    xmin, ymin, xmax, ymax = network_extent(helsinki_test_walk)
-    lon, lat = lonlat(np.array([[(xmin + xmax) / 2, (ymin + ymax) / 2]]))
-    return float(lon[0]), float(lat[0])
-
-
 def _read(path, graph, **kw):
     return read_fixes(path, graph_crs=graph.graph["crs"], extent_xy=network_extent(graph), **kw)
 
