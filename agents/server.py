@@ -34,6 +34,7 @@ from mdpsim.mechanisms import Mechanism, make
 from mdpsim.mechanisms.base import fit_release
 from mdpsim.privacy.filters import Charge
 from mdpsim.privacy.release import CertifiedRelease
+from mdpsim.queries.outcome import QueryOutcome
 
 
 @dataclass
@@ -59,6 +60,20 @@ class Reports:
             eps[self.users] = np.asarray(self.level_epsilons)[self.levels]
             cols["report_epsilon_per_km"] = eps
         return cols
+
+
+@dataclass(frozen=True)
+class MechanismFacts:
+    """Public facts about the mechanism in force (one per generation)."""
+
+    mechanism: str
+    epsilon_per_km: float
+    report_epsilon_per_km: float
+    report_cost: float
+    mechanism_generations: int
+    solver_status: str
+    expected_loss_km: float
+    em_expected_loss_km: float
 
 
 class CuriousServer(mesa.Agent):
@@ -182,7 +197,7 @@ class CuriousServer(mesa.Agent):
         if mech.upload_guarantee is not None:  # one level only (scenario validation)
             self._charge_uploads(mech, active)
         uploads = self._upload_slots(mech, active)
-        self._mechanism_row = self._mechanism_facts()
+        self._mechanism_facts = self._read_mechanism_facts()
         if self.attacks is not None:  # the first mechanism serves from tick 1
             one = len(fitted) == 1
             released = mech if one else LevelStack.of(fitted, releases)
@@ -238,28 +253,27 @@ class CuriousServer(mesa.Agent):
         uploads[~self.uploaded] = -1
         return uploads
 
-    def mechanism_row(self) -> dict:
-        """Tick-level facts about the current mechanism (one dict per generation: read it,
-        do not change it)."""
-        return self._mechanism_row
+    def mechanism_facts(self) -> MechanismFacts:
+        """Tick-level public facts about the current mechanism (one record per generation)."""
+        return self._mechanism_facts
 
-    def _mechanism_facts(self) -> dict:
-        """:meth:`mechanism_row`, read from the mechanism just generated."""
+    def _read_mechanism_facts(self) -> MechanismFacts:
+        """:meth:`mechanism_facts`, read from the mechanism just generated."""
         info: dict = self.mechanism.info_ if self.mechanism is not None else {}
         # what the published matrix was certified against (the release's record, not the
         # instance's property, which a plug-in may answer differently after the fit)
         held = self.level_releases[self.default_level] if self.level_releases else None
         report = None if held is None else held.report_guarantee
-        return {
-            "mechanism": self.mechanism_name,
-            "epsilon_per_km": self.settings.epsilon_per_km,
-            "report_epsilon_per_km": report.epsilon_per_km if report is not None else float("nan"),
-            "report_cost": self.report_charge.cost,
-            "mechanism_generations": self.n_generations,
-            "solver_status": str(info.get("solver_status", info.get("status", "n/a"))),
-            "expected_loss_km": self.expected_loss_km,
-            "em_expected_loss_km": getattr(self, "em_expected_loss_km", float("nan")),
-        }
+        return MechanismFacts(
+            mechanism=self.mechanism_name,
+            epsilon_per_km=self.settings.epsilon_per_km,
+            report_epsilon_per_km=report.epsilon_per_km if report is not None else float("nan"),
+            report_cost=self.report_charge.cost,
+            mechanism_generations=self.n_generations,
+            solver_status=str(info.get("solver_status", info.get("status", "n/a"))),
+            expected_loss_km=self.expected_loss_km,
+            em_expected_loss_km=getattr(self, "em_expected_loss_km", float("nan")),
+        )
 
     @property
     def expected_loss_km(self) -> float:
@@ -319,9 +333,10 @@ class CuriousServer(mesa.Agent):
         """The query planner's public schedule."""
         return self.planner.due(tick)
 
-    def ask_queries(self, kinds: tuple[str, ...] | None = None) -> dict[str, float]:
-        """This tick's queries over the users' true locations (see mdpsim.agents.strategies);
-        ``kinds``: the kinds the server chose to ask (None: all of ``queries.kinds``)."""
+    def ask_queries(self, kinds: tuple[str, ...] | None = None) -> dict[str, QueryOutcome]:
+        """This tick's queries over the users' true locations (see mdpsim.agents.strategies),
+        each kind's outcome; ``kinds``: the kinds the server chose to ask (None: all of
+        ``queries.kinds``)."""
         model = self.model
         settings = model.config.queries
         if kinds is not None:

@@ -29,6 +29,7 @@ from mdpsim.experiments.store import (
     verify,
 )
 from mdpsim.simulation.columns import tick_metrics
+from mdpsim.simulation.tick_row import DECLARATIONS_FILE, TickColumns
 
 #: Filters every batch has (tick-table column -> label), whatever it sweeps.
 FIXED_FILTERS = {"mechanism": "mechanism", "epsilon_per_km": "epsilon (1/km)"}
@@ -118,6 +119,9 @@ def _load_report(folder: Path) -> Batch:
     swept
     fields between the id columns and ``mechanism``."""
     tasks = pd.read_csv(folder / REPORT_TASKS, dtype={"task_id": str})
+    declarations = folder / DECLARATIONS_FILE  # none: a report of an mdpsim before the declarations
+    if declarations.is_file():
+        TickColumns.from_json(declarations.read_text(encoding="utf-8")).attach(tasks)
     columns = list(tasks.columns)
     if columns[: len(ID_COLUMNS)] != list(ID_COLUMNS) or "mechanism" not in columns:
         raise InputError(
@@ -146,13 +150,13 @@ def select(frame: pd.DataFrame, chosen: dict[str, list]) -> pd.DataFrame:
 def metrics(batch: Batch, *, over_ticks: bool) -> list[str]:
     """Metrics with data: per-tick columns for plots over ticks, else per-task values."""
     source = batch.ticks if over_ticks else batch.tasks
-    names = [*tick_metrics(source.columns), *TICK_EXTRAS] if over_ticks else labels(batch)
+    names = [*tick_metrics(TickColumns.of(source)), *TICK_EXTRAS] if over_ticks else labels(batch)
     return [m for m in names if m in source and source[m].notna().any()]
 
 
 def labels(batch: Batch) -> dict[str, str]:
     """Metric -> label for this batch's per-task table (every attack it ran included)."""
-    return report.labels(batch.tasks.columns)
+    return report.labels(TickColumns.of(batch.tasks))
 
 
 def errorbars(frame: pd.DataFrame, *, x: str, y: str, series: list[str]) -> pd.DataFrame:

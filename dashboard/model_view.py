@@ -21,6 +21,7 @@ from mdpsim.simulation import scenario as scenario_mod
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
 from mdpsim.simulation.scenario.tables import MobilityTable
+from mdpsim.simulation.tick_row import TickColumns
 
 #: The dashboard's default: small enough that a tick takes well under a second; DistA-LP in
 #: its honest default mode (``upload="none"``, docs/results/dista_lp.md), like ``make demo``.
@@ -119,7 +120,7 @@ def _name(spec) -> str:
 
 def charts(ticks: pd.DataFrame) -> dict[str, list[str]]:
     """The live page's charts for this run's tick table (sim/simulation/columns.py)."""
-    return columns.charts(ticks.columns)
+    return columns.charts(TickColumns.of(ticks))
 
 
 def default_scenario() -> Scenario:
@@ -140,8 +141,8 @@ def edited(base: Scenario, values: dict) -> Scenario:
 
 
 def history(model: PrivacyModel) -> pd.DataFrame:
-    """One row per simulated tick (empty before the first step)."""
-    return pd.DataFrame(model.log.ticks)
+    """One row per simulated tick (empty before the first step), with its declared columns."""
+    return model.log.columns.attach(pd.DataFrame(model.log.ticks))
 
 
 #: the whole-run scores the live page shows, in this order, where an attack has them

@@ -31,6 +31,7 @@ from mdpsim.privacy.filters import PopulationFilter, add_up, fits, sub_down
 from mdpsim.queries.budgeting import STRATEGIES, QueryBudgeter
 from mdpsim.queries.elimination import QueryAnswer
 from mdpsim.queries.kinds import QueryCall, QuerySettings, query_kind
+from mdpsim.queries.outcome import UNANSWERED, QueryOutcome
 
 QUERY_PLANNERS: Registry[QueryPlanner] = Registry("query planner")
 
@@ -53,7 +54,7 @@ class QueryPlanner(Component, ABC):
     component_kind: ClassVar[str] = "query planner"
     return_checks: ClassVar[dict[str, ReturnCheck]] = {
         "due": lambda result, tick: bool_problem(result, "queries at this tick or not"),
-        "ask": lambda result, round_: _row_problem(result),
+        "ask": lambda result, round_: _outcomes_problem(result),
     }
 
     def bind(self, settings: QuerySettings, *, horizon_ticks: int) -> None:
@@ -67,23 +68,23 @@ class QueryPlanner(Component, ABC):
         return bool(every and self.settings.kinds and tick % every == 0)
 
     @abstractmethod
-    def ask(self, round_: QueryRound) -> dict[str, float]:
-        """Ask this tick's queries; return their errors and savings for the tick's row."""
+    def ask(self, round_: QueryRound) -> dict[str, QueryOutcome]:
+        """Ask this tick's queries; the outcome of each kind asked (its error, and the budget
+        asked and spent), by kind, for the tick's row."""
 
 
 @QUERY_PLANNERS.register("per_query")
 class PerQuery(QueryPlanner):
     """Each query gets ``queries.rho_per_km2`` from every user who can afford it."""
 
-    def ask(self, round_: QueryRound) -> dict[str, float]:
+    def ask(self, round_: QueryRound) -> dict[str, QueryOutcome]:
         settings, filters = round_.settings, round_.filters
         rho = settings.rho_per_km2
-        row: dict[str, float] = {}
-        asked_total = spent_total = 0.0
+        outcomes: dict[str, QueryOutcome] = {}
         cost = float(round_.budget.query_costs(np.array([rho]))[0])  # every kind's charge
         for kind in settings.kinds:
             if filters.halted.all():  # nobody left to ask
-                row[f"{kind}_error"] = float("nan")
+                outcomes[kind] = UNANSWERED
                 continue
             # users who cannot afford the query are asked (and halt); the others may answer
             cannot = ~filters.halted & (filters.remaining < cost)
@@ -91,18 +92,12 @@ class PerQuery(QueryPlanner):
                 filters.request(np.where(cannot, cost, 0.0), component=f"query_{kind}")
             budgets = np.where(filters.halted, 0.0, rho)
             if not (budgets > 0).any():
-                row[f"{kind}_error"] = float("nan")
+                outcomes[kind] = UNANSWERED
                 continue
             answer, error = ask_one(kind, round_, budgets)
             filters.spend(round_.budget.query_costs(answer.spent), component=f"query_{kind}")
-            asked, spent = budgets.sum(), np.sum(answer.spent)
-            row[f"{kind}_error"] = error
-            row[f"{kind}_privacy_saving"] = _saving(asked, spent)
-            asked_total += float(asked)
-            spent_total += float(spent)
-        if asked_total > 0:
-            row["query_privacy_saving"] = 1.0 - spent_total / asked_total
-        return row
+            outcomes[kind] = QueryOutcome(error, float(budgets.sum()), float(np.sum(answer.spent)))
+        return outcomes
 
 
 @QUERY_PLANNERS.register("budgeter")
@@ -147,13 +142,12 @@ class Budgeter(QueryPlanner):
                       "capacity": account.capacity}  # fmt: skip
         return self._budgeter
 
-    def ask(self, round_: QueryRound) -> dict[str, float]:
+    def ask(self, round_: QueryRound) -> dict[str, QueryOutcome]:
         budgeter = self._plan(round_)
-        row: dict[str, float] = {}
-        asked_total = spent_total = 0.0
+        outcomes: dict[str, QueryOutcome] = {}
         for kind in round_.settings.kinds:
             if budgeter.asked >= budgeter.m:  # the run outlived its plan: no budget left
-                row[f"{kind}_error"] = float("nan")
+                outcomes[kind] = UNANSWERED
                 continue
             result: dict[str, Any] = {}
 
@@ -171,15 +165,10 @@ class Budgeter(QueryPlanner):
                 return answer
 
             answer = budgeter.run(query, component=f"query_{kind}")
-            row[f"{kind}_error"] = result["error"]
-            if "allocation" in result:
-                asked, spent = result["allocation"].sum(), np.sum(answer.spent)
-                row[f"{kind}_privacy_saving"] = _saving(asked, spent)
-                asked_total += float(asked)
-                spent_total += float(spent)
-        if asked_total > 0:
-            row["query_privacy_saving"] = 1.0 - spent_total / asked_total
-        return row
+            asked = float(result["allocation"].sum()) if "allocation" in result else 0.0
+            spent = float(np.sum(answer.spent)) if asked > 0 else 0.0
+            outcomes[kind] = QueryOutcome(result["error"], asked, spent)
+        return outcomes
 
 
 class QueryShare:
@@ -225,16 +214,11 @@ def ask_one(kind: str, round_: QueryRound, budgets: np.ndarray) -> tuple[QueryAn
     return query_kind(kind)(QueryCall(round_.settings, round_.locations_m, point, budgets, rng))
 
 
-def _saving(asked: float, spent: float) -> float:
-    """PrivSav: the fraction of the ``asked`` budget (summed over users) not ``spent``."""
-    return float(1.0 - spent / asked) if asked > 0 else float("nan")
-
-
-def _row_problem(row: Any) -> str | None:
-    """Why a planner's ``ask`` result is not a ``{column: number}`` dict, or ``None``."""
-    if not isinstance(row, dict):
-        return f"{type(row).__name__}, not a dict of column -> number"
-    for key, value in row.items():
-        if not isinstance(key, str) or not isinstance(value, int | float | np.number):
-            return f"the entry {key!r}: {value!r}, not a column name and a number"
+def _outcomes_problem(outcomes: Any) -> str | None:
+    """Why a planner's ``ask`` result is not a ``{kind: QueryOutcome}`` dict, or ``None``."""
+    if not isinstance(outcomes, dict):
+        return f"{type(outcomes).__name__}, not a dict of query kind -> QueryOutcome"
+    for key, value in outcomes.items():
+        if not isinstance(key, str) or not isinstance(value, QueryOutcome):
+            return f"the entry {key!r}: {value!r}, not a query kind and a QueryOutcome"
     return None

@@ -53,6 +53,13 @@ METRICS = {
     "entropy_bits": "posterior entropy: the attack's uncertainty (lower = more certain)",
     "leakage_per_km": "posterior leakage: max over secret pairs of |log odds change| / distance",
 }
+
+
+def attack_column(label: str, metric: str) -> str:
+    """The tick and per-user column of attack ``label``'s ``metric`` (``bayes_hit``)."""
+    return f"{label}_{metric}"
+
+
 #: A report's leakage above ``eps * (1 + BOUND_RTOL)`` breaks the Bayes bound and is flagged.
 BOUND_RTOL = 1e-9
 

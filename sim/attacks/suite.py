@@ -6,12 +6,12 @@ This is what the server (agents/server.py) or the harness (``mdpsim attack``) ca
     suite.start(context)
     suite.release(release)                        # whenever a mechanism is (re)generated
     result = suite.observe(obs, true_positions)   # every tick
-    row, cols = result.row, result.user_columns(n_users)
+    means, cols = result.means, result.user_columns(n_users)
     final = suite.finish()                        # whole-run scores (Viterbi, places, linkage)
 
-Column names are ``{label}_{metric}`` (``tracking_error_km``, ``bayes_hit``); a tick row holds
-the means of the estimates produced at that tick (a fixed-lag smoother's estimate is about an
-earlier tick, see :attr:`~mdpsim.attacks.base.Scores.tick`); per-user columns hold the estimates
+Columns are named by :func:`~mdpsim.attacks.base.attack_column` (``tracking_error_km``,
+``bayes_hit``); a tick row holds the means of the estimates produced at that tick (a
+fixed-lag smoother's estimate is about an earlier tick, see :attr:`~mdpsim.attacks.base.Scores.tick`); per-user columns hold the estimates
 about the current tick only. Every score, with the tick it is about, stays in :attr:`scores`.
 
 Inside :func:`keep_going` (``mdpsim attack``) a plug-in attack's mistake
@@ -39,6 +39,7 @@ from mdpsim.attacks.base import (
     Release,
     Scores,
     Truth,
+    attack_column,
     estimates_problem,
     make,
     score,
@@ -66,15 +67,15 @@ class TickResult:
     scores: dict[str, list[Scores]]
 
     @cached_property
-    def row(self) -> dict[str, float]:
-        """Tick-level means, ``{label}_{metric}``; rates for ``hit``/``bound_violation``
-        (built once: the tick's row and the environment's rewards read it)."""
-        row: dict[str, float] = {}
+    def means(self) -> dict[str, dict[str, float]]:
+        """Per attack label, each metric's mean over the users it estimated at this tick
+        (rates for ``hit``/``bound_violation``; a later estimate of a label overrides an
+        earlier one's metric); built once: the tick's row and the environment read it."""
+        means: dict[str, dict[str, float]] = {}
         for label, scored in self.scores.items():
             for s in scored:
-                for metric, value in s.means().items():
-                    row[f"{label}_{metric}"] = value
-        return row
+                means.setdefault(label, {}).update(s.means())
+        return means
 
     def user_columns(self, n_users: int) -> dict[str, np.ndarray]:
         """Per-user columns of the estimates about this tick (NaN for users not estimated)."""
@@ -84,7 +85,7 @@ class TickResult:
                 if s.tick != self.tick:
                     continue
                 for metric, col in s.columns(n_users).items():
-                    key = f"{label}_{metric}"
+                    key = attack_column(label, metric)
                     if key in cols:  # a second estimate of this label about this tick
                         cols[key][s.users] = s.values[metric]
                     else:

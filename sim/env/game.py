@@ -44,6 +44,7 @@ from mdpsim.agents import attack_success
 from mdpsim.env.prior_answers import PriorCall, planar_distances_km, prior_answer
 from mdpsim.errors import InputError
 from mdpsim.geo.routing import RoadSegments
+from mdpsim.queries.outcome import UNANSWERED
 from mdpsim.simulation.model import Decisions, PrivacyModel
 from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
@@ -409,7 +410,7 @@ class Game:
         else:
             self.level_reported = np.zeros(len(self.levels))
             self.level_reported[model.server.default_level] = len(reports.users) / n
-        entropy = attacks.row.get("bayes_entropy_bits", float("nan"))  # no truth in it
+        entropy = attacks.means.get("bayes", {}).get("entropy_bits", float("nan"))  # no truth
         self.attack_entropy_bits = 0.0 if np.isnan(entropy) else float(entropy)
         users = -loss - w.attack_weight * success
         out = {}
@@ -431,7 +432,7 @@ class Game:
             return 0.0  # nobody asked for an answer at this tick
         total = 0.0
         for kind in self.scenario.queries.kinds:
-            asked = model.last_queries.get(f"{kind}_error", float("nan"))
+            asked = model.last_queries.get(kind, UNANSWERED).error
             total += asked if np.isfinite(asked) else self._prior_error(kind, secrets[active])
         return total
 

@@ -238,7 +238,9 @@ def _with_front(df: pd.DataFrame, front: dict[str, Any]) -> pd.DataFrame:
         ident["seed"] = ident["seed"].astype(np.int64)
     if "repetition" in ident:
         ident["repetition"] = ident["repetition"].astype(np.int64)
-    return pd.concat([ident, df.reset_index(drop=True)], axis=1)
+    out = pd.concat([ident, df.reset_index(drop=True)], axis=1)
+    out.attrs.update(df.attrs)  # a tick table's declared columns
+    return out
 
 
 # ---------------------------------------------------------------------- backends

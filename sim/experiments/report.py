@@ -35,10 +35,10 @@ from mdpsim.simulation.columns import (
     HEADLINE_ATTACK_METRICS,
     QUERY_SAVING,
     attack_columns,
-    attack_metric,
     query_metrics,
     tick_metrics,
 )
+from mdpsim.simulation.tick_row import DECLARATIONS_FILE, TickColumns
 
 Z95 = 1.96
 FINAL = {
@@ -59,32 +59,31 @@ N_FIELD = "domain.n_points"
 
 
 # ---------------------------------------------------------------------- metrics
-def query_columns(columns) -> dict[str, str]:
-    """The error column ``{kind}_error`` of every registered query kind among ``columns`` ->
-    its label, as in ``columns`` (a new kind shows in the report with no edit here)."""
-    labels = query_metrics()
-    return {c: labels[c] for c in map(str, columns) if c in labels and c not in QUERY_SAVING}
+def query_columns(declared: TickColumns) -> dict[str, str]:
+    """The error column ``{kind}_error`` of every declared query kind -> its label (a new
+    kind shows in the report with no edit here)."""
+    return {c: label for c, label in query_metrics(declared).items() if c not in QUERY_SAVING}
 
 
-def run_metrics(columns) -> dict[str, str]:
-    """The per-tick metrics of a table with ``columns`` (sim/simulation/columns.py, every attack's
-    and
-    every query kind's) -> their labels."""
-    return {**tick_metrics(columns), **query_columns(columns)}
+def run_metrics(declared: TickColumns) -> dict[str, str]:
+    """The per-tick metrics of a tick table with these declared columns (every attack's and
+    every query kind's, sim/simulation/columns.py) -> their labels."""
+    return tick_metrics(declared)
 
 
-def labels(columns) -> dict[str, str]:
-    """Metric -> label of a per-task table with ``columns``: the tick means (every attack's
-    and every query kind's columns included), the final budgets and the solve time."""
-    return {**run_metrics(columns), **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
+def labels(declared: TickColumns) -> dict[str, str]:
+    """Metric -> label of a per-task table of a tick table with these declared columns: the
+    tick means (every attack's and every query kind's columns included), the final budgets
+    and the solve time."""
+    return {**run_metrics(declared), **dict(FINAL.values()), SOLVE[0]: SOLVE[1]}
 
 
-def tables(metrics) -> dict[str, list[str]]:
-    """The summary's tables (title -> metrics) for the metrics a report has."""
-    attacks = attack_columns(metrics, HEADLINE_ATTACK_METRICS)
+def tables(declared: TickColumns) -> dict[str, list[str]]:
+    """The summary's tables (title -> metrics) for a report of these declared columns."""
+    attacks = attack_columns(declared, HEADLINE_ATTACK_METRICS)
     return {
         "Utility and attacks": ["utility_loss_km", *attacks],
-        "Queries and budgets": [*query_columns(metrics), *QUERY_TABLE],
+        "Queries and budgets": [*query_columns(declared), *QUERY_TABLE],
         "Cost": [SOLVE[0]],
     }
 
@@ -99,19 +98,20 @@ def per_task(ticks: pd.DataFrame, timings: pd.DataFrame, manifest: dict) -> pd.D
     out["n_points"] = (
         first[N_FIELD].to_numpy() if N_FIELD in swept else scenario_value(manifest, N_FIELD)
     )
-    present = [m for m in run_metrics(ticks.columns) if m in ticks]
+    declared = TickColumns.of(ticks)
+    present = [m for m in run_metrics(declared) if m in ticks]
     means = ticks.groupby("task_id", sort=False)[present].mean()
     last = ticks.groupby("task_id", sort=False).last()
     for col, (name, _) in FINAL.items():
         means[name] = last[col].astype(float)
     generated = timings[timings["regenerated"]]
     means[SOLVE[0]] = generated.groupby("task_id", sort=False)["mechanism_s"].mean()
-    return out.merge(means, left_on="task_id", right_index=True, how="left")
+    return declared.attach(out.merge(means, left_on="task_id", right_index=True, how="left"))
 
 
 def summarize(tasks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Mean, 1.96-SE half-width and count over repetitions of each metric, per group."""
-    metrics = [m for m in labels(tasks.columns) if m in tasks and tasks[m].notna().any()]
+    metrics = [m for m in labels(TickColumns.of(tasks)) if m in tasks and tasks[m].notna().any()]
     frame, keys = (tasks, list(by)) if by else (tasks.assign(_all=0), ["_all"])
     groups = frame.groupby(keys, sort=False, dropna=False)[metrics]
     mean, sem = groups.mean(), groups.sem()  # sem: s / sqrt(n), ddof=1, NaN values skipped
@@ -121,6 +121,7 @@ def summarize(tasks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         out[f"{m}_mean"] = mean[m]
         out[f"{m}_ci95"] = Z95 * sem[m]
     out = out.reset_index()
+    out.attrs.update(tasks.attrs)  # the tick columns' declarations
     return out.drop(columns="_all") if not by else out
 
 
@@ -140,14 +141,11 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *rows])
 
 
-def _metrics_of(summary: pd.DataFrame) -> list[str]:
-    return [c.removesuffix("_mean") for c in summary.columns if c.endswith("_mean")]
-
-
 def _summary_tables(summary: pd.DataFrame, by: list[str]) -> list[str]:
     parts = []
-    names = labels(_metrics_of(summary))
-    for title, metrics in tables(names).items():
+    declared = TickColumns.of(summary)
+    names = labels(declared)
+    for title, metrics in tables(declared).items():
         metrics = [m for m in metrics if f"{m}_mean" in summary]
         if not metrics:
             continue
@@ -167,8 +165,9 @@ def _pivots(summary: pd.DataFrame, by: list[str]) -> list[str]:
     col = EPS_FIELD if EPS_FIELD in by else by[-1]
     rows = [f for f in by if f != col]
     parts = []
-    names = labels(_metrics_of(summary))
-    pivoted = [PIVOTED[0], *attack_columns(names, ["error_km"]), *PIVOTED[1:]]
+    declared = TickColumns.of(summary)
+    names = labels(declared)
+    pivoted = [PIVOTED[0], *attack_columns(declared, ["error_km"]), *PIVOTED[1:]]
     for m in pivoted:
         if f"{m}_mean" not in summary or summary[f"{m}_mean"].nunique() < 2:
             continue  # nothing to compare
@@ -233,8 +232,9 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
     import matplotlib.pyplot as plt
 
     others = [f for f in by if f not in (EPS_FIELD, "mechanism.name")]
-    names = labels(tasks.columns)
-    errors = [c for c in attack_columns(tasks.columns, ["error_km"]) if tasks[c].notna().any()]
+    declared = TickColumns.of(tasks)
+    names = labels(declared)
+    errors = [c for c in attack_columns(declared, ["error_km"]) if tasks[c].notna().any()]
     specs: list[tuple[str, Any, str]] = [
         ("utility_loss_vs_eps.png", "utility_loss_km", "eps"),
         ("attack_error_vs_eps.png", errors or [""], "eps"),  # every attack's expected error
@@ -252,7 +252,7 @@ def write_plots(tasks: pd.DataFrame, ticks: pd.DataFrame, by: list[str], out: Pa
         fig, ax = plt.subplots(figsize=(9.0, 4.2))
         if isinstance(metric, list):
             for column in metric:
-                prefix = f"{attack_metric(column, tasks.columns)[0]}: "
+                prefix = f"{declared[column].owner}: "
                 _errorbar_plot(ax, tasks, x, column, ["mechanism", *others], prefix=prefix)
             ax.set_xlabel("epsilon (1/km)")
             ax.set_ylabel("attack expected error (km)")
@@ -293,7 +293,8 @@ def write_report(
     *,
     warn: Callable[[str], None] | None = None,
 ) -> list[Path]:
-    """Write ``summary.md``, ``summary.csv``, ``tasks.csv`` and the PNGs; return their paths.
+    """Write ``summary.md``, ``summary.csv``, ``tasks.csv`` (with its tick columns'
+    declarations, ``tick_columns.json``) and the PNGs; return their paths.
 
     The report folder is checked before the store is read and written whole or not at all;
     an existing one is replaced only if it is a report (or empty). Damaged tasks
@@ -318,7 +319,8 @@ def write_report(
     tasks = per_task(ticks, load_timings(store, list(checked.done)), manifest)
     with atomic_folder(out, wrote="mdpsim report") as tmp:
         plots = _write_report_files(tmp, store, manifest, tasks, ticks, checked.damaged)
-    return [out / "summary.md", out / "summary.csv", out / "tasks.csv", *(out / p for p in plots)]
+    written = ["summary.md", "summary.csv", "tasks.csv", DECLARATIONS_FILE, *plots]
+    return [out / name for name in written]
 
 
 def _write_report_files(
@@ -334,6 +336,7 @@ def _write_report_files(
     summary = summarize(tasks, by)
     summary.to_csv(out / "summary.csv", index=False)
     tasks.to_csv(out / "tasks.csv", index=False)
+    (out / DECLARATIONS_FILE).write_text(TickColumns.of(tasks).to_json(), encoding="utf-8")
     plots = write_plots(tasks, ticks, by, out)
     failures = load_failures(store)
     name = manifest["scenario"]["scenario"]["name"]

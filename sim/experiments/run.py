@@ -35,6 +35,7 @@ from mdpsim.simulation.columns import tick_metrics
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.scenario import Scenario
 from mdpsim.simulation.scenario.tables import MAX_TICKS
+from mdpsim.simulation.tick_row import TickColumns
 from mdpsim.simulation.trace_walks import TracePopulation, moves_beyond_reach
 from mdpsim.simulation.traces import BAD_ROWS_FILE
 
@@ -112,7 +113,7 @@ def run_model(
 
 def tables(model: PrivacyModel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The per-tick, per-user and timing tables of a model's run so far."""
-    ticks_df = pd.DataFrame(model.log.ticks)
+    ticks_df = model.log.columns.attach(pd.DataFrame(model.log.ticks))
     # some columns exist only at some ticks (the upload attack at releases): NaN elsewhere
     names = list(dict.fromkeys(k for cols in model.log.users for k in cols))
     users_df = pd.DataFrame(
@@ -132,7 +133,7 @@ def tables(model: PrivacyModel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
 def summarize(ticks_df: pd.DataFrame, timings_df: pd.DataFrame) -> dict:
     """Headline numbers of a run (means over ticks; the final budgets)."""
     out: dict = {"ticks": len(ticks_df)}
-    for name in tick_metrics(ticks_df.columns):  # means over the ticks
+    for name in tick_metrics(TickColumns.of(ticks_df)):  # means over the ticks
         if name in ticks_df:
             value = float(np.nanmean(ticks_df[name])) if ticks_df[name].notna().any() else math.nan
             out[name] = value

@@ -40,6 +40,7 @@ import pandas as pd
 
 from mdpsim._core.guards import MARKER, check_not_dangerous, check_replaceable, write_marker
 from mdpsim.errors import InputError, one_line
+from mdpsim.simulation.tick_row import stack
 
 if TYPE_CHECKING:
     from mdpsim.simulation.scenario import Scenario
@@ -392,7 +393,8 @@ def task_table(store: str | Path) -> pd.DataFrame:
 
 
 def load_ticks(store: str | Path, task_ids: list[str] | None = None) -> pd.DataFrame:
-    """The per-tick tables of the given (default: all finished) tasks, stacked."""
+    """The per-tick tables of the given (default: all finished) tasks, stacked, with their
+    declared columns (:class:`~mdpsim.simulation.tick_row.TickColumns`)."""
     return _stack(store, "", task_ids)
 
 
@@ -427,4 +429,4 @@ def _stack(store: str | Path, suffix: str, task_ids: list[str] | None = None) ->
                 f"{path} cannot be read ({one_line(exc)}); `mdpsim batch ... --resume` runs "
                 f"task {tid} again"
             ) from None
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return stack(frames)  # a tick table's declared columns merged (others have none)

@@ -1,19 +1,16 @@
-"""The tick table's headline columns, named and labelled once.
+"""The tick table's headline columns, labelled once, found by what they were declared to be.
 
 ``mdpsim.simulation.model`` writes them, ``mdpsim.experiments.run`` summarises them,
-``mdpsim.experiments.report``
-tabulates and
-plots them and the dashboard charts them; all read the names here. Attack columns are not
-listed: every attack of a run writes ``{label}_{metric}`` (mdpsim.attacks.suite) for the metric
-family :data:`mdpsim.attacks.base.METRICS`, so they are read off the columns a table has
-(:func:`attack_columns`) and a new attack shows in every output with no edit here.
+``mdpsim.experiments.report`` tabulates and plots them and the dashboard charts them; all read
+the labels here and find a table's query and attack columns in its declarations
+(:class:`~mdpsim.simulation.tick_row.TickColumns`: each column's group, query kind or attack
+label, and metric), so a new attack or query kind shows in every output with no edit here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from mdpsim.queries.kinds import ERROR_LABELS, QUERY_KINDS, query_columns
+from mdpsim.queries.kinds import ERROR_LABELS, QUERY_KINDS
+from mdpsim.simulation.tick_row import QUERY_SAVING_COLUMN, Column, TickColumns
 
 #: Headline per-tick metrics of the mechanism (means over the users of a tick); the query
 #: kinds' errors follow, from their registration (:func:`query_metrics`).
@@ -23,12 +20,24 @@ TICK_METRICS: dict[str, str] = {
     "em_expected_loss_km": "EM's expected loss at the same eps (km)",
 }
 #: The savings of all queries of a tick together.
-QUERY_SAVING = {"query_privacy_saving": "query privacy saving"}
+QUERY_SAVING = {QUERY_SAVING_COLUMN: "query privacy saving"}
 
 
-def query_metrics() -> dict[str, str]:
-    """Every registered query kind's ``{kind}_error`` -> its label, then the tick's saving."""
-    return {**{f"{k}_error": ERROR_LABELS.get(k) for k in QUERY_KINDS}, **QUERY_SAVING}
+def _query_columns(declared: TickColumns, metric: str) -> list[Column]:
+    """The declared columns of the query kinds' ``metric``, registered kinds first in their
+    registration order (the total saving, which no kind owns, is left out)."""
+    order = {kind: i for i, kind in enumerate(QUERY_KINDS)}
+    found = [c for c in declared.of_group("query") if c.metric == metric and c.owner]
+    return sorted(found, key=lambda c: order.get(c.owner, len(order)))
+
+
+def query_metrics(declared: TickColumns) -> dict[str, str]:
+    """Every declared query kind's error column -> its label, then the tick's saving."""
+    errors = {
+        c.name: ERROR_LABELS.get(c.owner) if c.owner in ERROR_LABELS else f"{c.owner} query error"
+        for c in _query_columns(declared, "error")
+    }
+    return {**errors, **QUERY_SAVING}
 
 
 #: Label of each attack metric (the keys of METRICS, and the scorer's Bayes-bound flag).
@@ -61,67 +70,43 @@ CHARTS: dict[str, list[str]] = {
     "Remaining budget": ["remaining_budget_mean", "remaining_budget_min"],
 }
 
-_LONGEST_FIRST = sorted(ATTACK_METRICS, key=len, reverse=True)  # guess_error_km before error_km
 
-
-def attack_metric(column: str, columns: Iterable[str] = ()) -> tuple[str, str] | None:
-    """``(label, metric)`` of an attack column ``{label}_{metric}``, else ``None``.
-
-    A label may itself end like a metric (``prior_guess`` + ``error_km`` reads as ``prior`` +
-    ``guess_error_km`` too): every attack's estimates score ``hit``, so of the readings the
-    one whose ``{label}_hit`` is among ``columns`` wins, else the longest metric.
-    """
-    if column in TICK_METRICS or column in query_columns() or column in QUERY_SAVING:
-        return None
-    readings = [
-        (column[: -len(m) - 1], m)
-        for m in _LONGEST_FIRST
-        if column.endswith(f"_{m}") and len(column) > len(m) + 1
-    ]
-    present = set(columns)
-    scored = [r for r in readings if f"{r[0]}_hit" in present]
-    return (scored or readings)[0] if readings else None
-
-
-def attack_columns(columns: Iterable[str], metrics: Iterable[str] = ATTACK_METRICS) -> dict:
-    """The attack columns among ``columns`` whose metric is in ``metrics`` -> their labels,
-    ordered by metric, then as in ``columns``."""
-    columns = [str(c) for c in columns]
-    found = [(col, parsed) for col in columns if (parsed := attack_metric(col, columns))]
+def attack_columns(declared: TickColumns, metrics=ATTACK_METRICS) -> dict[str, str]:
+    """The declared attack columns whose metric is in ``metrics`` -> their labels, ordered
+    by metric, then as declared."""
+    found = declared.of_group("attack")
     return {
-        col: f"{label} attack: {ATTACK_METRICS[metric]}"
-        for wanted in metrics
-        for col, (label, metric) in found
-        if metric == wanted
+        c.name: f"{c.owner} attack: {ATTACK_METRICS[metric]}"
+        for metric in metrics
+        for c in found
+        if c.metric == metric
     }
 
 
-def tick_metrics(columns: Iterable[str]) -> dict[str, str]:
-    """Headline metrics of a tick table with ``columns``: :data:`TICK_METRICS`, then every
-    attack's columns, each with its label."""
-    columns = list(columns)
-    return {**TICK_METRICS, **query_metrics(), **attack_columns(columns)}
+def tick_metrics(declared: TickColumns) -> dict[str, str]:
+    """Headline metrics of a tick table: :data:`TICK_METRICS`, the query kinds' errors and
+    saving, then every attack's columns, each with its label."""
+    return {**TICK_METRICS, **query_metrics(declared), **attack_columns(declared)}
 
 
-def attack_charts(columns: Iterable[str]) -> dict[str, list[str]]:
-    """One chart per attack metric of :data:`ATTACK_CHARTS` that ``columns`` have, with a line
-    per attack, whatever attacks the run has."""
-    columns = list(columns)
+def attack_charts(declared: TickColumns) -> dict[str, list[str]]:
+    """One chart per attack metric of :data:`ATTACK_CHARTS` a table has, with a line per
+    attack, whatever attacks the run has."""
     panels: dict[str, list[str]] = {}
     for metric, title in ATTACK_CHARTS.items():
-        picked = list(attack_columns(columns, [metric]))
+        picked = list(attack_columns(declared, [metric]))
         if picked:
             panels[title] = picked
     return panels
 
 
-def charts(columns: Iterable[str]) -> dict[str, list[str]]:
-    """The dashboard's charts for a tick table with ``columns``: :func:`attack_charts` (the
-    report's bound beside the leakage), then :data:`CHARTS` with the queries' savings (every
-    registered kind's) after the utility loss."""
-    panels = attack_charts(columns)
+def charts(declared: TickColumns) -> dict[str, list[str]]:
+    """The dashboard's charts for a tick table: :func:`attack_charts` (the report's bound
+    beside the leakage), then :data:`CHARTS` with the queries' savings (the total and every
+    declared kind's) after the utility loss."""
+    panels = attack_charts(declared)
     if ATTACK_CHARTS["leakage_per_km"] in panels:
         panels[ATTACK_CHARTS["leakage_per_km"]].append("report_epsilon_per_km")  # the bound
-    savings = [*QUERY_SAVING, *(f"{k}_privacy_saving" for k in QUERY_KINDS)]
+    savings = [*QUERY_SAVING, *(c.name for c in _query_columns(declared, "privacy_saving"))]
     utility, *others = CHARTS.items()
     return {**panels, **dict([utility]), SAVINGS_CHART: savings, **dict(others)}

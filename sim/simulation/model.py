@@ -26,15 +26,19 @@ from mdpsim.agents import CuriousServer, UserAgent
 from mdpsim.agents.strategies import Strategies, from_scenario
 from mdpsim.agents.strategies.report_policy import ReportContext
 from mdpsim.geo.domain import Domain
+from mdpsim.queries.outcome import QueryOutcome
 from mdpsim.simulation.scenario import Scenario
+from mdpsim.simulation.tick_row import RunFacts, TickColumns, TickRow
 from mdpsim.simulation.world import build_world
 
 
 @dataclass
 class TickLog:
-    """Per-tick rows and per-(tick, user) columns collected during a run."""
+    """Per-tick rows and per-(tick, user) columns collected during a run; ``columns``
+    declares what each tick column is (the run's :class:`TickColumns`)."""
 
     ticks: list[dict] = field(default_factory=list)
+    columns: TickColumns = field(default_factory=TickColumns)
     users: list[dict[str, np.ndarray]] = field(default_factory=list)
     timings: list[dict[str, float]] = field(default_factory=list)
 
@@ -189,7 +193,7 @@ class PrivacyModel(mesa.Model):
         )
         return self.server.collect_reports(decisions.report, decisions.level)
 
-    def _query(self, decisions: Decisions) -> dict:
+    def _query(self, decisions: Decisions) -> dict[str, QueryOutcome]:
         """Phase 4: the server's queries of this tick (none when it does not ask)."""
         return self.server.ask_queries(decisions.query_kinds) if decisions.query else {}
 
@@ -206,20 +210,19 @@ class PrivacyModel(mesa.Model):
         filters = self.filters
         remaining = filters.remaining
         n = len(remaining)
-        row = {
-            "tick": self.tick,
-            "n_users": n,
-            "n_reports": len(reports.users),
-            "n_halted": int(np.count_nonzero(filters.halted)),
-            "remaining_budget_mean": float(np.add.reduce(remaining) / n),  # np.mean's sum
-            "remaining_budget_min": float(np.minimum.reduce(remaining)),
-            "delta_spent_max": float(np.maximum.reduce(filters.delta_spent)),
-            "utility_loss_km": _mean(reports.loss_km),
-            "mechanism_regenerated": bool(regenerated),
-            **self.server.mechanism_row(),
-            **queries,
-            **attacks.row,
-        }
+        run = RunFacts(
+            tick=self.tick,
+            n_users=n,
+            n_reports=len(reports.users),
+            n_halted=int(np.count_nonzero(filters.halted)),
+            remaining_budget_mean=float(np.add.reduce(remaining) / n),  # np.mean's sum
+            remaining_budget_min=float(np.minimum.reduce(remaining)),
+            delta_spent_max=float(np.maximum.reduce(filters.delta_spent)),
+            utility_loss_km=_mean(reports.loss_km),
+            mechanism_regenerated=bool(regenerated),
+        )
+        facts = self.server.mechanism_facts()
+        row = self.log.columns.record(TickRow(run, facts, queries, attacks.means))
         self.log.ticks.append(row)
         if self.config.output.per_user:
             cols = {

@@ -4,21 +4,40 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdpsim.attacks.base import METRICS
+from mdpsim.attacks.base import METRICS, attack_column
 from mdpsim.dashboard import mapview
 from mdpsim.simulation import columns as charts
+from mdpsim.simulation.tick_row import Column, TickColumns, legacy
 
 
 def test_attack_panels_show_every_attack_of_the_run():
-    columns = ["tick", "bayes_error_km", "bayes_guess_error_km", "viterbi_error_km",
-               "places_hit", "bayes_hit", "linkage_hit", "bayes_leakage_per_km",
-               "smooth_entropy_bits"]  # fmt: skip
-    panels = charts.attack_charts(columns)
+    declared = TickColumns(
+        Column(attack_column(label, metric), "attack", label, metric)
+        for label, metric in [("bayes", "error_km"), ("bayes", "guess_error_km"),
+                              ("viterbi", "error_km"), ("places", "hit"), ("bayes", "hit"),
+                              ("linkage", "hit"), ("bayes", "leakage_per_km"),
+                              ("smooth", "entropy_bits")]
+    )  # fmt: skip
+    panels = charts.attack_charts(declared)
     assert set(charts.ATTACK_CHARTS) <= set(METRICS)
     assert panels["Attack expected error (km)"] == ["bayes_error_km", "viterbi_error_km"]
     assert panels["Attack top-1 hit rate"] == ["places_hit", "bayes_hit", "linkage_hit"]
     assert panels["Attack posterior entropy (bits)"] == ["smooth_entropy_bits"]
-    assert charts.attack_charts(["tick", "utility_loss_km"]) == {}
+    assert charts.attack_charts(TickColumns([Column("tick", "run")])) == {}
+
+
+def test_a_table_without_declarations_is_read_by_its_names():
+    """ticks.parquet of an mdpsim before the declarations: attack columns by the metric their
+    names end with; ``{label}_hit`` settles a label that itself ends like a metric."""
+    names = ["tick", "utility_loss_km", "range_error", "query_privacy_saving", "bayes_error_km",
+             "prior_guess_error_km", "prior_guess_hit", "places_hit"]  # fmt: skip
+    declared = legacy(names)
+    assert declared["prior_guess_error_km"] == Column(
+        "prior_guess_error_km", "attack", "prior_guess", "error_km"
+    )
+    assert declared["range_error"].group == "query"
+    assert declared["utility_loss_km"].group == "run"
+    assert list(charts.attack_columns(declared, ["hit"])) == ["prior_guess_hit", "places_hit"]
 
 
 def test_tracked_trace_is_drawn_against_the_true_one(road_domain_small):

@@ -21,6 +21,7 @@ from mdpsim.queries import (
     true_count,
 )
 from mdpsim.simulation import scenario as sc
+from mdpsim.simulation.tick_row import TickColumns
 
 
 @register_kind("wide_range", label="wide range count error")
@@ -50,9 +51,9 @@ def test_a_registered_query_kind_is_asked_and_charged_like_the_bundled_ones(worl
     assert np.isfinite(ticks["wide_range_error"]).all()
     assert ticks["wide_range_privacy_saving"].between(0, 1).all()
     assert ticks["range_error"].notna().all()  # the bundled kind beside it
-    names = labels(ticks.columns)  # mdpsim report's metrics: derived from the registry
-    assert names["wide_range_error"] == "wide range count error"
-    assert {"range_error", "wide_range_error"} <= set(tables(names)["Queries and budgets"])
+    declared = TickColumns.of(ticks)  # mdpsim report's metrics: the run's declarations
+    assert labels(declared)["wide_range_error"] == "wide range count error"
+    assert {"range_error", "wide_range_error"} <= set(tables(declared)["Queries and budgets"])
 
 
 def test_an_unregistered_query_kind_is_refused_naming_the_field(world):
