@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -47,7 +48,8 @@ class RowSampler:
     Python floats from each row's cached CDF: the same float64 operations as
     :func:`_sample_block` (a tick below 2^53 and the products are exact conversions and
     single roundings either way), so the same cells, safety test and slow path. More rows
-    go to :func:`sample_rows`."""
+    of a non-negative matrix (every certified one) are drawn by a compiled pass that sums
+    each row's CDF only up to the draw's cell; anything else goes to :func:`sample_rows`."""
 
     #: Rows per call drawn one by one (above: the vectorised block).
     SCALAR_ROWS = 16
@@ -60,6 +62,8 @@ class RowSampler:
     def draw(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One exact draw of a column index for each row index in ``rows``."""
         rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) > self.SCALAR_ROWS and rows.min() != rows.max() and self._totals is not None:
+            return self._draw_compiled(rows, rng)
         if not 0 < len(rows) <= self.SCALAR_ROWS:
             return sample_rows(self.matrix, rows, rng)
         tables = [self._table(r) for r in rows.tolist()]
@@ -70,6 +74,33 @@ class RowSampler:
         for j, (tick, table) in enumerate(zip(ticks, tables, strict=True)):
             out[j] = self._cell(tick, table, int(rows[j]), rng)
         return out
+
+    @cached_property
+    def _totals(self) -> np.ndarray | None:
+        """Each row's total as ``np.cumsum`` sums it (None: a negative entry somewhere, left
+        to :func:`sample_rows`)."""
+        if not self.matrix.min() >= 0:
+            return None
+        return _compiled().row_totals(np.ascontiguousarray(self.matrix, dtype=np.float64))
+
+    def _draw_compiled(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """:func:`sample_rows` for many rows of a non-negative matrix: the same ticks, cells,
+        safety test and slow path, in one compiled pass without a CDF block
+        (``_kernels.fast_cells``; tests/privacy/test_sampling.py checks it against
+        :func:`_sample_block`)."""
+        ticks = rng.integers(0, 2**_BITS, size=len(rows), dtype=np.int64)
+        totals = self._totals
+        assert totals is not None
+        if not np.all(totals[rows] > 0):
+            raise ValueError("cannot sample from a row whose entries sum to zero")
+        cells = np.empty(len(rows), dtype=np.int64)
+        safe = np.empty(len(rows), dtype=np.bool_)
+        matrix = np.ascontiguousarray(self.matrix, dtype=np.float64)
+        eps = float(np.finfo(float).eps)
+        _compiled().fast_cells(matrix, totals, rows, ticks, _SCALE, eps, cells, safe)
+        for j in np.nonzero(~safe)[0]:
+            cells[j] = _ExactRow(matrix[rows[j]]).draw(int(ticks[j]), rng)
+        return cells
 
     def _table(self, row: int) -> tuple[list[float], list[float], float, float] | None:
         """Row ``row``'s entries, CDF, ``total / 2^53`` and error margin (None: a negative
@@ -208,3 +239,11 @@ class _ExactRow:
             else:
                 lo = mid + 1
         return lo
+
+
+def _compiled():
+    """The compiled kernels' module, imported on the first large draw (numba's import is not
+    paid by ``import mdpsim``)."""
+    from mdpsim.privacy import _kernels
+
+    return _kernels

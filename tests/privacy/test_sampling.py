@@ -168,3 +168,33 @@ def test_the_row_sampler_gives_the_bytes_of_sample_rows(n_rows):
 def test_the_row_sampler_refuses_a_row_summing_to_zero():
     with pytest.raises(ValueError, match="sum to zero"):
         RowSampler(np.zeros((2, 3))).draw(np.array([1]), np.random.default_rng(0))
+
+
+def test_the_compiled_pass_draws_what_the_block_draws_at_every_cdf_boundary():
+    # many distinct rows per call: RowSampler's compiled pass (privacy/_kernels.py) against
+    # the numpy block it replaced, with ticks on both sides of every CDF boundary and the
+    # exact slow path finishing the draws that land on one
+    rng = np.random.default_rng(12)
+    p = np.array([1e-300, 0.25, 0.0, 1e-17, 0.25, 0.0, 0.5 - 1e-17, 5e-324])
+    matrix = np.vstack([rng.dirichlet(np.full(8, 0.3), size=3), p, np.full(8, 1 / 8)])
+    matrix[2] *= 3.0  # an unnormalised row
+    rows, ticks = [], []
+    for row in range(len(matrix)):
+        cdf = np.cumsum(matrix[row]) / matrix[row].sum()
+        near = np.floor(cdf * 2.0**_BITS).astype(np.int64)
+        edge = np.array([0, 1, 2**_BITS - 2, 2**_BITS - 1])
+        both = np.clip(np.concatenate([near - 1, near, near + 1, edge]), 0, 2**_BITS - 1)
+        rows += [row] * len(both)
+        ticks += both.tolist()
+    order = rng.permutation(len(rows))  # rows interleaved, as users' reports are
+    rows, ticks = np.array(rows)[order], np.array(ticks, dtype=np.int64)[order]
+    assert len(rows) > RowSampler.SCALAR_ROWS
+    mine = RowSampler(matrix).draw(rows, _Ticks(ticks))
+    assert np.array_equal(mine, _sample_block(matrix, rows, ticks, _ZeroBits()))
+
+
+def test_the_compiled_pass_refuses_a_row_summing_to_zero():
+    matrix = np.vstack([np.full(3, 1 / 3), np.zeros(3)])
+    rows = np.array([0, 1] * 10)
+    with pytest.raises(ValueError, match="sum to zero"):
+        RowSampler(matrix).draw(rows, np.random.default_rng(0))
