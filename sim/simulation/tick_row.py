@@ -68,26 +68,49 @@ class TickRow:
     queries: Mapping[str, QueryOutcome]
     attacks: Mapping[str, Mapping[str, float]]
 
-    def cells(self) -> list[tuple[Column, object]]:
-        """Every ``(column, value)`` of the row, in the table's column order."""
-        out: list[tuple[Column, object]] = [
-            (Column(f.name, "run"), getattr(self.run, f.name)) for f in fields(RunFacts)
-        ]
-        out += [(Column(name, "mechanism"), v) for name, v in asdict(self.mechanism).items()]
+    def flat(self) -> dict[str, object]:
+        """The row as ``{column: value}``, in the table's column order (:meth:`columns`)."""
+        run, mechanism = self.run, self.mechanism
+        out: dict[str, object] = {name: getattr(run, name) for name in _RUN_FIELDS}
+        out.update((name, getattr(mechanism, name)) for name in _MECHANISM_FIELDS)
         asked = spent = 0.0
         for kind, outcome in self.queries.items():
-            out.append((Column(query_column(kind, "error"), "query", kind, "error"), outcome.error))
-            if outcome.saving is not None:
-                name = query_column(kind, "privacy_saving")
-                out.append((Column(name, "query", kind, "privacy_saving"), outcome.saving))
+            out[query_column(kind, "error")] = outcome.error
+            saving = outcome.saving
+            if saving is not None:
+                out[query_column(kind, "privacy_saving")] = saving
                 asked, spent = asked + outcome.asked, spent + outcome.spent
         if asked > 0:
-            total = Column(QUERY_SAVING_COLUMN, "query", "", "privacy_saving")
-            out.append((total, 1.0 - spent / asked))
+            out[QUERY_SAVING_COLUMN] = 1.0 - spent / asked
         for label, means in self.attacks.items():
             for metric, value in means.items():
-                out.append((Column(attack_column(label, metric), "attack", label, metric), value))
+                out[attack_column(label, metric)] = value
         return out
+
+    def columns(self) -> list[Column]:
+        """What each column of :meth:`flat` is, in the same order."""
+        out = [Column(name, "run") for name in _RUN_FIELDS]
+        out += [Column(name, "mechanism") for name in _MECHANISM_FIELDS]
+        for kind, outcome in self.queries.items():
+            out.append(Column(query_column(kind, "error"), "query", kind, "error"))
+            if outcome.saving is not None:
+                name = query_column(kind, "privacy_saving")
+                out.append(Column(name, "query", kind, "privacy_saving"))
+        if any(outcome.saving is not None for outcome in self.queries.values()):
+            out.append(Column(QUERY_SAVING_COLUMN, "query", "", "privacy_saving"))
+        for label, means in self.attacks.items():
+            out += [Column(attack_column(label, m), "attack", label, m) for m in means]
+        return out
+
+    def shape(self) -> tuple:
+        """What decides the row's columns: the kinds asked (with or without a saving), the
+        attacks and their metrics."""
+        queries = tuple((kind, o.saving is not None) for kind, o in self.queries.items())
+        return queries, tuple((label, tuple(means)) for label, means in self.attacks.items())
+
+
+_RUN_FIELDS = tuple(f.name for f in fields(RunFacts))
+_MECHANISM_FIELDS = tuple(f.name for f in fields(MechanismFacts))
 
 
 class TickColumns:
@@ -99,6 +122,7 @@ class TickColumns:
 
     def __init__(self, columns: Iterable[Column] = ()) -> None:
         self._by_name: dict[str, Column] = {}
+        self._shapes: set[tuple] = set()  # the row shapes declared (TickRow.shape)
         self.declare(columns)
 
     def declare(self, columns: Iterable[Column]) -> None:
@@ -109,10 +133,12 @@ class TickColumns:
                 raise ValueError(f"tick column {column.name!r} declared as {known} and {column}")
 
     def record(self, row: TickRow) -> dict[str, object]:
-        """Declare ``row``'s columns; its flat ``{column: value}`` dict."""
-        cells = row.cells()
-        self.declare(column for column, _ in cells)
-        return {column.name: value for column, value in cells}
+        """Declare ``row``'s columns (once per row shape); its flat ``{column: value}``."""
+        shape = row.shape()
+        if shape not in self._shapes:
+            self.declare(row.columns())
+            self._shapes.add(shape)
+        return row.flat()
 
     def __iter__(self):
         return iter(self._by_name.values())
