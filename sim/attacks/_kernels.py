@@ -82,25 +82,3 @@ def _first_argmax(row: np.ndarray) -> int:
         if v > best_value:
             best, best_value = x, v
     return best
-
-
-@numba.njit(cache=True, nogil=True)
-def csr_times_dense(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, x: np.ndarray, y: np.ndarray
-) -> None:
-    """``y = A @ x`` for a CSR matrix ``A`` and a C-ordered dense ``x``, into ``y``.
-
-    scipy's ``csr_matvecs`` order (``y[i] = 0``, then ``+= A[i, j] * x[j]`` over row i's
-    entries in storage order), so the same bits; compiled for this machine's vector width,
-    where scipy's loop is built for a baseline one (the tracking filter's predict step,
-    1,000 secrets x 10,000 users, measured in docs/benchmarks.md)."""
-    n_rows, width = y.shape
-    for i in range(n_rows):
-        out = y[i]
-        for k in range(width):
-            out[k] = 0
-        for p in range(indptr[i], indptr[i + 1]):
-            weight = data[p]
-            row = x[indices[p]]
-            for k in range(width):
-                out[k] += weight * row[k]

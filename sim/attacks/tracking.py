@@ -368,7 +368,7 @@ class Tracking(Attack):
             if first:
                 mine[:] = self._prior_row32
             else:
-                hmm.transpose(self._predicted(columns[i]), mine)
+                hmm.transpose(self._predict32 @ columns[i], mine)
             scores = [
                 self._update_block(mine[b], outputs[users][b], resets[users][b])
                 for b in (slice(a, a + _USER_BLOCK) for a in range(0, len(mine), _USER_BLOCK))
@@ -384,15 +384,6 @@ class Tracking(Attack):
             entropy = _joined([e for _, e in results])
         self._columns = columns  # a new list: smoothing keeps the last one in alphas_
         return rows, top, entropy
-
-    def _predicted(self, columns: np.ndarray) -> np.ndarray:
-        """``(N, B)`` float32: the predict step ``transposed kernel @ columns`` (one compiled
-        pass, ``_kernels.csr_times_dense``, scipy's sums in scipy's order)."""
-        t = self._predict32
-        x = np.ascontiguousarray(columns, dtype=np.float32)
-        out = np.empty((t.shape[0], x.shape[1]), dtype=np.float32)
-        _compiled().csr_times_dense(t.indptr, t.indices, t.data, x, out)
-        return out
 
     def _update_block(
         self, block: np.ndarray, outputs: np.ndarray, resets: np.ndarray

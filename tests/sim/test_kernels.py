@@ -67,16 +67,3 @@ def test_importing_mdpsim_and_its_env_compiles_nothing():
     code = "import sys, mdpsim, mdpsim.env; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"  # numba (and so every kernel) loads on first use
-
-
-@pytest.mark.parametrize(("n", "users", "density"), [(1, 1, 1.0), (80, 5, 0.1), (300, 257, 0.05)])
-def test_the_compiled_predict_step_is_scipys_product_bit_for_bit(kernels, n, users, density):
-    from scipy import sparse
-
-    rng = np.random.default_rng(n)
-    t = sparse.random(n, n, density=density, format="csr", dtype=np.float32, random_state=rng)
-    t = (t + sparse.eye(n, dtype=np.float32, format="csr")).tocsr()  # no empty row
-    x = rng.random((n, users)).astype(np.float32) ** 4
-    out = np.full((n, users), np.nan, dtype=np.float32)  # every entry written
-    kernels.csr_times_dense(t.indptr, t.indices, t.data, x, out)
-    assert np.array_equal(out, t @ x)
