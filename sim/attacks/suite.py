@@ -11,8 +11,9 @@ This is what the server (agents/server.py) or the harness (``mdpsim attack``) ca
 
 Columns are named by :func:`~mdpsim.attacks.base.attack_column` (``tracking_error_km``,
 ``bayes_hit``); a tick row holds the means of the estimates produced at that tick (a
-fixed-lag smoother's estimate is about an earlier tick, see :attr:`~mdpsim.attacks.base.Scores.tick`); per-user columns hold the estimates
-about the current tick only. Every score, with the tick it is about, stays in :attr:`scores`.
+fixed-lag smoother's estimate is about an earlier tick, see
+:attr:`~mdpsim.attacks.base.Scores.tick`); per-user columns hold the estimates about the
+current tick only. Every score, with the tick it is about, stays in :attr:`scores`.
 
 Inside :func:`keep_going` (``mdpsim attack``) a plug-in attack's mistake
 (:class:`~mdpsim.errors.PluginError`) drops that attack from the suite and is kept in
