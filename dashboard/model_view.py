@@ -145,21 +145,16 @@ def history(model: PrivacyModel) -> pd.DataFrame:
     return model.log.columns.attach(pd.DataFrame(model.log.ticks))
 
 
-#: the whole-run scores the live page shows, in this order, where an attack has them
-WHOLE_RUN_METRICS = ["hit", "error_km", "work_hit", "pair_hit", "anonymity_set", "unique",
-                     "linked_k1", "linked_k2", "linked_k3", "linked_k4", "precision_at_k",
-                     "recall_at_k", "chance"]  # fmt: skip
-
-
 def whole_run(model: PrivacyModel) -> pd.DataFrame:
     """The whole-run attacks' scores so far (home / work, re-identification from k points,
     places, linkage; :meth:`~mdpsim.attacks.suite.AttackSuite.peek`): one row per attack, the
-    metrics of :data:`WHOLE_RUN_METRICS` it has; empty when the run has none or no tick yet."""
+    scores some attack has (:func:`~mdpsim.simulation.columns.whole_run_metrics`); empty when
+    the run has none or no tick yet."""
     suite = model.server.attacks
     table = suite.peek() if suite is not None else pd.DataFrame()
     if table.empty:
         return table
-    keep = [m for m in WHOLE_RUN_METRICS if m in table and table[m].notna().any()]
+    keep = [m for m in columns.whole_run_metrics(table) if table[m].notna().any()]
     return table[["attack", *keep]]
 
 

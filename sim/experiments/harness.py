@@ -27,6 +27,7 @@ import pandas as pd
 from mdpsim._core.guards import output_lock
 from mdpsim._core.outputs import atomic_folder, new_folder
 from mdpsim.errors import InputError, Interrupted
+from mdpsim.simulation.columns import whole_run_metrics
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
@@ -184,14 +185,12 @@ def with_exploitability(summary: pd.DataFrame, mechanism) -> pd.DataFrame:
 
 
 def success_markdown(summary: pd.DataFrame) -> str:
-    """Mean over repetitions of each attack's hit rate, error and entropy: a Markdown table."""
+    """Mean over repetitions of each attack's scores (:func:`whole_run_metrics`' order): a
+    Markdown table."""
     from mdpsim.experiments.report import markdown_table
 
-    metrics = [m for m in ("hit", "error_km", "entropy_bits", "leakage_per_km",
-                           "precision_at_k", "recall_at_k", "work_hit", "pair_hit",
-                           "anonymity_set", "unique", "linked_k1", "linked_k2", "linked_k3",
-                           "linked_k4", "chance", "optimal_error_km",
-                           "exploitability_km") if m in summary]  # fmt: skip
+    ids = ("mechanism", "epsilon_per_km", "repetition", "attack")
+    metrics = whole_run_metrics(summary, ids)
     means = summary.groupby(["mechanism", "epsilon_per_km", "attack"], sort=False)[metrics].mean()
     frame = means.reset_index()
     for m in metrics:

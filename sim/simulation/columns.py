@@ -9,6 +9,10 @@ label, and metric), so a new attack or query kind shows in every output with no 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import pandas as pd
+
 from mdpsim.queries.kinds import ERROR_LABELS, QUERY_KINDS
 from mdpsim.simulation.tick_row import QUERY_SAVING_COLUMN, Column, TickColumns
 
@@ -49,6 +53,27 @@ ATTACK_METRICS: dict[str, str] = {
     "leakage_per_km": "posterior leakage (1/km)",
     "bound_violation": "reports over the Bayes bound (rate)",
 }
+#: Whole-run attack scores in the order ``mdpsim attack``'s table and the live page show them;
+#: any other score an attack reports follows (:func:`whole_run_metrics`).
+WHOLE_RUN_ORDER = ("hit", "error_km", "entropy_bits", "leakage_per_km", "precision_at_k",
+                   "recall_at_k", "work_hit", "pair_hit", "anonymity_set", "unique", "linked_k1",
+                   "linked_k2", "linked_k3", "linked_k4", "chance")  # fmt: skip
+
+
+def whole_run_metrics(table: pd.DataFrame, ids: Iterable[str] = ("attack",)) -> list[str]:
+    """The score columns of a table of attacks' scores (one row per attack and setting):
+    :data:`WHOLE_RUN_ORDER`'s first, then every other numeric column but ``ids``, as in the
+    table, so a new attack's scores show with no edit here."""
+    skip = set(ids)
+    first = [m for m in WHOLE_RUN_ORDER if m in table]
+    rest = [
+        str(c)
+        for c in table.columns
+        if c not in skip and c not in first and pd.api.types.is_numeric_dtype(table[c])
+    ]
+    return [*first, *rest]
+
+
 #: The attack metrics of the report's tables and the pivots (the rest stay in summary.csv).
 HEADLINE_ATTACK_METRICS = ("error_km", "hit", "leakage_per_km")
 

@@ -52,3 +52,20 @@ def test_tracked_trace_is_drawn_against_the_true_one(road_domain_small):
     roads = [[[24.93, 60.16], [24.95, 60.17]]]
     deck = mapview.deck(roads, {}, extra=tuple(layers))
     assert [layer.id for layer in deck.layers][-4:] == ids
+
+
+def test_a_new_whole_run_score_shows_with_no_edit():
+    """An attack's own score (here ``x_rate``) follows the known ones in ``mdpsim attack``'s
+    table and the live page's whole-run table; the setting's keys are not scores."""
+    import pandas as pd
+
+    from mdpsim.experiments.harness import success_markdown
+
+    summary = pd.DataFrame(
+        {"mechanism": ["em"], "epsilon_per_km": [4.0], "repetition": [0], "attack": ["x"],
+         "x_rate": [0.25], "chance": [0.1], "hit": [0.5]}
+    )  # fmt: skip
+    ids = ("mechanism", "epsilon_per_km", "repetition", "attack")
+    assert charts.whole_run_metrics(summary, ids) == ["hit", "chance", "x_rate"]
+    head = success_markdown(summary).splitlines()[0]
+    assert head.index("hit") < head.index("chance") < head.index("x_rate")
