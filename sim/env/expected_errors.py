@@ -33,7 +33,7 @@ from mdpsim.geo.domain import Domain
 from mdpsim.privacy.accounting import gaussian_noise_std_km
 from mdpsim.queries.elimination import locations_in_km
 from mdpsim.queries.kinds import QuerySettings
-from mdpsim.queries.range_query import Disk
+from mdpsim.queries.range_query import Disk, RangeFields
 
 EXACT_KINDS = ("range",)
 
@@ -72,8 +72,9 @@ def _inside_and_phi(settings: QuerySettings, domain: Domain) -> tuple[np.ndarray
     """``[point, secret]``: the signed distance (km) to the disk around the point, as the
     query computes it (:class:`~mdpsim.queries.range_query.Disk`)."""
     xy_km = locations_in_km(domain.x_xy)
+    radius_m = RangeFields.of(settings, "range").radius_m
     phi = np.stack(
-        [Disk(float(p[0]), float(p[1]), settings.range_radius_m).signed_distance_km(xy_km)
+        [Disk(float(p[0]), float(p[1]), radius_m).signed_distance_km(xy_km)
          for p in domain.x_xy]
     )  # fmt: skip
     return phi < 0, phi
@@ -113,7 +114,7 @@ def prior_range_errors(
     from scipy.stats import binom
 
     prior = domain.prior
-    inside = planar_km < settings.range_radius_m / 1000.0  # as prior_answers.range_prior
+    inside = planar_km < RangeFields.of(settings, "range").radius_m / 1000.0  # as range_prior
     q = inside @ prior
     out = np.zeros(n_users + 1)
     for n in range(1, n_users + 1):

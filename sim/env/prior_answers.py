@@ -13,7 +13,9 @@ number and a run's streams are untouched.
 * ``kde``: the prior's mean kernel at the point;
 * ``knn``: ``k`` users named without data (the first ``k``; any choice is as good a priori).
 
-A query kind of a plug-in registers its prior answer with :func:`register_prior_answer`.
+A query kind gives its prior answer when it registers
+(``register_kind(name, prior_answer=fn)``, :mod:`mdpsim.queries.kinds`), or later with
+:func:`register_prior_answer`; both file it in :data:`PRIOR_ANSWERS`.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mdpsim._core.registry import Catalog
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
-from mdpsim.queries.kinds import QuerySettings
+from mdpsim.queries.kde_query import KdeFields
+from mdpsim.queries.kinds import PRIOR_ANSWERS, QuerySettings
+from mdpsim.queries.knn_query import KnnFields
+from mdpsim.queries.range_query import RangeFields
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,6 @@ class PriorCall:
 
 
 PriorAnswerFn = Callable[[PriorCall], float]
-#: The prior's answer of each query kind, by the kind's name.
-PRIOR_ANSWERS: Catalog[PriorAnswerFn] = Catalog("prior answer")
 
 
 def register_prior_answer(kind: str) -> Callable[[PriorAnswerFn], PriorAnswerFn]:
@@ -63,7 +65,8 @@ def prior_answer(kind: str) -> PriorAnswerFn:
     if kind not in PRIOR_ANSWERS:
         raise InputError(
             f"query kind {kind!r} has no prior answer, which the server's reward for not "
-            "asking needs: register one with mdpsim.env.prior_answers.register_prior_answer"
+            "asking needs: give register_kind(..., prior_answer=fn) or register one with "
+            "mdpsim.env.prior_answers.register_prior_answer"
         )
     return PRIOR_ANSWERS.get(kind)
 
@@ -78,7 +81,7 @@ def planar_distances_km(domain: Domain) -> np.ndarray:
 def range_prior(call: PriorCall) -> float:
     """Expected CountErr of ``n * prior(disk)`` over the query point."""
     prior = call.domain.prior
-    radius_km = call.settings.range_radius_m / 1000.0
+    radius_km = RangeFields.of(call.settings, "range").radius_m / 1000.0
     inside = call.table(("range", radius_km), lambda: call.planar_km < radius_km)  # [point, x]
     counts = np.bincount(call.positions, minlength=len(prior))
     truth = inside @ counts
@@ -92,7 +95,7 @@ def range_prior(call: PriorCall) -> float:
 def kde_prior(call: PriorCall) -> float:
     """Expected l1-Err of the prior's mean Gaussian kernel over the query point."""
     prior = call.domain.prior
-    b_km = call.settings.kde_bandwidth_m / 1000.0
+    b_km = KdeFields.of(call.settings, "kde").bandwidth_m / 1000.0
     kernel = call.table(
         ("kde", b_km), lambda: np.exp(-(call.planar_km**2) / (2.0 * b_km * b_km))
     )  # [point, secret]
@@ -106,7 +109,7 @@ def knn_prior(call: PriorCall) -> float:
     """Expected DistErr of the first ``k`` users over the query point."""
     prior = call.domain.prior
     n = len(call.positions)
-    k = min(call.settings.knn_k, n)
+    k = min(KnnFields.of(call.settings, "knn").k, n)
     if k == 0 or k == n:
         return 0.0  # nobody to name, or everyone: exact without data
     dist = call.planar_km[:, call.positions]  # [point, user]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pydantic import Field
 
 from mdpsim._core.validation import check_scalar
 from mdpsim.queries.elimination import (
@@ -23,7 +24,7 @@ from mdpsim.queries.elimination import (
     point_in_km,
     release_locations,
 )
-from mdpsim.queries.kinds import QueryCall, register_kind
+from mdpsim.queries.kinds import QueryCall, QueryFields, register_kind
 
 CUTOFF_BANDWIDTHS = 6.0
 TAIL = math.exp(-(CUTOFF_BANDWIDTHS**2) / 2.0)  # e^-18: a settled far point's largest term
@@ -95,10 +96,19 @@ def _bandwidth_km(bandwidth_m: float) -> float:
     return float(bandwidth_m) / 1000.0
 
 
-@register_kind("kde", label="KDE error")
+class KdeFields(QueryFields):
+    """``[queries.params.kde]``."""
+
+    bandwidth_m: float = Field(
+        default=100.0, gt=0, allow_inf_nan=False, description="Gaussian kernel bandwidth b"
+    )
+
+
+@register_kind("kde", label="KDE error", fields=KdeFields)
 def ask_kde(call: QueryCall) -> tuple[QueryAnswer, float]:
-    """The Gaussian KDE of bandwidth ``kde_bandwidth_m`` at the point (PM0, or BM0)."""
-    s, b = call.settings, call.settings.kde_bandwidth_m
+    """The Gaussian KDE of bandwidth ``bandwidth_m`` at the point (PM0, or BM0)."""
+    s = call.settings
+    b = KdeFields.of(s, "kde").bandwidth_m
     method = "PM0" if s.saving else "BM0"
     answer = kde(
         call.locations_m, call.point_m, b, call.budgets, method=method, rng=call.rng, beta=s.beta

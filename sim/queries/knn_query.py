@@ -11,6 +11,7 @@ Locations and ``p`` in metres; budgets in 1/km^2; ``value`` is an array of user 
 from __future__ import annotations
 
 import numpy as np
+from pydantic import Field
 
 from mdpsim._core.validation import check_choice, check_positive_int
 from mdpsim.queries.elimination import (
@@ -23,7 +24,7 @@ from mdpsim.queries.elimination import (
     point_in_km,
     release_locations,
 )
-from mdpsim.queries.kinds import QueryCall, register_kind
+from mdpsim.queries.kinds import QueryCall, QueryFields, register_kind
 
 
 def true_knn(locations_m, point_m, k: int) -> np.ndarray:
@@ -88,15 +89,21 @@ def _k_smallest(triple, users: np.ndarray, k: int) -> np.ndarray:
     return np.sort(users[np.argsort(est, kind="stable")[:k]])
 
 
-@register_kind("knn", label="kNN error")
+class KnnFields(QueryFields):
+    """``[queries.params.knn]``."""
+
+    k: int = Field(default=5, ge=1, description="how many nearest users the query names")
+
+
+@register_kind("knn", label="kNN error", fields=KnnFields)
 def ask_knn(call: QueryCall) -> tuple[QueryAnswer, float]:
-    """The ``knn_k`` users nearest to the point (PM1, or BM1)."""
+    """The ``k`` users nearest to the point (PM1, or BM1)."""
     s = call.settings
     method = "PM1" if s.saving else "BM1"
     answer = knn(
         call.locations_m,
         call.point_m,
-        s.knn_k,
+        KnnFields.of(s, "knn").k,
         call.budgets,
         method=method,
         rng=call.rng,

@@ -15,10 +15,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import Field
 
 from mdpsim.errors import InputError
 from mdpsim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
-from mdpsim.queries.kinds import QueryCall, register_kind
+from mdpsim.queries.kinds import QueryCall, QueryFields, register_kind
 
 
 @dataclass(frozen=True)
@@ -132,11 +133,18 @@ def count_err(estimate: float, truth: int) -> float:
     return abs(estimate - truth) / truth if truth > 0 else abs(estimate - truth)
 
 
-@register_kind("range", label="range count error")
+class RangeFields(QueryFields):
+    """``[queries.params.range]``."""
+
+    radius_m: float = Field(default=250.0, gt=0, allow_inf_nan=False, description="disk radius")
+
+
+@register_kind("range", label="range count error", fields=RangeFields)
 def ask_range(call: QueryCall) -> tuple[QueryAnswer, float]:
-    """A disk of ``range_radius_m`` around the point (PM1, or BM1 without saving)."""
+    """A disk of ``radius_m`` around the point (PM1, or BM1 without saving)."""
     s = call.settings
-    region = Disk(float(call.point_m[0]), float(call.point_m[1]), s.range_radius_m)
+    radius_m = RangeFields.of(s, "range").radius_m
+    region = Disk(float(call.point_m[0]), float(call.point_m[1]), radius_m)
     method = "PM1" if s.saving else "BM1"
     answer = range_count(
         call.locations_m, region, call.budgets, method=method, rng=call.rng, beta=s.beta

@@ -1,11 +1,13 @@
 """Adding a query kind is one module that registers itself (docs/design.md, "What to edit to
-add ..."): this one counts the users in a disk twice the range radius, through the range
-query's machinery, and a scenario asks it like the bundled kinds."""
+add ..."): this one counts the users in a disk ``scale`` times its own radius field, through
+the range query's machinery, declares its prior answer, and a scenario asks it like the
+bundled kinds."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import Field
 
 from mdpsim.errors import InputError
 from mdpsim.experiments.report import labels, tables
@@ -20,15 +22,35 @@ from mdpsim.queries import (
     register_kind,
     true_count,
 )
+from mdpsim.queries.kinds import QueryFields
 from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.tick_row import TickColumns
 
 
-@register_kind("wide_range", label="wide range count error")
+class WideFields(QueryFields):
+    """``[queries.params.wide_range]``: this kind's own fields."""
+
+    radius_m: float = Field(default=250.0, gt=0, description="the base radius")
+    scale: float = Field(default=2.0, ge=1, description="how many radii the disk spans")
+
+
+SEEN: list[WideFields] = []  # the fields each call was handed
+
+
+def wide_prior(call) -> float:
+    """The prior's answer: an error of 0.5 whatever the point (a stand-in)."""
+    return 0.5
+
+
+@register_kind(
+    "wide_range", label="wide range count error", fields=WideFields, prior_answer=wide_prior
+)
 def ask_wide_range(call: QueryCall) -> tuple[QueryAnswer, float]:
-    """Users within twice ``range_radius_m`` of the point (PM1)."""
-    s = call.settings
-    region = Disk(float(call.point_m[0]), float(call.point_m[1]), 2 * s.range_radius_m)
+    """Users within ``scale * radius_m`` of the point (PM1)."""
+    mine = WideFields.of(call.settings, "wide_range")
+    SEEN.append(mine)
+    radius_m = mine.scale * mine.radius_m
+    region = Disk(float(call.point_m[0]), float(call.point_m[1]), radius_m)
     answer = range_count(call.locations_m, region, call.budgets, method="PM1", rng=call.rng)
     truth = true_count(call.locations_m[call.budgets > 0], region)
     return answer, count_err(float(answer.value), truth)  # type: ignore[arg-type]
@@ -75,3 +97,68 @@ def test_a_registered_kind_shows_in_summary_json_and_the_live_charts(world, tmp_
     ticks, _, _ = simulate(world())
     savings = charts(ticks)["Privacy savings of queries"]
     assert {"wide_range_privacy_saving", "range_privacy_saving"} <= set(savings)
+
+
+def test_a_kinds_own_fields_reach_it_from_the_scenario(world):
+    SEEN.clear()
+    simulate(world(queries={"params": {"wide_range": {"scale": 3.0}}}))
+    assert SEEN and {(f.scale, f.radius_m) for f in SEEN} == {(3.0, 250.0)}  # over defaults
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"wide_range": {"scael": 3.0}}, r"queries\.params\.wide_range\.scael"),
+        ({"wide_range": {"scale": 0.5}}, r"queries\.params\.wide_range\.scale.*greater"),
+        ({"range": {"radius_m": -1.0}}, r"queries\.params\.range\.radius_m"),
+        ({"sql": {"x": 1}}, r"queries\.params.*'sql', not a query kind"),
+    ],
+)
+def test_a_wrong_field_is_one_line_naming_it(world, params, message):
+    with pytest.raises(InputError, match=message) as caught:
+        sc.from_dict(world.raw(queries={"params": params}))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_wrong_field_stops_mdpsim_run_with_exit_2_and_nothing_written(world, tmp_path, capsys):
+    from mdpsim.cli import main
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[scenario]\nname = "s"\nticks = 2\n[network]\nsource = "helsinki-test"\n'
+        '[domain]\nn_points = 40\n[mechanism]\nname = "em"\nepsilon_per_km = 4.0\n'
+        "[queries.params.knn]\nk = 0\n"
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "queries.params.knn.k" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_kinds_prior_answer_comes_from_its_registration():
+    from mdpsim.env.prior_answers import prior_answer
+
+    assert prior_answer("wide_range") is wide_prior
+
+
+def test_the_flat_fields_of_the_bundled_kinds_still_work_and_warn(world):
+    raw = world.raw(queries={"range_radius_m": 300.0, "knn_k": 3})
+    with pytest.warns(DeprecationWarning) as record:
+        scenario = sc.from_dict(raw)
+    said = {str(w.message) for w in record}
+    assert (
+        "queries.range_radius_m is deprecated: write [queries.params.range] radius_m = ..." in said
+    )
+    assert "queries.knn_k is deprecated: write [queries.params.knn] k = ..." in said
+    assert scenario.queries.params_of("range").radius_m == 300.0
+    assert scenario.queries.params_of("knn").k == 3
+    assert scenario.queries.params_of("kde").bandwidth_m == 100.0  # its default
+    both = world.raw(queries={"range_radius_m": 300.0, "params": {"range": {"radius_m": 1.0}}})
+    with pytest.raises(InputError, match="keep the second"):
+        sc.from_dict(both)
+
+
+def test_a_sweep_reaches_a_kinds_field_by_dotted_name(world):
+    scenario = world()
+    wider = scenario.replace(**{"queries.params.range.radius_m": 400.0})
+    assert wider.queries.params_of("range").radius_m == 400.0
+    assert wider.get("queries.params.range.radius_m") == 400.0

@@ -61,10 +61,13 @@ def test_the_registries_are_catalogs():
     from mdpsim.env.prior_answers import PRIOR_ANSWERS
     from mdpsim.mechanisms.dista_lp.surrogates import SURROGATES
     from mdpsim.mechanisms.dista_lp.uploads import SCHEMES
-    from mdpsim.queries.kinds import QUERY_KINDS
+    from mdpsim.queries.kinds import QUERY_FIELDS, QUERY_KINDS
 
     assert issubclass(Registry, Catalog)
-    for table in (TRACKING_METHODS, PRIOR_ANSWERS, QUERY_KINDS, SCORERS, SURROGATES, SCHEMES):
+    tables = (TRACKING_METHODS, PRIOR_ANSWERS, QUERY_KINDS, QUERY_FIELDS, SCORERS, SURROGATES,
+              SCHEMES)  # fmt: skip
+    for table in tables:
         assert isinstance(table, Catalog)
     assert {"range", "kde", "knn"} <= set(QUERY_KINDS.available())
-    assert set(PRIOR_ANSWERS) == {"range", "kde", "knn"}
+    assert {"range", "kde", "knn"} <= set(PRIOR_ANSWERS)  # (and a test module's kinds)
+    assert set(QUERY_KINDS) == set(QUERY_FIELDS)  # every kind has its fields

@@ -20,9 +20,25 @@ _REFERENCE_START = (
 )
 
 
+def full_schema() -> dict[str, Any]:
+    """:func:`json_schema` with each bundled query kind's own fields under
+    ``queries.params.<kind>`` (their models register with the kinds; a plug-in's kinds are
+    its own to document, and a session's registrations do not change the reference)."""
+    from mdpsim.queries.kinds import QUERY_FIELDS, QUERY_KINDS
+
+    schema = json_schema()
+    params = schema["$defs"]["QueriesTable"]["properties"]["params"]
+    params["properties"] = {
+        kind: QUERY_FIELDS.get(kind).model_json_schema()
+        for kind in QUERY_FIELDS
+        if QUERY_KINDS.get(kind).__module__.startswith("mdpsim.")
+    }
+    return schema
+
+
 def reference_markdown(schema: dict[str, Any] | None = None) -> str:
-    """The field reference of docs/scenarios.md, generated from :func:`json_schema`."""
-    schema = schema or json_schema()
+    """The field reference of docs/scenarios.md, generated from :func:`full_schema`."""
+    schema = schema or full_schema()
     defs = schema["$defs"]
     lines = []
     for table, prop in schema["properties"].items():
@@ -43,7 +59,29 @@ def reference_markdown(schema: dict[str, Any] | None = None) -> str:
             meaning = field["description"].replace("|", r"\|")
             lines.append(f"| `{name}` | {_type(field, defs)} | {default} | {meaning} |")
         lines.append("")
+        if table == "queries":
+            lines += _query_kinds_fields(model["properties"]["params"].get("properties", {}), defs)
     return "\n".join(lines)
+
+
+def _query_kinds_fields(kinds: dict[str, Any], defs: dict[str, Any]) -> list[str]:
+    """A table of each query kind's own fields (``[queries.params.<kind>]``)."""
+    lines = []
+    for kind, model in kinds.items():
+        if not model.get("properties"):
+            continue
+        lines += [
+            f"#### `[queries.params.{kind}]`",
+            "",
+            "| field | type | default | meaning |",
+            "|---|---|---|---|",
+        ]
+        for name, field in model["properties"].items():
+            meaning = field.get("description", "").replace("|", r"\|")
+            default = f"`{_toml(field['default'])}`"
+            lines.append(f"| `{name}` | {_type(field, defs)} | {default} | {meaning} |")
+        lines.append("")
+    return lines
 
 
 def _type(field: dict[str, Any], defs: dict[str, Any]) -> str:
@@ -96,7 +134,7 @@ def docs_text(current: str) -> str:
 
 def schema_text() -> str:
     """``docs/scenario.schema.json`` as written by ``python -m mdpsim.simulation.scenario``."""
-    return json.dumps(json_schema(), indent=2) + "\n"
+    return json.dumps(full_schema(), indent=2) + "\n"
 
 
 def main() -> None:

@@ -155,8 +155,13 @@ class Scenario(BaseModel):
         """A value by dotted name: a field (``get("users.count")``) or a strategy's parameter
         (``get("strategies.budget.rho_per_km2")``, its default when the spec does not give it)."""
         path = _split(dotted)
-        if path[0] == "mechanism" and path[1] in NESTED_PARAMS:
-            value: Any = getattr(self.mechanism, path[1])
+        if path[:2] == ("queries", "params") and len(path) == 4:  # a query kind's own field
+            fields = self.queries.params_of(path[2])
+            if path[3] not in type(fields).model_fields:
+                raise InputError(f"{dotted}: query kind {path[2]!r} has no field {path[3]!r}")
+            return getattr(fields, path[3])
+        if (path[0], path[1]) in NESTED_PARAMS:
+            value: Any = getattr(getattr(self, path[0]), path[1])
             for depth, key in enumerate(path[2:], start=3):
                 if not isinstance(value, dict) or key not in value:
                     raise InputError(f"{dotted}: {'.'.join(path[:depth])} is not given")
@@ -187,8 +192,8 @@ class Scenario(BaseModel):
         raw = self.model_dump(exclude={"sweep"})
         for key, value in dotted.items():
             path = _split(key.replace("__", "."))
-            if path[0] == "mechanism" and path[1] in NESTED_PARAMS:
-                _set_nested(raw["mechanism"], path[1:], value, key)
+            if (path[0], path[1]) in NESTED_PARAMS:
+                _set_nested(raw[path[0]], path, value, key)
             elif len(path) == 3:
                 spec = raw["strategies"].get(path[1]) or self.strategy_spec(path[1])
                 spec = dict(spec) if isinstance(spec, dict) else {"name": spec}
@@ -268,8 +273,8 @@ def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
         raise InputError(retired_line(dotted))
     table, _, name = dotted.partition(".")
     parts = tuple(name.split("."))
-    nested = table == "mechanism" and parts[0] in NESTED_PARAMS and len(parts) > 1
-    if nested and all(p.isidentifier() for p in parts[1:]):  # a (nested) mechanism parameter
+    nested = (table, parts[0]) in NESTED_PARAMS and len(parts) > 1
+    if nested and all(p.isidentifier() for p in parts[1:]):  # a (nested) parameter
         return (table, *parts)
     if table == "strategies" and "." in name:
         from mdpsim.agents.strategies import REGISTRIES
@@ -282,22 +287,22 @@ def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
     return table, name
 
 
-#: The mechanism's tables of parameters a dotted name reaches into
-#: (``mechanism.params.upload.delta``, ``mechanism.params_by_name.dista_lp.upload.delta``).
-NESTED_PARAMS = ("params", "params_by_name")
+#: The tables of parameters a dotted name reaches into (``mechanism.params.upload.delta``,
+#: ``mechanism.params_by_name.dista_lp.upload.delta``, ``queries.params.range.radius_m``).
+NESTED_PARAMS = (("mechanism", "params"), ("mechanism", "params_by_name"), ("queries", "params"))
 
 
 def _set_nested(table: dict[str, Any], path: tuple[str, ...], value: Any, key: str) -> None:
-    """Set ``table[path[0]]...[path[-1]] = value``, making the tables on the way; a value on
-    the way that is not a table is one line naming it."""
-    for depth, name in enumerate(path[:-1], start=1):
+    """Set ``table[path[1]]...[path[-1]] = value`` in the table ``path[0]``, making the tables
+    on the way; a value on the way that is not a table is one line naming it."""
+    for depth, name in enumerate(path[1:-1], start=2):
         inner = table.get(name)
         if inner is None:
             inner = table[name] = {}
         elif isinstance(inner, dict):
             inner = table[name] = dict(inner)
         else:
-            where = "mechanism." + ".".join(path[:depth])
+            where = ".".join(path[:depth])
             raise InputError(
                 f"{key}: {where} = {inner!r} is not a table; write it as a table to set a "
                 "parameter inside it"
