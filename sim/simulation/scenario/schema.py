@@ -18,6 +18,9 @@ from pydantic import (
 
 from mdpsim.errors import InputError
 from mdpsim.simulation.scenario.messages import one_line
+from mdpsim.simulation.scenario.queries_table import QueriesTable
+from mdpsim.simulation.scenario.table_base import Table
+from mdpsim.simulation.scenario.table_base import refuse as _refuse
 from mdpsim.simulation.scenario.tables import (
     AttacksTable,
     DomainTable,
@@ -26,12 +29,9 @@ from mdpsim.simulation.scenario.tables import (
     MobilityTable,
     NetworkTable,
     OutputTable,
-    QueriesTable,
     RunTable,
     StrategiesTable,
-    Table,
     UsersTable,
-    _refuse,
 )
 
 #: Fields older files had for a strategy's parameter, "table.field" -> (strategy kind, the
