@@ -155,6 +155,7 @@ def test_export_inside_the_out_folder_is_refused_up_front(tmp_path, scenario, ca
 
 
 # ---------------------------------------------------------------------- item 3: concurrency
+@pytest.mark.slow  # two real processes (6 s); the lock itself: the two tests below
 def test_two_runs_into_one_folder_at_once_one_refused_one_complete(tmp_path):
     (tmp_path / "s.toml").write_text(TOML.replace("ticks = 3", "ticks = 40"))
     out = tmp_path / "out"
