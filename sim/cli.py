@@ -59,14 +59,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _scenario(args: argparse.Namespace):
     """The command's scenario (a path, a packaged name or a Scenario), ``--strict`` applied;
     a traces file is read once here so that its bad rows are told before anything runs."""
+    import warnings
+
     from mdpsim.simulation import scenario as scenario_mod
 
-    scenario = scenario_mod.resolve(args.scenario)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scenario = scenario_mod.resolve(args.scenario)
+    for said in dict.fromkeys(str(w.message) for w in caught if w.category is DeprecationWarning):
+        print(f"warning: {said}", file=sys.stderr)  # a deprecated field: one line each
+    for w in caught:
+        if w.category is not DeprecationWarning:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if scenario.mobility.source != "traces":
         return scenario
     if getattr(args, "strict", False):
         scenario = scenario.replace(**{"mobility.strict": True})
-    import warnings
 
     from mdpsim.simulation.world import load_graph, trace_fixes
 

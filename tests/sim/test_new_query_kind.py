@@ -153,7 +153,7 @@ def test_the_flat_fields_of_the_bundled_kinds_still_work_and_warn(world):
     assert scenario.queries.params_of("knn").k == 3
     assert scenario.queries.params_of("kde").bandwidth_m == 100.0  # its default
     both = world.raw(queries={"range_radius_m": 300.0, "params": {"range": {"radius_m": 1.0}}})
-    with pytest.raises(InputError, match="keep the second"):
+    with pytest.raises(InputError, match="range_radius_m is the old name.*keep only the second"):
         sc.from_dict(both)
 
 
@@ -162,3 +162,19 @@ def test_a_sweep_reaches_a_kinds_field_by_dotted_name(world):
     wider = scenario.replace(**{"queries.params.range.radius_m": 400.0})
     assert wider.queries.params_of("range").radius_m == 400.0
     assert wider.get("queries.params.range.radius_m") == 400.0
+
+
+def test_the_cli_tells_a_deprecated_field_in_one_warning_line(tmp_path, capsys):
+    from mdpsim.cli import main
+
+    path = tmp_path / "old.toml"
+    path.write_text(
+        '[scenario]\nname = "old"\nticks = 2\n[network]\nsource = "helsinki-test"\n'
+        '[domain]\nn_points = 40\n[mechanism]\nname = "em"\nepsilon_per_km = 4.0\n'
+        "[queries]\nrange_radius_m = 300.0\n"
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert warned == [
+        "warning: queries.range_radius_m is deprecated: write [queries.params.range] radius_m = ..."
+    ]

@@ -51,7 +51,8 @@ class QueriesTable(Table):
             mine = dict(params.get(kind) or {})
             if name in mine:
                 raise _refuse(
-                    f"gives queries.{key} and queries.params.{kind}.{name}; keep the second",
+                    f"is the old name of queries.params.{kind}.{name}, given too; keep "
+                    "only the second",
                     field=key,
                 )
             mine[name] = data.pop(key)
