@@ -178,3 +178,23 @@ def test_the_cli_tells_a_deprecated_field_in_one_warning_line(tmp_path, capsys):
     assert warned == [
         "warning: queries.range_radius_m is deprecated: write [queries.params.range] radius_m = ..."
     ]
+
+
+def test_a_scenario_pickles_to_a_process_without_this_modules_kind(world, tmp_path):
+    """A Dask worker unpickles the batch's scenario without this test module's kind: the
+    table holds plain values, and each kind's fields are validated where they are read."""
+    import pickle
+    import subprocess
+    import sys
+
+    scenario = world(queries={"params": {"range": {"radius_m": 300.0}}})
+    assert scenario.queries.params_of("wide_range").scale == 2.0  # read here, not carried
+    (tmp_path / "s.pkl").write_bytes(pickle.dumps(scenario))
+    code = (
+        "import pickle, sys; s = pickle.load(open(sys.argv[1], 'rb')); "
+        "print(s.queries.params_of('range').radius_m)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "s.pkl")], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "300.0", done.stderr

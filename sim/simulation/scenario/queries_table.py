@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from mdpsim.simulation.scenario.table_base import Positive, Table
 from mdpsim.simulation.scenario.table_base import refuse as _refuse
@@ -35,7 +37,6 @@ class QueriesTable(Table):
         description="per query kind, its own fields over their defaults "
         "([queries.params.<kind>], the tables below; declared by the kind's registration)",
     )
-    _fields: dict[str, QueryFields] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -79,8 +80,7 @@ class QueriesTable(Table):
 
     @model_validator(mode="after")
     def _kinds_own_fields(self) -> QueriesTable:
-        """Each ``params`` entry is a registered kind's, validated by its fields model; every
-        registered kind's fields are kept (validated once, read every tick)."""
+        """Each ``params`` entry is a registered kind's, validated by its fields model."""
         from mdpsim.queries.kinds import QUERY_KINDS
 
         stray = [kind for kind in self.params if kind not in QUERY_KINDS]
@@ -89,24 +89,29 @@ class QueriesTable(Table):
                 f"has {stray[0]!r}, not a query kind; available: {', '.join(QUERY_KINDS)}",
                 field="params",
             )
-        for kind in QUERY_KINDS:
+        for kind in self.params:
             try:
-                self._fields[kind] = self._validated(kind)
+                self.params_of(kind)
             except ValidationError as exc:
                 error = exc.errors()[0]
                 where = ".".join(str(part) for part in (kind, *error["loc"]))
                 raise _refuse(f": {error['msg']}", field=f"params.{where}") from None
         return self
 
-    def _validated(self, kind: str) -> QueryFields:
+    def params_of(self, kind: str) -> QueryFields:
+        """Query ``kind``'s own fields: ``params.<kind>`` over the kind's defaults (validated
+        once per process and value: the table holds only plain values, so it pickles to a
+        process that has not registered a session's own kinds, as a Dask worker)."""
         from mdpsim.queries.kinds import QUERY_FIELDS
 
-        return QUERY_FIELDS.get(kind).model_validate(self.params.get(kind, {}))
+        given = json.dumps(self.params.get(kind, {}), sort_keys=True, default=str)
+        return _fields_of(QUERY_FIELDS.get(kind), given)
 
-    def params_of(self, kind: str) -> QueryFields:
-        """Query ``kind``'s own fields: ``params.<kind>`` over the kind's defaults."""
-        found = self._fields.get(kind)
-        return found if found is not None else self._validated(kind)  # registered since
+
+@functools.lru_cache(maxsize=256)
+def _fields_of(model: type[QueryFields], given_json: str) -> QueryFields:
+    """``model`` validated from its fields given as JSON (cached: read at every tick)."""
+    return model.model_validate(json.loads(given_json))
 
 
 #: The ``[queries]`` fields of the bundled kinds before each kind declared its own:
