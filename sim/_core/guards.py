@@ -14,6 +14,7 @@ docs/reliability.md lists the cases and their messages.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -124,19 +125,25 @@ def input_paths(scenario) -> list[Path]:
 def plugin_files() -> list[Path]:
     """Source files of imported modules that belong neither to Python's installation (the
     interpreter's and the environment's prefixes) nor to mdpsim: a user's plug-in files."""
-    import mdpsim
-
-    skip = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    skip.add(Path(mdpsim.__file__).resolve().parent)
     found = []
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if not file:
-            continue
-        path = Path(file).resolve()
-        if not any(s in path.parents for s in skip) and path.is_file():
+        path = _outside_python(file) if isinstance(file, str) else None
+        if path is not None and path.is_file():
             found.append(path)
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _outside_python(file: str) -> Path | None:
+    """``file`` resolved, if it lies outside Python's installation and mdpsim; else ``None``
+    (cached: a process holds thousands of modules and a module's file does not move)."""
+    import mdpsim
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(mdpsim.__file__)}
+    path = os.path.realpath(file)
+    inside = any(path.startswith(os.path.join(os.path.realpath(r), "")) for r in roots)
+    return None if inside else Path(path)
 
 
 _UNSAFE = re.compile(r"[/\\\x00-\x1f:*?\"<>|]")
