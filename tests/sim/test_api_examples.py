@@ -14,7 +14,8 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_the_pages_examples_run(page):
+def test_the_pages_examples_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # an example that writes a file writes it there
     blocks = BLOCK.findall(page.read_text(encoding="utf-8"))
     assert blocks, f"{page.name} has no python example"
     namespace: dict = {}

@@ -36,7 +36,13 @@ def _rel(page: Path) -> str:
 
 @pytest.mark.parametrize(
     "page",
-    [p for p in PAGES if _python_blocks(p) and _rel(p) not in RUN_ELSEWHERE],
+    [
+        p
+        for p in PAGES
+        if _python_blocks(p)
+        and _rel(p) not in RUN_ELSEWHERE
+        and not _rel(p).startswith("docs/api/")  # tests/sim/test_api_examples.py runs them
+    ],
     ids=_rel,
 )
 def test_every_python_block_runs(page, tmp_path, monkeypatch):
