@@ -134,7 +134,7 @@ def plugin_files() -> list[Path]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _outside_python(file: str) -> Path | None:
     """``file`` resolved, if it lies outside Python's installation and mdpsim; else ``None``
     (cached: a process holds thousands of modules and a module's file does not move)."""

@@ -121,6 +121,7 @@ class Game:
         self.mechanism_names = tuple(game.mechanisms)  # empty: no mechanism choice
         self.query_kinds = tuple(scenario.queries.kinds) if game.choose_query_kinds else ()
         self.agents = ["server", *(f"user_{i}" for i in range(self.n_users))]
+        self._user_of = {agent: i for i, agent in enumerate(self.agents[1:])}  # name -> index
         #: what a run seed fixes and the episodes of that seed reuse, for the last
         #: SEEDS_KEPT seeds played (an env reset with fresh seeds keeps a bounded memory)
         self._seeds: OrderedDict[int, _SeedWorld] = OrderedDict()
@@ -174,11 +175,12 @@ class Game:
         return spaces.Discrete(1 + len(self.levels))
 
     def user_index(self, agent: str) -> int:
-        if agent.startswith("user_") and agent[5:].isdigit() and int(agent[5:]) < self.n_users:
-            return int(agent[5:])
-        raise InputError(
-            f"unknown agent {agent!r}; agents: server, user_0 .. user_{self.n_users - 1}"
-        )
+        index = self._user_of.get(agent)
+        if index is None:
+            raise InputError(
+                f"unknown agent {agent!r}; agents: server, user_0 .. user_{self.n_users - 1}"
+            )
+        return index
 
     # ------------------------------------------------------------------ episode
     def reset(self, seed: int) -> None:
@@ -245,8 +247,8 @@ class Game:
             [int(d.refresh), *(mechanism if self.mechanism_names else []), *query], dtype=np.int64
         )}  # fmt: skip
         level = np.full(self.n_users, server.default_level) if d.level is None else d.level
-        for i in range(self.n_users):
-            out[f"user_{i}"] = int(1 + level[i]) if d.report[i] else 0
+        users = np.where(d.report, 1 + np.asarray(level, dtype=np.int64), 0)
+        out.update(zip(self.agents[1:], users.tolist(), strict=True))
         return out
 
     def step(
@@ -314,10 +316,8 @@ class Game:
     # ------------------------------------------------------------------ observations
     def observations(self) -> dict[str, np.ndarray]:
         """Every agent's observation at the start of the coming tick."""
-        users = self._user_observations()
         out = {"server": self._server_observation()}
-        for i in range(self.n_users):
-            out[f"user_{i}"] = users[i]
+        out.update(zip(self.agents[1:], self._user_observations(), strict=True))
         return out
 
     def observation(self, agent: str) -> np.ndarray:

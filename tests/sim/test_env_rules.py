@@ -110,3 +110,24 @@ def test_with_free_queries_a_server_that_always_asks_out_earns_one_that_never_as
 
     always, never = earned(1), earned(0)
     assert always > never + 0.05, (always, never)
+
+
+@pytest.mark.parametrize("agent", ["user_12", "user_01", "user_-1", "server_1", "nobody"])
+def test_an_action_of_an_unknown_agent_is_one_line_naming_the_agents(asking, agent):
+    env = parallel_env(asking)
+    env.reset(seed=0)
+    with pytest.raises(
+        InputError, match=rf"unknown agent '{agent}'; agents: server, user_0 \.\. user_11"
+    ):
+        env.step({agent: 1})
+
+
+def test_the_strategies_actions_name_every_agent_with_its_choice(asking):
+    env = parallel_env(asking)
+    env.reset(seed=0)
+    decisions = env.game.model.decide()
+    actions = env.game.actions_of(decisions)
+    assert list(actions) == env.possible_agents
+    users = [actions[f"user_{i}"] for i in range(12)]
+    assert all(type(a) is int for a in users)  # plain ints, as a policy's actions
+    assert users == [1 if r else 0 for r in decisions.report.tolist()]  # one level: 1 reports
