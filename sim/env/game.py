@@ -264,22 +264,16 @@ class Game:
         if default.level is not None:
             level[:] = default.level
         server: dict[str, Any] = {"refresh": default.refresh, "query": default.query}
-        for agent, action in actions.items():
-            if agent == "server":
-                server = self._server_decision(action)
-                continue
-            choice = int(action)
-            if not 0 <= choice <= len(self.levels):
-                raise InputError(
-                    f"{agent} action {action!r} must be 0 (silent) or 1 .. {len(self.levels)} "
-                    "(report at that eps level)"
-                    if len(self.levels) > 1
-                    else f"{agent} action {action!r} must be 0 (silent) or 1 (report)"
-                )
-            i = self.user_index(agent)
-            report[i] = choice > 0
-            if choice:
-                level[i] = choice - 1
+        if "server" in actions:
+            server = self._server_decision(actions["server"])
+        users = [agent for agent in actions if agent != "server"]
+        if users:
+            index = np.array([self.user_index(agent) for agent in users], dtype=np.intp)
+            choice = np.array([int(actions[agent]) for agent in users], dtype=np.int64)
+            self._check_choices(actions, users, choice)
+            report[index] = choice > 0
+            chosen = choice > 0
+            level[index[chosen]] = choice[chosen] - 1
         levels = level if len(self.levels) > 1 else None
         agents = self.agents if scored is None else scored
         owed = None  # the users' places and unhalted filters, what a query owed addresses
@@ -287,6 +281,20 @@ class Game:
             owed = model.population.position.copy(), ~model.filters.halted
         model.advance(Decisions(report=report, level=levels, **server))
         return self._rewards(owed, scored), self._infos(agents)
+
+    def _check_choices(self, actions: dict[str, Any], users: list[str], choice) -> None:
+        """Refuse the first of ``users`` whose action (``choice``, as ints) is not 0 (silent)
+        or a level's number, in one line."""
+        bad = np.flatnonzero((choice < 0) | (choice > len(self.levels)))
+        if len(bad):
+            agent = users[bad[0]]
+            action = actions[agent]
+            raise InputError(
+                f"{agent} action {action!r} must be 0 (silent) or 1 .. {len(self.levels)} "
+                "(report at that eps level)"
+                if len(self.levels) > 1
+                else f"{agent} action {action!r} must be 0 (silent) or 1 (report)"
+            )
 
     def _server_decision(self, action: Any) -> dict[str, Any]:
         """The server's action as the fields of :class:`~mdpsim.simulation.model.Decisions`."""

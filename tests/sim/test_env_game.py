@@ -178,3 +178,16 @@ def test_a_bad_action_names_the_space(game):
         env.step({"user_0": 4})
     with pytest.raises(InputError, match="refresh, mechanism, query_range, query_kde"):
         env.step({"server": np.array([1, 2, 0, 0])})
+
+
+def test_each_user_reports_at_the_level_it_chose_and_a_level_too_high_is_one_line(game):
+    env = parallel_env(game)
+    env.reset(seed=0)
+    actions = {**env.strategy_actions(), "user_0": 0, "user_1": 1, "user_2": 3, "user_3": 2}
+    env.step(actions)
+    reports = env.game.model.last_reports
+    chosen = dict(zip(reports.users.tolist(), reports.levels.tolist(), strict=True))
+    assert chosen == {1: 0, 2: 2, 3: 1}  # user_0 silent; action k reports at level k - 1
+    with pytest.raises(InputError, match=r"^user_2 action 4 must be 0 \(silent\) or 1 \.\. 3 "):
+        env.step({"user_2": 4})
+    assert env.game.model.tick == 1

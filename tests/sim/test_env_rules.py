@@ -131,3 +131,14 @@ def test_the_strategies_actions_name_every_agent_with_its_choice(asking):
     users = [actions[f"user_{i}"] for i in range(12)]
     assert all(type(a) is int for a in users)  # plain ints, as a policy's actions
     assert users == [1 if r else 0 for r in decisions.report.tolist()]  # one level: 1 reports
+
+
+@pytest.mark.parametrize("action", [2, -1, np.int64(7)])
+def test_an_action_that_is_not_silent_or_report_is_one_line_and_plays_no_tick(asking, action):
+    env = parallel_env(asking)
+    env.reset(seed=0)
+    actions = {**env.strategy_actions(), "user_3": action}
+    with pytest.raises(InputError) as info:
+        env.step(actions)
+    assert str(info.value) == f"user_3 action {action!r} must be 0 (silent) or 1 (report)"
+    assert env.game.model.tick == 0
