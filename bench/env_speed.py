@@ -34,7 +34,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from mdpsim.env import parallel_env, single_agent_env, vector_env
+from mdpsim.env import parallel_env, single_agent_env
 from mdpsim.simulation import scenario as sc
 
 
@@ -121,6 +121,8 @@ def vector_seconds_per_env_step(
     counts it). ``steps`` should be whole episodes (21 vector steps each), so that every
     run pays its share of resets."""
     import numpy as np
+
+    from mdpsim.env import vector_env  # here: a --compare tree from before it has the other rows
 
     env = vector_env(_scenario(n_users, n_points), num_envs=num_envs, agent="user_0")
     env.reset(seed=0)
