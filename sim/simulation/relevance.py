@@ -59,13 +59,30 @@ def relevance_map(domain, *, path: Path | None = None) -> Relevance:
         weight = _from_file(domain, Path(path))
         return Relevance(_blend(weight, nodes), _blend(weight, nodes), f"file {path}")
     graph = domain.graph
-    features = _osm_features(str(graph.graph.get("mdpsim_source", ""))) if graph else None
-    if features is None:
+    points = (
+        _osm_points(str(graph.graph.get("mdpsim_source", "")), str(graph.graph.get("crs")))
+        if graph
+        else None
+    )
+    if points is None:
         return Relevance(nodes, nodes, "node density")
-    crs = str(graph.graph["crs"])
-    housing = _counted(domain, *_project(features[0], crs))
-    activity = _counted(domain, *_project(features[1], crs))
+    housing = _counted(domain, *points[0])
+    activity = _counted(domain, *points[1])
     return Relevance(_blend(housing, nodes), _blend(activity, nodes), "osm buildings")
+
+
+@functools.lru_cache(maxsize=4)
+def _osm_points(source: str, crs: str):
+    """:func:`_osm_features` of ``source`` projected to ``crs`` (metres), read-only; None
+    without them (cached: every new seed of a game places its people on the same features)."""
+    features = _osm_features(source)
+    if features is None:
+        return None
+    projected = tuple(_project(part, crs) for part in features)
+    for xy, weight in projected:
+        xy.setflags(write=False)
+        weight.setflags(write=False)
+    return projected
 
 
 def _blend(weight: np.ndarray, nodes: np.ndarray) -> np.ndarray:
