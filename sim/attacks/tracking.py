@@ -60,6 +60,10 @@ MAX_THREADS = 8
 #: a thread gets at least this many users: below it, handing a part to the pool costs more
 #: than the part's filter step (5 users, N = 80: 2 parts took a third of an env step)
 MIN_USERS_PER_THREAD = 64
+#: the most users of one part of the filter: its (N, users) float32 beliefs stay in the cache
+#: through the predict step's sparse product (N = 1,000: 4 MB; 10,000 users in 5,000-user parts
+#: read 142 ms a product, in 1,024-user parts 59 ms, the same bits: docs/benchmarks.md)
+PART_USERS = 1024
 
 
 class Method:
@@ -203,8 +207,10 @@ class Tracking(Attack):
         iterations over the reports of the ticks since the last estimate, added to the expected
         moves of the blocks before; on this many slots (drawn once with the context's seed).
     threads
-        Threads of the filter's tick, each running the whole step on its part of the users
-        (numpy and scipy's sparse product release the GIL); ``None``: the task's thread budget
+        Threads of the filter's tick, each running the whole step on a part of the users at a
+        time (numpy and scipy's sparse product release the GIL; parts of at most
+        :data:`PART_USERS`, so that a part's beliefs stay in the cache); ``None``: the task's
+        thread budget
         (:func:`mdpsim._core.threads.task_threads`: the cores this process may use, or the batch's
         share of them per worker), at most :data:`MAX_THREADS`. The beliefs are the same bits
         whatever the number (docs/attacks.md, Speed).
@@ -266,7 +272,8 @@ class Tracking(Attack):
         self.prior_ = np.asarray(domain.prior if granted is None else granted, dtype=float)
         self._prior_row32 = self.prior_.astype(np.float32)[None, :]
         u = context.n_users
-        n_parts = min(self._threads(u), max(u, 1))
+        self._n_threads = min(self._threads(u), max(u, 1))
+        n_parts = max(self._n_threads, -(-u // PART_USERS))
         bounds = [u * i // n_parts for i in range(n_parts + 1)]  # any split: the same bits
         self._parts = [slice(a, b) for a, b in itertools.pairwise(bounds)]
         # per part, (N, U_part) float32 beliefs; every column sums to 1
@@ -379,7 +386,9 @@ class Tracking(Attack):
         if len(self._parts) == 1:  # no pool: at a few users it would cost more than the step
             top, entropy = step(0)
         else:
-            results = list(_pool(len(self._parts)).map(step, range(len(self._parts))))
+            parts = range(len(self._parts))
+            pool = _pool(self._n_threads) if self._n_threads > 1 else None
+            results = list(pool.map(step, parts) if pool else map(step, parts))
             top = _joined([t for t, _ in results])
             entropy = _joined([e for _, e in results])
         self._columns = columns  # a new list: smoothing keeps the last one in alphas_

@@ -205,7 +205,9 @@ def test_the_filters_likelihood_is_scaled_by_a_power_of_two():
 
 
 @pytest.mark.parametrize("method", ["filter", "smooth"])
-def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch, method):
+def test_the_filter_is_the_same_bits_on_one_or_three_threads_and_any_parts(
+    world, monkeypatch, method
+):
     from mdpsim.attacks import tracking
 
     monkeypatch.setattr(tracking, "_USER_BLOCK", 16)
@@ -214,9 +216,12 @@ def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch,
     rng = np.random.default_rng(5)
     outputs = [mech.sample_many(secrets, rng) for secrets in world.traces]
     runs = []
-    for threads in (1, 3):
+    # (threads, users per part): one part; three; six parts on one thread; six on three
+    for threads, part_users in ((1, 1024), (3, 1024), (1, 7), (3, 7)):
+        monkeypatch.setattr(tracking, "PART_USERS", part_users)
         attack = make("tracking", method=method, lag_ticks=2, threads=threads)
         attack.start(Context(domain=domain, n_users=n_users, reach_km=world.mobility.reach_km))
+        assert len(attack._parts) == max(threads, -(-n_users // part_users))
         attack.release(Release(tick=1, mechanism=mech))
         obs = [
             Observation(tick=t + 1, outputs=o, pseudonyms=np.arange(n_users))
@@ -224,9 +229,10 @@ def test_the_filter_is_the_same_bits_on_one_or_three_threads(world, monkeypatch,
         ]
         runs.append([e for o in obs for e in attack.observe(o)] + list(attack.finish()))
     assert len(runs[0]) == len(outputs)
-    for one, three in zip(*runs, strict=True):
-        np.testing.assert_array_equal(one.posterior, three.posterior)
-        np.testing.assert_array_equal(one.entropy_bits, three.entropy_bits)
+    for other in runs[1:]:
+        for one, that in zip(runs[0], other, strict=True):
+            np.testing.assert_array_equal(one.posterior, that.posterior)
+            np.testing.assert_array_equal(one.entropy_bits, that.entropy_bits)
 
 
 @pytest.mark.parametrize("name", available())
