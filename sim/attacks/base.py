@@ -60,6 +60,8 @@ def attack_column(label: str, metric: str) -> str:
     return f"{label}_{metric}"
 
 
+#: rows of the expected error's distance gather at a time (1 MB at 1,000 float32 secrets)
+_SCORE_ROWS = 256
 #: A report's leakage above ``eps * (1 + BOUND_RTOL)`` breaks the Bayes bound and is flagged.
 BOUND_RTOL = 1e-9
 
@@ -545,5 +547,10 @@ def _expected_error_km(posterior, secrets: np.ndarray, domain) -> np.ndarray:
         return posterior.risk_km[secrets, posterior.index]
     post = np.ascontiguousarray(posterior)  # rows: every reduction below is contiguous
     dist = domain.dist_xx32 if post.dtype == np.float32 else domain.dist_xx
-    dist_rows = dist[secrets].astype(post.dtype, copy=False)
-    return np.einsum("ux,ux->u", post, dist_rows).astype(float)
+    out = np.empty(len(post))
+    # in blocks of rows: the gathered distance rows stay in the cache (each row's sum is the
+    # same whatever the block: 10,000 users x 1,000 secrets gathered 40 MB at once)
+    for a in range(0, len(post), _SCORE_ROWS):
+        rows = dist[secrets[a : a + _SCORE_ROWS]].astype(post.dtype, copy=False)
+        out[a : a + _SCORE_ROWS] = np.einsum("ux,ux->u", post[a : a + _SCORE_ROWS], rows)
+    return out

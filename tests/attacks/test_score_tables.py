@@ -62,3 +62,19 @@ def test_the_filter_likelihood_rows_are_kept_per_mechanism_and_matrix(walk_domai
     assert np.all(rows_a[-1] == 1.0) and rows_a.shape == (dom.n_y + 1, dom.n_x)
     a.matrix_ = a.matrix_.copy()  # a new matrix object: tabulated again
     assert _likelihood_tables(Release(tick=9, mechanism=a))[1] is not rows_a
+
+
+def test_the_expected_error_in_blocks_of_rows_is_the_whole_gathers_bits(road_domain_small):
+    from mdpsim.attacks.base import _SCORE_ROWS, _expected_error_km
+
+    rng = np.random.default_rng(4)
+    n_rows, n_x = 2 * _SCORE_ROWS + 3, road_domain_small.n_x  # two blocks and a remainder
+    secrets = rng.integers(0, n_x, n_rows)
+    for dtype, dist in (
+        (np.float32, road_domain_small.dist_xx32),
+        (float, road_domain_small.dist_xx),
+    ):
+        post = rng.random((n_rows, n_x)).astype(dtype)
+        post /= post.sum(axis=1, keepdims=True)
+        whole = np.einsum("ux,ux->u", post, dist[secrets].astype(dtype, copy=False)).astype(float)
+        assert _expected_error_km(post, secrets, road_domain_small).tobytes() == whole.tobytes()
