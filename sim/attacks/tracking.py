@@ -60,9 +60,10 @@ MAX_THREADS = 8
 #: a thread gets at least this many users: below it, handing a part to the pool costs more
 #: than the part's filter step (5 users, N = 80: 2 parts took a third of an env step)
 MIN_USERS_PER_THREAD = 64
-#: the most users of one part of the filter: its (N, users) float32 beliefs stay in the cache
-#: through the predict step's sparse product (N = 1,000: 4 MB; 10,000 users in 5,000-user parts
-#: read 142 ms a product, in 1,024-user parts 59 ms, the same bits: docs/benchmarks.md)
+#: the most users of one part of the filter: its (N, users) float32 beliefs stay nearer the
+#: core through the predict step's sparse product (N = 1,000, 52,022 transitions, one thread:
+#: 10,000 users as two 5,000-user parts 84 ms a product, as ten 1,000-user parts 75 ms, the
+#: same bits; docs/attacks.md, Speed)
 PART_USERS = 1024
 
 
