@@ -140,5 +140,6 @@ def test_an_action_that_is_not_silent_or_report_is_one_line_and_plays_no_tick(as
     actions = {**env.strategy_actions(), "user_3": action}
     with pytest.raises(InputError) as info:
         env.step(actions)
-    assert str(info.value) == f"user_3 action {action!r} must be 0 (silent) or 1 (report)"
+    shown = int(action)  # a numpy action is shown as the plain number
+    assert str(info.value) == f"user_3 action {shown} must be 0 (silent) or 1 (report)"
     assert env.game.model.tick == 0
