@@ -60,8 +60,6 @@ def attack_column(label: str, metric: str) -> str:
     return f"{label}_{metric}"
 
 
-#: rows of the expected error's distance gather at a time (1 MB at 1,000 float32 secrets)
-_SCORE_ROWS = 256
 #: A report's leakage above ``eps * (1 + BOUND_RTOL)`` breaks the Bayes bound and is flagged.
 BOUND_RTOL = 1e-9
 
@@ -539,6 +537,10 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
 
 def _rows(posterior) -> np.ndarray:
     return posterior.rows if isinstance(posterior, TabulatedPosterior) else posterior
+
+
+#: Rows of the expected error's distance gather at a time (1 MB at 1,000 float32 secrets)
+_SCORE_ROWS = 256
 
 
 def _expected_error_km(posterior, secrets: np.ndarray, domain) -> np.ndarray:

@@ -289,9 +289,8 @@ class Game:
         if len(bad):
             agent = users[bad[0]]
             action = actions[agent]
-            action = (
-                action.item() if isinstance(action, np.generic) else action
-            )  # 7, not np.int64(7)
+            if isinstance(action, np.generic):
+                action = action.item()  # shown as 7, not np.int64(7)
             raise InputError(
                 f"{agent} action {action!r} must be 0 (silent) or 1 .. {len(self.levels)} "
                 "(report at that eps level)"
