@@ -11,7 +11,9 @@ from mdpsim.experiments.plugins import installed_version
 TRACEBACK_ENV = "MDPSIM_TRACEBACK"
 SCENARIO_HELP = "a TOML scenario file or a packaged scenario's name (e.g. helsinki_demo)"
 STRICT_HELP = "refuse a traces file with any bad row (exit 2) instead of dropping the bad rows"
-FORCE_HELP = "replace an existing output folder mdpsim wrote (and, for run, the --export file)"
+FORCE_HELP = (
+    "replace an existing output folder mdpsim wrote (and, for run, a --export file it exported)"
+)
 
 # What ``ArgumentParser.add_subparsers`` returns; each ``_add_<command>`` adds one subcommand.
 type _Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]

@@ -41,7 +41,8 @@ def check_target(
 ) -> Path:
     """The export's path, checked before the run: format, suffix, a file this process can
     write (:func:`mdpsim._core.outputs.check_file`), not an existing file unless ``overwrite`` (the
-    CLI's ``--force``), not inside the run folder ``out`` (replaced whole)."""
+    CLI's ``--force``) and it is an export of mdpsim (:func:`is_export`), not inside the run
+    folder ``out`` (replaced whole)."""
     if fmt not in FORMATS:
         raise InputError(f"--export {fmt!r} must be one of {', '.join(FORMATS)}")
     path = check_file(path, flag=f"--export {fmt}")
@@ -53,6 +54,11 @@ def check_target(
         raise InputError(
             f"--export {fmt} {str(path)!r} exists; choose another file name or pass --force"
         )
+    if path.exists() and not is_export(fmt, path):
+        raise InputError(
+            f"--export {fmt} {str(path)!r} exists and is not a traces export of mdpsim, so "
+            "--force does not replace it; choose another file name"
+        )
     if out is not None:
         folder = Path(out).expanduser().resolve()
         if folder in path.expanduser().resolve().parents:
@@ -61,6 +67,23 @@ def check_target(
                 "replaces whole; write the export beside it"
             )
     return path
+
+
+def is_export(fmt: str, path: Path) -> bool:
+    """Whether ``path`` is a ``fmt`` traces export of mdpsim: a file whose fields are exactly
+    :data:`COLUMNS` (and the geometry), read from its header, not its rows."""
+    try:
+        if fmt == "geoparquet":
+            import pyarrow.parquet as pq
+
+            fields = [n for n in pq.read_schema(path).names if n != "geometry"]
+        else:
+            import pyogrio
+
+            fields = list(pyogrio.read_info(path)["fields"])
+    except (OSError, ValueError, RuntimeError):  # unreadable as that format: not an export
+        return False
+    return fields == COLUMNS
 
 
 class TraceRecorder:

@@ -147,6 +147,32 @@ def test_export_never_replaces_an_input_and_needs_force(tmp_path, scenario, caps
     assert users["user"].nunique() == 4
 
 
+@pytest.mark.parametrize("fmt,name", [("geojson", "mine.geojson"), ("geoparquet", "mine.parquet")])
+def test_force_replaces_an_export_of_mdpsim_never_a_file_of_the_users(
+    tmp_path, scenario, capsys, fmt, name
+):
+    mine = tmp_path / name
+    mine.write_bytes(b'{"type": "FeatureCollection", "features": []}\n')  # the user's own file
+    argv = [
+        "run",
+        str(scenario),
+        "--out",
+        str(tmp_path / "a"),
+        "--export",
+        fmt,
+        str(mine),
+        "--force",
+    ]
+    _one_error(capsys, argv, "is not a traces export of mdpsim, so --force does not replace it")
+    assert mine.read_bytes() == b'{"type": "FeatureCollection", "features": []}\n'
+    assert not (tmp_path / "a").exists()
+    export = tmp_path / f"export{mine.suffix}"
+    for out in ("b", "c"):  # an export of mdpsim is replaced by the next with --force
+        assert main(["run", str(scenario), "--out", str(tmp_path / out), "--export", fmt,
+                     str(export), "--force"]) == 0  # fmt: skip
+    capsys.readouterr()
+
+
 def test_export_inside_the_out_folder_is_refused_up_front(tmp_path, scenario, capsys):
     out = tmp_path / "out"
     argv = ["run", str(scenario), "--out", str(out), "--export", "geojson", str(out / "t.json")]
