@@ -82,3 +82,30 @@ def _first_argmax(row: np.ndarray) -> int:
         if v > best_value:
             best, best_value = x, v
     return best
+
+
+@numba.njit(cache=True, nogil=True)
+def predict_rows32(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    columns: np.ndarray,
+    rows: np.ndarray,
+) -> None:
+    """The filter's prediction ``(A @ columns).T`` into ``rows`` ``(U, N)``, for a float32
+    CSR matrix ``A`` ``(N, N)`` (``indptr, indices, data``) and float32 beliefs ``columns``
+    ``(N, U)``: one secret's predictions for every user at a time, then written into the
+    users' rows (no transposed copy). Each entry is summed from +0 in ``A``'s stored order,
+    as scipy's ``csr_matvecs`` sums it, so the same bits as ``A @ columns``; numba contracts
+    no multiply-add (no fastmath), so the same bits on every machine."""
+    n, n_users = columns.shape
+    acc = np.empty(n_users, dtype=np.float32)
+    for i in range(n):
+        acc[:] = np.float32(0.0)
+        for jj in range(indptr[i], indptr[i + 1]):
+            a = data[jj]
+            belief = columns[indices[jj]]
+            for u in range(n_users):
+                acc[u] += a * belief[u]
+        for u in range(n_users):
+            rows[u, i] = acc[u]

@@ -376,7 +376,10 @@ class Tracking(Attack):
             if first:
                 mine[:] = self._prior_row32
             else:
-                hmm.transpose(self._predict32 @ columns[i], mine)
+                predict = self._predict32
+                _compiled().predict_rows32(
+                    predict.indptr, predict.indices, predict.data, columns[i], mine
+                )
             scores = [
                 self._update_block(mine[b], outputs[users][b], resets[users][b])
                 for b in (slice(a, a + _USER_BLOCK) for a in range(0, len(mine), _USER_BLOCK))

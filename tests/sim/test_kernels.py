@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy import sparse
 
 from mdpsim.attacks import hmm
 from mdpsim.attacks.base import entropy_bits
@@ -72,3 +73,15 @@ def test_importing_mdpsim_compiles_nothing_and_never_imports_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_predict_rows32_is_the_sparse_product_bit_for_bit(kernels, seed):
+    """The filter's prediction is scipy's ``A @ columns`` transposed, to the last bit."""
+    rng = np.random.default_rng(seed)
+    n, n_users = 90, 37
+    a = sparse.random(n, n, density=0.2, random_state=seed, format="csr", dtype=np.float32)
+    columns = (rng.random((n, n_users)) ** 4).astype(np.float32)
+    rows = np.full((n_users, n), np.nan, dtype=np.float32)
+    kernels.predict_rows32(a.indptr, a.indices, a.data, columns, rows)
+    assert np.array_equal(rows.view(np.uint32), (a @ columns).T.view(np.uint32))
