@@ -186,28 +186,45 @@ class RoadSegments:
         cut_node = np.concatenate(node_parts)
         order = np.lexsort((cut_along, cut_seg))
         cut_seg, cut_along, cut_node = cut_seg[order], cut_along[order], cut_node[order]
-        row_parts, col_parts, w_parts = [], [], []
         has_cut = np.zeros(len(self.seg_len_m), dtype=bool)
         has_cut[cut_seg] = True
         plain = ~has_cut
-        row_parts.append(self.seg_u[plain])
-        col_parts.append(self.seg_v[plain])
-        w_parts.append(self.seg_len_m[plain])
-        bounds = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="left")
-        bounds_end = np.searchsorted(cut_seg, np.nonzero(has_cut)[0], side="right")
-        for s, lo, hi in zip(np.nonzero(has_cut)[0], bounds, bounds_end, strict=True):
-            chain = np.concatenate([[self.seg_u[s]], cut_node[lo:hi], [self.seg_v[s]]])
-            pos = np.concatenate([[0.0], cut_along[lo:hi], [self.seg_len_m[s]]])
-            row_parts.append(chain[:-1])
-            col_parts.append(chain[1:])
-            w_parts.append(np.diff(pos))
-        rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
-        w = np.concatenate(w_parts)
+        chain_rows, chain_cols, chain_w = self._cut_chains(cut_seg, cut_along, cut_node)
+        rows = np.concatenate([self.seg_u[plain], chain_rows])
+        cols = np.concatenate([self.seg_v[plain], chain_cols])
+        w = np.concatenate([self.seg_len_m[plain], chain_w])
         # csgraph treats explicit zeros as missing edges: keep coincident points connected.
         w = np.maximum(w, 1e-9)
         x_nodes = node_of[0]
         y_nodes = node_of[0] if len(node_of) == 1 else node_of[1]
         return x_nodes, y_nodes, (rows, cols, w)
+
+    def _cut_chains(
+        self, cut_seg: np.ndarray, cut_along: np.ndarray, cut_node: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The edges of the segments cut at points, ``(rows, cols, weights)``: each such
+        segment (in order) becomes the chain ``u -> its points by offset -> v``, weighted by
+        the differences of the offsets ``0, along..., length``. ``cut_*`` are sorted by
+        segment, then offset."""
+        if not len(cut_seg):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+        changes = cut_seg[1:] != cut_seg[:-1]
+        first, last = np.r_[True, changes], np.r_[changes, True]  # a segment's first / last cut
+        # per cut: the edge into it (from u or the cut before), then a closing edge into v
+        start = np.where(first, self.seg_u[cut_seg], np.r_[0, cut_node[:-1]])
+        before = np.where(first, 0.0, np.r_[0.0, cut_along[:-1]])
+        n_cuts = len(cut_seg)
+        closing = np.flatnonzero(last)
+        at = np.arange(n_cuts) + np.r_[0, np.cumsum(last)[:-1]]  # edge slots, closings between
+        rows = np.empty(n_cuts + len(closing), dtype=np.int64)
+        cols = np.empty_like(rows)
+        w = np.empty(len(rows))
+        rows[at], cols[at], w[at] = start, cut_node, cut_along - before
+        shut = at[closing] + 1
+        s = cut_seg[closing]
+        rows[shut], cols[shut] = cut_node[closing], self.seg_v[s]
+        w[shut] = self.seg_len_m[s] - cut_along[closing]
+        return rows, cols, w
 
     @staticmethod
     def _chain_pairs(A, x_nodes: np.ndarray, dist_xx_m: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from scipy.sparse.csgraph import dijkstra
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import undirected_lengths
-from mdpsim.geo.routing import MIN_SPACING_M, max_points
+from mdpsim.geo.routing import MIN_SPACING_M, RoadSegments, max_points
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +176,32 @@ def test_draw_secret_is_the_draw_of_choice_with_the_prior(road_300):
     drawn = [domain.draw_secret(ours) for _ in range(2000)]
     assert drawn == [int(theirs.choice(domain.n_x, p=domain.prior)) for _ in range(2000)]
     assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+def _cut_chains_by_segment(segments, cut_seg, cut_along, cut_node):
+    """The chains of the cut segments one segment at a time (the loop the arrays replaced)."""
+    rows, cols, w = [], [], []
+    for s in np.unique(cut_seg):
+        mine = cut_seg == s
+        chain = np.concatenate([[segments.seg_u[s]], cut_node[mine], [segments.seg_v[s]]])
+        pos = np.concatenate([[0.0], cut_along[mine], [segments.seg_len_m[s]]])
+        rows.append(chain[:-1])
+        cols.append(chain[1:])
+        w.append(np.diff(pos))
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(w)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cut_segments_become_the_same_chains_as_one_segment_at_a_time(helsinki_test_walk, seed):
+    segments = RoadSegments.of(helsinki_test_walk)
+    rng = np.random.default_rng(seed)
+    n_cuts = [1, 30, 300, 3000][seed]
+    cut_seg = np.sort(rng.integers(0, len(segments.seg_len_m), n_cuts))
+    cut_along = rng.random(n_cuts) * segments.seg_len_m[cut_seg]
+    order = np.lexsort((cut_along, cut_seg))
+    cut_seg, cut_along = cut_seg[order], cut_along[order]
+    cut_node = 10_000 + np.arange(n_cuts)
+    got = segments._cut_chains(cut_seg, cut_along, cut_node)
+    expected = _cut_chains_by_segment(segments, cut_seg, cut_along, cut_node)
+    for a, b in zip(got, expected, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)  # the same edges, the same bits
