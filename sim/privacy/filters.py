@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 
 from mdpsim._core.validation import check_scalar
@@ -97,6 +98,94 @@ def _fit(s: np.ndarray, err: np.ndarray, capacity) -> np.ndarray:
     return (s < capacity) | ((s == capacity) & (err <= 0))
 
 
+@numba.njit(cache=True, nogil=True)
+def _add_up_1d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`add_up` of two equal-length 1-D float arrays, element by element (the same
+    two-sum operations in the same order, so the same bits)."""
+    out = np.empty(len(a))
+    for i in range(len(a)):
+        s = a[i] + b[i]
+        bp = s - a[i]
+        ap = s - bp
+        err = (a[i] - ap) + (b[i] - bp)
+        out[i] = np.nextafter(s, np.inf) if err > 0 else s
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _left_1d(capacity: np.ndarray, spent: np.ndarray, halted: np.ndarray) -> np.ndarray:
+    """:attr:`PopulationFilter.remaining`: ``sub_down(capacity, spent)``, 0 where halted."""
+    out = np.empty(len(capacity))
+    for i in range(len(capacity)):
+        if halted[i]:
+            out[i] = 0.0
+            continue
+        a, b = capacity[i], -spent[i]
+        s = a + b
+        bp = s - a
+        ap = s - bp
+        err = (a - ap) + (b - bp)
+        if err < 0:
+            s = np.nextafter(s, -np.inf)
+        out[i] = s if s >= 0.0 else 0.0
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _charge_1d(
+    spent: np.ndarray, c: np.ndarray, capacity: np.ndarray, halted: np.ndarray
+) -> tuple[np.ndarray, bool, bool]:
+    """:meth:`PopulationFilter.spend`'s arithmetic: ``spent + c`` rounded up, whether anyone
+    is charged (``c > 0``) and whether a charged user is halted or reaches its capacity
+    (then :func:`_fit` decides, as the unchecked path would)."""
+    out = np.empty(len(spent))
+    asked = check = False
+    for i in range(len(spent)):
+        s = spent[i] + c[i]
+        bp = s - spent[i]
+        ap = s - bp
+        err = (spent[i] - ap) + (c[i] - bp)
+        out[i] = np.nextafter(s, np.inf) if err > 0 else s
+        if c[i] > 0:
+            asked = True
+            check = check or halted[i] or s >= capacity[i]
+    return out, asked, check
+
+
+@numba.njit(cache=True, nogil=True)
+def _request_1d(
+    spent: np.ndarray, c: np.ndarray, capacity: np.ndarray, halted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:meth:`PopulationFilter.request`'s arithmetic: who pays (asked, not halted, fits), who
+    halts now (asked and does not pay), the new spends and what each pays."""
+    n = len(spent)
+    ok, refused = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
+    new_spent, paid = spent.copy(), np.zeros(n)
+    for i in range(n):
+        if not c[i] > 0:
+            continue
+        s = spent[i] + c[i]
+        bp = s - spent[i]
+        ap = s - bp
+        err = (spent[i] - ap) + (c[i] - bp)
+        if not halted[i] and (s < capacity[i] or (s == capacity[i] and err <= 0)):
+            ok[i] = True
+            new_spent[i] = np.nextafter(s, np.inf) if err > 0 else s
+            paid[i] = c[i]
+        else:
+            refused[i] = True
+    return ok, refused, new_spent, paid
+
+
+@numba.njit(cache=True, nogil=True)
+def _valid_costs_1d(costs: np.ndarray) -> bool:
+    """Whether every cost is ``>= 0`` and ``< inf`` (NaN fails both)."""
+    valid = True
+    for i in range(len(costs)):
+        valid = valid and costs[i] >= 0.0 and costs[i] < np.inf
+    return valid
+
+
 def _checked_cost(cost) -> float:
     return check_scalar(cost, "privacy cost", min=0, error=PrivacyBudgetError)
 
@@ -105,7 +194,9 @@ def _checked_costs(costs, n: int | None = None) -> np.ndarray:
     arr = np.asarray(costs, dtype=float)
     if n is not None and arr.shape != (n,):
         raise PrivacyBudgetError(f"costs must have shape ({n},), got {arr.shape}")
-    if arr.size and arr.min() >= 0.0 and arr.max() < math.inf:  # NaN fails both
+    if arr.size and (
+        _valid_costs_1d(arr) if arr.ndim == 1 else arr.min() >= 0.0 and arr.max() < math.inf
+    ):  # NaN fails both
         return arr
     if not np.isfinite(arr).all():
         raise PrivacyBudgetError("privacy costs must be finite (got NaN or inf)")
@@ -371,7 +462,7 @@ class PopulationFilter:
         the state arrays were replaced (every change replaces them), a copy each time."""
         kept = self._remaining
         if kept is None or not _same(kept[0], (self.capacity, self.spent, self.halted)):
-            left = np.where(self.halted, 0.0, sub_down(self.capacity, self.spent))
+            left = _left_1d(self.capacity, self.spent, self.halted)
             kept = self._remaining = ((self.capacity, self.spent, self.halted), left)
         return kept[1].copy()
 
@@ -385,15 +476,11 @@ class PopulationFilter:
         """
         c = _checked_costs(costs, self.n_users)
         d = 0.0 if type(delta) is float and delta == 0.0 else _checked_cost(delta)
-        asked = c > 0
-        s, err = _two_sum(self.spent, c)
-        ok = asked & ~self.halted & _fit(s, err, self.capacity)
-        refused = asked & ~ok
+        ok, refused, spent, paid = _request_1d(self.spent, c, self.capacity, self.halted)
         if refused.any():
             self.halted = _read_only(self.halted | refused)
         if ok.any():
-            spent = np.where(ok, _rounded_up(s, err), self.spent)
-            self._pay(np.where(ok, c, 0.0), spent, component)
+            self._pay(paid, spent, component)
         if d > 0:
             self.delta_spent = np.where(ok, add_up(self.delta_spent, d), self.delta_spent)
         return ok
@@ -415,13 +502,12 @@ class PopulationFilter:
     def spend(self, costs, *, component=None) -> None:
         """Charge every user ``costs`` atomically, or raise and change nothing."""
         c = _checked_costs(costs, self.n_users)
-        asked = c > 0
-        if not asked.any():
+        spent, asked, check = _charge_1d(self.spent, c, self.capacity, self.halted)
+        if not asked:
             return
-        s, err = _two_sum(self.spent, c)
-        if (asked & (self.halted | (s >= self.capacity))).any():  # else every charge fits
-            self._refuse(c, asked, _fit(s, err, self.capacity))
-        self._pay(c, _rounded_up(s, err), component)
+        if check:  # else every charge fits
+            self._refuse(c, c > 0, fits(self.spent, c, self.capacity))
+        self._pay(c, spent, component)
 
     def _refuse(self, c: np.ndarray, asked: np.ndarray, fit: np.ndarray) -> None:
         """Raise for a charge of halted users or past a budget (``fit``: who can pay it)."""
@@ -446,7 +532,7 @@ class PopulationFilter:
         nothing for them) and the new ``spent`` (``spent + c`` rounded up)."""
         self.spent = _read_only(spent)
         prev = self._by_component.get(component, np.zeros(self.n_users))
-        self._by_component[component] = add_up(prev, c)
+        self._by_component[component] = _add_up_1d(prev, c)
 
 
 def _same(kept: tuple, state: tuple) -> bool:
