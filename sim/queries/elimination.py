@@ -46,6 +46,7 @@ from mdpsim.privacy.accounting import (
     gaussian_release,
 )
 from mdpsim.privacy.filters import add_up, sub_down
+from mdpsim.queries._kernels import trial_sums
 
 SPLITS = ("even", "doubling")
 MAX_PARTS = 64
@@ -106,18 +107,24 @@ class _Triple(ABC):
         self.rho_total[users] += rho
 
     def trial_rounds(
-        self, users: np.ndarray, parts: np.ndarray, std_km: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, users: np.ndarray, parts: np.ndarray, std_km: np.ndarray, lam: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``len(parts)`` rounds of :meth:`release` by ``users`` with the ``(rounds, users)``
         budgets ``parts`` and their noise stds, drawn in one go and not kept: the running
         weighted sums ``(rounds, users, dim)`` and rho totals ``(rounds, users)`` after each
-        round, the very floats the rounds one by one would hold (:meth:`keep` one of them)."""
+        round, the very floats the rounds one by one would hold (:meth:`keep` one of them),
+        with the combined releases (:meth:`mean`) and half-widths (:func:`half_width_km` of
+        ``lam``) after each round (:func:`~mdpsim.queries._kernels.trial_sums`)."""
         noise = self._rng.standard_normal((*parts.shape, self.dim))
-        terms = parts[..., None] * (self._values[users] + noise * std_km[..., None])
-        terms[0] += self.weighted_sum[users]
-        totals = parts.copy()
-        totals[0] += self.rho_total[users]
-        return np.add.accumulate(terms, axis=0), np.add.accumulate(totals, axis=0)
+        return trial_sums(
+            self._values[users],
+            self.weighted_sum[users],
+            self.rho_total[users],
+            parts,
+            std_km,
+            noise,
+            lam,
+        )
 
     def rng_state(self) -> Mapping[str, Any]:
         """The rng's state, for :meth:`rewind`."""
@@ -145,6 +152,10 @@ class _Triple(ABC):
     @abstractmethod
     def estimate_of(self, mean: np.ndarray) -> np.ndarray:
         """``g`` of combined releases ``(m, dim)`` (km) -> ``(m,)`` km."""
+
+    @abstractmethod
+    def true_values(self, users: np.ndarray) -> np.ndarray:
+        """The users' exact ``phi(x)`` (km), what a query's error compares against."""
 
     def bound(self, users: np.ndarray, beta: float) -> np.ndarray:
         """Half-width ``h`` (km): ``|g - phi(x)| <= h`` with probability ``1 - beta``."""
@@ -180,6 +191,9 @@ class PointPrivatization(_Triple):
     def estimate_of(self, mean: np.ndarray) -> np.ndarray:
         return self.phi(mean)
 
+    def true_values(self, users: np.ndarray) -> np.ndarray:
+        return self.phi(self._values[users])
+
 
 class DistancePrivatization(_Triple):
     """``(M(., .; phi), g_1, h_1)``: users release ``phi(x) + N(0, 1/(2r))``; ``g_1`` averages.
@@ -195,6 +209,9 @@ class DistancePrivatization(_Triple):
 
     def estimate_of(self, mean: np.ndarray) -> np.ndarray:
         return mean[:, 0]
+
+    def true_values(self, users: np.ndarray) -> np.ndarray:
+        return self._values[users, 0]
 
 
 Triple = PointPrivatization | DistancePrivatization
@@ -256,12 +273,26 @@ def _start(triple: Triple, rho, c, scheme, beta0) -> tuple[_Split, float]:
     rho = np.asarray(rho, dtype=float)
     if rho.shape != (len(triple.rho_total),):
         raise InputError(f"rho_per_km2 must have one value per user ({len(triple.rho_total)})")
-    c = check_scalar(c, "c", kind=int, min=1, max=MAX_PARTS)  # before the cache's lookup
+    c = _rounds(c)  # before the cache's lookup
     split = _split_kept(rho.tobytes(), len(rho), c, scheme)
     if not split.releasable:  # as gaussian_release refuses it, before any release
         raise InputError("rho_per_km2 must be finite and > 0 for every user released")
-    beta0 = check_probability(beta0, "beta0")
+    beta0 = _probability(beta0, "beta0")
     return split, chi_quantile(triple.dim, beta0 / (c * max(len(split.users), 1)))
+
+
+def _rounds(c) -> int:
+    """``c``, checked as a number of rounds in ``1..MAX_PARTS`` (an int in range as is)."""
+    if type(c) is int and 1 <= c <= MAX_PARTS:
+        return c
+    return check_scalar(c, "c", kind=int, min=1, max=MAX_PARTS)
+
+
+def _probability(value, name: str) -> float:
+    """``value``, checked as a probability in ``(0, 1)`` (a float in range as is)."""
+    if type(value) is float and 0.0 < value < 1.0:
+        return value
+    return check_probability(value, name)
 
 
 #: Elimination rounds drawn in one go while (users x rounds) stays below this: fewer, larger
@@ -292,10 +323,11 @@ def _eliminate(
     while j < c and len(users) > keep_above:
         span = max(min(c - j, TRIAL_DRAWS // (len(users) * triple.dim)), 1)
         state = triple.rng_state() if span > 1 else {}
-        sums, totals = triple.trial_rounds(users, parts[j : j + span], std[j : j + span])
-        mean = sums / totals[..., None]
+        sums, totals, mean, h = triple.trial_rounds(
+            users, parts[j : j + span], std[j : j + span], lam
+        )
         est = triple.estimate_of(mean.reshape(-1, triple.dim)).reshape(totals.shape)
-        out0, out1 = settle(est, half_width_km(totals, lam))
+        out0, out1 = settle(est, h)
         settled = (out0 | out1).any(axis=1)
         r = int(settled.argmax()) if settled[:-1].any() else span - 1
         if r < span - 1:  # the rounds after r were drawn for users r takes out: draw again
@@ -471,7 +503,7 @@ def release(
     if method.startswith("BM"):
         spent = release_once(triple, rho)
         return Released(method, triple, asked, asked.nonzero()[0], spent, None)
-    elim = eliminate(triple, rho, 0.25 * check_probability(beta, "beta"))
+    elim = eliminate(triple, rho, 0.25 * _probability(beta, "beta"))
     return Released(method, triple, asked, elim.active.nonzero()[0], elim.spent, elim)
 
 
@@ -490,7 +522,22 @@ def release_locations(
     check_choice(method, "method", METHODS)
     xy = locations_in_km(locations_m)
     rho = budgets_for(rho_per_km2, len(xy))
-    triple = make_triple(method, xy, phi, rng)
+    return release_km(method, xy, rho, phi, rng=rng, beta=beta, eliminate=eliminate)
+
+
+def release_km(
+    method: str,
+    xy_km: np.ndarray,
+    rho: np.ndarray,
+    phi: Callable[[np.ndarray], np.ndarray],
+    *,
+    rng: np.random.Generator,
+    beta: float,
+    eliminate: Eliminate,
+) -> Released:
+    """:func:`release_locations` of a checked method, locations (km) and budgets
+    (:func:`locations_in_km`, :func:`budgets_for`), as a query that checked them calls it."""
+    triple = make_triple(method, xy_km, phi, rng)
     return release(method, triple, rho, beta=beta, eliminate=eliminate)
 
 

@@ -18,6 +18,7 @@ from pydantic import Field
 from mdpsim._core.validation import check_scalar
 from mdpsim.queries.elimination import (
     QueryAnswer,
+    Released,
     distance_to,
     locations_in_km,
     pie_ni,
@@ -33,9 +34,13 @@ TAIL = math.exp(-(CUTOFF_BANDWIDTHS**2) / 2.0)  # e^-18: a settled far point's l
 def true_kde(locations_m, point_m, bandwidth_m: float) -> float:
     """The exact Gaussian KDE value at ``point_m``."""
     xy, b = locations_in_km(locations_m), _bandwidth_km(bandwidth_m)
-    dist = distance_to(point_in_km(point_m))(xy)
+    return _mean_kernel(distance_to(point_in_km(point_m))(xy), b)
+
+
+def _mean_kernel(dist: np.ndarray, b: float) -> float:
+    """The Gaussian KDE of the distances ``dist`` (km) with bandwidth ``b`` (km)."""
     kernel = np.exp(-(dist**2) / (2.0 * b * b))
-    return float(np.add.reduce(kernel) / len(kernel)) if len(xy) else 0.0  # np.mean's bits
+    return float(np.add.reduce(kernel) / len(kernel)) if len(dist) else 0.0  # np.mean's bits
 
 
 def kde(
@@ -58,7 +63,19 @@ def kde(
     :func:`mdpsim.queries.range_query.range_count`; ``value`` is the estimate (unitless).
     """
     len_p, b = distance_to(point_in_km(point_m)), _bandwidth_km(bandwidth_m)
-    released = release_locations(
+    released = _released(
+        locations_m, len_p, b, rho_per_km2, method=method, rng=rng, c=c, scheme=scheme, beta=beta
+    )
+    return released.answer(_private_kde(released, b, tail_bias=tail_bias))
+
+
+def _released(
+    locations_m, len_p, b: float, rho_per_km2, *, method: str, rng, c: int, scheme: str,
+    beta: float,
+) -> Released:  # fmt: skip
+    """:func:`kde`'s release of the distances ``len_p`` with bandwidth ``b`` (km): one-sided
+    PIE-NI at ``6 b``."""
+    return release_locations(
         method,
         locations_m,
         rho_per_km2,
@@ -75,6 +92,10 @@ def kde(
             beta0=beta0,
         ),
     )
+
+
+def _private_kde(released: Released, b: float, *, tail_bias: bool) -> float:
+    """The estimate: the deciding users' kernels (and the tail bias), over the asked users."""
     n = int(np.count_nonzero(released.asked))
     users = released.deciding
     est = released.triple.estimate(users) if len(users) else np.zeros(0)
@@ -83,7 +104,7 @@ def kde(
         bias = float(np.count_nonzero(released.elimination.s0)) * TAIL
         if tail_bias and bias <= kept:
             kept += bias
-    return released.answer(kept / n if n else 0.0)
+    return kept / n if n else 0.0
 
 
 def l1_err(estimate: float, truth: float) -> float:
@@ -108,10 +129,14 @@ class KdeFields(QueryFields):
 def ask_kde(call: QueryCall) -> tuple[QueryAnswer, float]:
     """The Gaussian KDE of bandwidth ``bandwidth_m`` at the point (PM0, or BM0)."""
     s = call.settings
-    b = KdeFields.of(s, "kde").bandwidth_m
+    len_p = distance_to(point_in_km(call.point_m))
+    b = _bandwidth_km(KdeFields.of(s, "kde").bandwidth_m)
     method = "PM0" if s.saving else "BM0"
-    answer = kde(
-        call.locations_m, call.point_m, b, call.budgets, method=method, rng=call.rng, beta=s.beta
-    )
-    truth = true_kde(call.locations_m[call.budgets > 0], call.point_m, b)
-    return answer, l1_err(float(answer.value), truth)  # type: ignore[arg-type]
+    released = _released(
+        call.locations_m, len_p, b, call.budgets, method=method, rng=call.rng, c=4,
+        scheme="even", beta=s.beta,
+    )  # fmt: skip
+    value = _private_kde(released, b, tail_bias=True)
+    asked = released.asked.nonzero()[0]  # true_kde of the asked users' locations
+    truth = _mean_kernel(released.triple.true_values(asked), b)
+    return released.answer(value), l1_err(value, truth)

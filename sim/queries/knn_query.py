@@ -10,6 +10,8 @@ Locations and ``p`` in metres; budgets in 1/km^2; ``value`` is an array of user 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from pydantic import Field
 
@@ -22,7 +24,7 @@ from mdpsim.queries.elimination import (
     locations_in_km,
     pie_k,
     point_in_km,
-    release_locations,
+    release_km,
 )
 from mdpsim.queries.kinds import QueryCall, QueryFields, register_kind
 
@@ -50,17 +52,32 @@ def knn(
     With at most k users asked the answer is all of them and nobody pays (it does not depend
     on their data). Other parameters as in :func:`mdpsim.queries.range_query.range_count`.
     """
+    xy, len_p, k, rho = _checked(locations_m, point_m, k, rho_per_km2, method)
+    return _knn(xy, len_p, k, rho, method=method, rng=rng, c=c, scheme=scheme, beta=beta)
+
+
+def _checked(
+    locations_m, point_m, k: int, rho_per_km2, method: str
+) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray], int, np.ndarray]:
+    """:func:`knn`'s checks: the locations (km), the distance to the point, ``k``, budgets."""
     check_choice(method, "method", METHODS)
     k = check_positive_int(k, "k")
     xy, len_p = locations_in_km(locations_m), distance_to(point_in_km(point_m))
-    rho = budgets_for(rho_per_km2, len(xy))
+    return xy, len_p, k, budgets_for(rho_per_km2, len(xy))
+
+
+def _knn(
+    xy: np.ndarray, len_p, k: int, rho: np.ndarray, *, method: str, rng, c: int, scheme: str,
+    beta: float,
+) -> QueryAnswer:  # fmt: skip
+    """:func:`knn` of checked locations (km), distance, ``k`` and budgets."""
     asked = rho > 0
     if np.count_nonzero(asked) <= k:
         return QueryAnswer(asked.nonzero()[0], np.zeros(len(xy)), asked, method)
 
-    released = release_locations(
+    released = release_km(
         method,
-        locations_m,
+        xy,
         rho,
         len_p,
         rng=rng,
@@ -77,7 +94,11 @@ def knn(
 
 def dist_err(chosen, locations_m, point_m) -> float:
     """DistErr: ``(Dist(J~, p) - Dist(J*, p)) / Dist(J*, p)``, Dist = summed distance."""
-    dist = distance_to(point_in_km(point_m))(locations_in_km(locations_m))
+    return _dist_err(chosen, distance_to(point_in_km(point_m))(locations_in_km(locations_m)))
+
+
+def _dist_err(chosen, dist: np.ndarray) -> float:
+    """:func:`dist_err` of the users' distances ``dist`` (km) to the point."""
     chosen = np.asarray(chosen, dtype=np.int64)
     best = np.sort(dist)[: len(chosen)].sum()
     got = dist[chosen].sum()
@@ -100,13 +121,7 @@ def ask_knn(call: QueryCall) -> tuple[QueryAnswer, float]:
     """The ``k`` users nearest to the point (PM1, or BM1)."""
     s = call.settings
     method = "PM1" if s.saving else "BM1"
-    answer = knn(
-        call.locations_m,
-        call.point_m,
-        KnnFields.of(s, "knn").k,
-        call.budgets,
-        method=method,
-        rng=call.rng,
-        beta=s.beta,
-    )
-    return answer, dist_err(answer.value, call.locations_m, call.point_m)
+    k = KnnFields.of(s, "knn").k
+    xy, len_p, k, rho = _checked(call.locations_m, call.point_m, k, call.budgets, method)
+    answer = _knn(xy, len_p, k, rho, method=method, rng=call.rng, c=4, scheme="even", beta=s.beta)
+    return answer, _dist_err(answer.value, len_p(xy))

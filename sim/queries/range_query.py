@@ -18,7 +18,13 @@ import numpy as np
 from pydantic import Field
 
 from mdpsim.errors import InputError
-from mdpsim.queries.elimination import QueryAnswer, locations_in_km, pie_ni, release_locations
+from mdpsim.queries.elimination import (
+    QueryAnswer,
+    Released,
+    locations_in_km,
+    pie_ni,
+    release_locations,
+)
 from mdpsim.queries.kinds import QueryCall, QueryFields, register_kind
 
 
@@ -109,7 +115,17 @@ def range_count(
     QueryAnswer
         ``value``: the private count (float); ``spent``: rho per user.
     """
-    released = release_locations(
+    released = _released(
+        locations_m, region, rho_per_km2, method=method, rng=rng, c=c, scheme=scheme, beta=beta
+    )
+    return released.answer(_private_count(released))
+
+
+def _released(
+    locations_m, region: Region, rho_per_km2, *, method: str, rng, c: int, scheme: str, beta: float
+) -> Released:
+    """:func:`range_count`'s release: PIE-NI at 0 of the signed distance (or the baseline)."""
+    return release_locations(
         method,
         locations_m,
         rho_per_km2,
@@ -120,12 +136,16 @@ def range_count(
             triple, rho, nu_low=0.0, nu_high=0.0, c=c, scheme=scheme, beta0=beta0
         ),
     )
+
+
+def _private_count(released: Released) -> float:
+    """The count: the users settled inside plus the deciding users' estimates inside."""
     users = released.deciding
     inside = float(np.count_nonzero(released.triple.estimate(users) < 0)) if len(users) else 0.0
     settled_inside = (
         float(np.count_nonzero(released.elimination.s1)) if released.elimination else 0.0
     )
-    return released.answer(settled_inside + inside)
+    return settled_inside + inside
 
 
 def count_err(estimate: float, truth: int) -> float:
@@ -146,8 +166,11 @@ def ask_range(call: QueryCall) -> tuple[QueryAnswer, float]:
     radius_m = RangeFields.of(s, "range").radius_m
     region = Disk(float(call.point_m[0]), float(call.point_m[1]), radius_m)
     method = "PM1" if s.saving else "BM1"
-    answer = range_count(
-        call.locations_m, region, call.budgets, method=method, rng=call.rng, beta=s.beta
-    )
-    truth = true_count(call.locations_m[call.budgets > 0], region)
-    return answer, count_err(float(answer.value), truth)  # type: ignore[arg-type]
+    released = _released(
+        call.locations_m, region, call.budgets, method=method, rng=call.rng, c=4, scheme="even",
+        beta=s.beta,
+    )  # fmt: skip
+    count = _private_count(released)
+    asked = released.asked.nonzero()[0]  # true_count of the asked users' locations
+    truth = int(np.count_nonzero(released.triple.true_values(asked) < 0))
+    return released.answer(count), count_err(count, truth)

@@ -104,7 +104,8 @@ class QueriesTable(Table):
         process that has not registered a session's own kinds, as a Dask worker)."""
         from mdpsim.queries.kinds import QUERY_FIELDS
 
-        given = json.dumps(self.params.get(kind, {}), sort_keys=True, default=str)
+        mine = self.params.get(kind)
+        given = json.dumps(mine, sort_keys=True, default=str) if mine else "{}"
         return _fields_of(QUERY_FIELDS.get(kind), given)
 
 
