@@ -46,7 +46,7 @@ from mdpsim.privacy.accounting import (
     gaussian_release,
 )
 from mdpsim.privacy.filters import add_up, sub_down
-from mdpsim.queries._kernels import trial_sums
+from mdpsim.queries._kernels import all_finite, all_finite_nonnegative, band_rounds, trial_sums
 
 SPLITS = ("even", "doubling")
 MAX_PARTS = 64
@@ -126,6 +126,38 @@ class _Triple(ABC):
             lam,
         )
 
+    def band_rounds(
+        self,
+        users: np.ndarray,
+        parts: np.ndarray,
+        std_km: np.ndarray,
+        lam: float,
+        point: np.ndarray,
+        band: tuple[float, float],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """:meth:`trial_rounds` with PIE-NI's rule of ``band = (nu_low, nu_high)`` applied
+        (:func:`~mdpsim.queries._kernels.band_rounds`, ``point`` the :meth:`band_point`): the
+        sums, totals, who settles as s0 and s1 per round, and the first such round (-1:
+        none)."""
+        noise = self._rng.standard_normal((*parts.shape, self.dim))
+        return band_rounds(
+            self._values[users],
+            self.weighted_sum[users],
+            self.rho_total[users],
+            parts,
+            std_km,
+            noise,
+            lam,
+            point,
+            *band,
+        )
+
+    def band_point(self) -> np.ndarray | None:
+        """What :meth:`band_rounds` needs to estimate ``phi`` itself: nothing (an empty
+        array) when the estimate is the combined release, the point when it is the distance
+        to a point (:class:`DistanceTo`); None when ``phi`` is any other function."""
+        return None
+
     def rng_state(self) -> Mapping[str, Any]:
         """The rng's state, for :meth:`rewind`."""
         return self._rng.bit_generator.state
@@ -191,6 +223,9 @@ class PointPrivatization(_Triple):
     def estimate_of(self, mean: np.ndarray) -> np.ndarray:
         return self.phi(mean)
 
+    def band_point(self) -> np.ndarray | None:
+        return self.phi.point_km if isinstance(self.phi, DistanceTo) else None
+
     def true_values(self, users: np.ndarray) -> np.ndarray:
         return self.phi(self._values[users])
 
@@ -210,11 +245,15 @@ class DistancePrivatization(_Triple):
     def estimate_of(self, mean: np.ndarray) -> np.ndarray:
         return mean[:, 0]
 
+    def band_point(self) -> np.ndarray | None:
+        return _NO_POINT
+
     def true_values(self, users: np.ndarray) -> np.ndarray:
         return self._values[users, 0]
 
 
 Triple = PointPrivatization | DistancePrivatization
+_NO_POINT = np.empty(0)
 
 
 # --------------------------------------------------------------------------- results
@@ -304,11 +343,18 @@ Settle = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def _eliminate(
-    triple: Triple, split: _Split, lam: float, settle: Settle, *, keep_above: int
+    triple: Triple,
+    split: _Split,
+    lam: float,
+    settle: Settle,
+    *,
+    keep_above: int,
+    band: tuple[float, float] | None = None,
 ) -> Elimination:
     """The elimination rounds shared by PIE-NI and PIE-k: each round the active users release
     with their part, and ``settle`` takes out whom their estimates settle, until ``c`` rounds
-    or at most ``keep_above`` users are left.
+    or at most ``keep_above`` users are left. ``band``: PIE-NI's ``(nu_low, nu_high)`` whose
+    rule ``settle`` is, applied in the compiled rounds when the triple allows it.
 
     Several rounds are drawn at once (:meth:`_Triple.trial_rounds`, at most
     :data:`TRIAL_DRAWS` draws); when a round but the last of them settles somebody, the rng is
@@ -319,23 +365,23 @@ def _eliminate(
     s0, s1 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     rounds, spent = np.zeros(n, dtype=np.int64), np.zeros(n)
     users, parts, std, cum = split.users, split.parts, split.std_km, split.cum  # the active's
+    point = triple.band_point() if band is not None else None
     j = 0
     while j < c and len(users) > keep_above:
         span = max(min(c - j, TRIAL_DRAWS // (len(users) * triple.dim)), 1)
         state = triple.rng_state() if span > 1 else {}
-        sums, totals, mean, h = triple.trial_rounds(
-            users, parts[j : j + span], std[j : j + span], lam
-        )
-        est = triple.estimate_of(mean.reshape(-1, triple.dim)).reshape(totals.shape)
-        out0, out1 = settle(est, h)
-        settled = (out0 | out1).any(axis=1)
-        r = int(settled.argmax()) if settled[:-1].any() else span - 1
+        batch = (users, parts[j : j + span], std[j : j + span], lam)
+        if point is not None and band is not None:
+            sums, totals, out0, out1, first = triple.band_rounds(*batch, point, band)
+        else:
+            sums, totals, out0, out1, first = _settled_rounds(triple, batch, settle)
+        r = first if 0 <= first < span - 1 else span - 1
         if r < span - 1:  # the rounds after r were drawn for users r takes out: draw again
             triple.rewind(state, r + 1, len(users))
         triple.keep(users, sums[r], totals[r])
         j += r + 1
         rounds[users], spent[users] = j, cum[j - 1]  # active users took every round so far
-        if settled[r]:
+        if first == r:  # somebody settles in round r
             s0[users[out0[r]]] = True
             s1[users[out1[r]]] = True
             stay = ~(out0[r] | out1[r])
@@ -343,6 +389,19 @@ def _eliminate(
     active = np.zeros(n, dtype=bool)
     active[users] = True
     return Elimination(s0, s1, active, rounds, spent, j)
+
+
+def _settled_rounds(
+    triple: Triple, batch: tuple, settle: Settle
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """:meth:`_Triple.trial_rounds` of ``batch`` and ``settle`` on their estimates: the sums,
+    totals, who settles as s0 and s1 per round, and the first round that settles somebody
+    (-1: none)."""
+    sums, totals, mean, h = triple.trial_rounds(*batch)
+    est = triple.estimate_of(mean.reshape(-1, triple.dim)).reshape(totals.shape)
+    out0, out1 = settle(est, h)
+    settled = (out0 | out1).any(axis=1)
+    return sums, totals, out0, out1, int(settled.argmax()) if settled.any() else -1
 
 
 def pie_ni(
@@ -368,7 +427,8 @@ def pie_ni(
     def settle(est: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return est - h > nu_high, est + h < nu_low
 
-    return _eliminate(triple, split, lam, settle, keep_above=0)
+    band = (float(nu_low), float(nu_high))
+    return _eliminate(triple, split, lam, settle, keep_above=0, band=band)
 
 
 def pie_k(
@@ -424,7 +484,7 @@ class QueryAnswer:
 def locations_in_km(locations_m) -> np.ndarray:
     """``(n, 2)`` metres -> km, validated."""
     xy = np.asarray(locations_m, dtype=float)
-    if xy.ndim != 2 or xy.shape[1] != 2 or not np.isfinite(xy).all():
+    if xy.ndim != 2 or xy.shape[1] != 2 or not all_finite(xy):
         raise InputError("locations_m must be an (n, 2) array of finite coordinates in metres")
     return xy / 1000.0
 
@@ -432,15 +492,25 @@ def locations_in_km(locations_m) -> np.ndarray:
 def point_in_km(point_m) -> np.ndarray:
     """A query point: two metres -> km, validated."""
     p = np.asarray(point_m, dtype=float)
-    if p.shape != (2,) or not np.isfinite(p).all():
+    if p.shape != (2,) or not all_finite(p):
         raise InputError("point_m must be two finite coordinates in metres")
     return p / 1000.0
 
 
-def distance_to(point_km: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+@dataclass(frozen=True)
+class DistanceTo:
     """``len_p``: the Euclidean distance (km) of ``(n, 2)`` points (km) to ``point_km``,
-    1-Lipschitz (KDE and kNN)."""
-    return lambda points_km: _row_norms(points_km - point_km)
+    1-Lipschitz (KDE and kNN); the elimination's compiled rounds compute it themselves."""
+
+    point_km: np.ndarray
+
+    def __call__(self, points_km: np.ndarray) -> np.ndarray:
+        return _row_norms(points_km - self.point_km)
+
+
+def distance_to(point_km: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``len_p`` of ``point_km`` (:class:`DistanceTo`)."""
+    return DistanceTo(point_km)
 
 
 def _row_norms(d: np.ndarray) -> np.ndarray:
@@ -453,7 +523,7 @@ def budgets_for(rho_per_km2, n: int) -> np.ndarray:
     """Per-user budgets (a scalar is broadcast) in 1/km^2: finite and >= 0."""
     rho = np.asarray(rho_per_km2, dtype=float)
     rho = (rho if rho.shape == (n,) else np.broadcast_to(rho, (n,))).copy()
-    if not np.isfinite(rho).all() or (rho < 0).any():
+    if not all_finite_nonnegative(rho):
         raise InputError("rho_per_km2 must be finite and >= 0 for every user (per km^2)")
     return rho
 
