@@ -72,6 +72,7 @@ def band_rounds(
     values: np.ndarray,
     weighted_sum: np.ndarray,
     rho_total: np.ndarray,
+    users: np.ndarray,
     parts: np.ndarray,
     std_km: np.ndarray,
     noise: np.ndarray,
@@ -80,7 +81,8 @@ def band_rounds(
     nu_low: float,
     nu_high: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`trial_sums`, then PIE-NI's rule on each round's estimates: ``out0`` where
+    """:func:`trial_sums` of the rows ``users`` of ``values``, ``weighted_sum`` and
+    ``rho_total``, then PIE-NI's rule on each round's estimates: ``out0`` where
     ``est - h > nu_high``, ``out1`` where ``est + h < nu_low``, and the first round that
     settles somebody (-1: none).
 
@@ -89,7 +91,7 @@ def band_rounds(
     two terms), with numpy's operations in numpy's order: the same bits.
     """
     sums, totals, mean, half = trial_sums(
-        values, weighted_sum, rho_total, parts, std_km, noise, lam
+        values[users], weighted_sum[users], rho_total[users], parts, std_km, noise, lam
     )
     rounds, users = totals.shape
     out0 = np.zeros((rounds, users), dtype=np.bool_)

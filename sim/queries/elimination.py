@@ -141,9 +141,10 @@ class _Triple(ABC):
         none)."""
         noise = self._rng.standard_normal((*parts.shape, self.dim))
         return band_rounds(
-            self._values[users],
-            self.weighted_sum[users],
-            self.rho_total[users],
+            self._values,
+            self.weighted_sum,
+            self.rho_total,
+            users,
             parts,
             std_km,
             noise,

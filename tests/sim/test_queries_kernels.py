@@ -62,11 +62,17 @@ def test_band_rounds_match_the_numpy_rule(seed):
     noise = rng.standard_normal((rounds, users, dim))
     lam, point = float(rng.uniform(1, 4)), rng.uniform(-2, 2, dim - 1 and 2)
     nu_low, nu_high = sorted(rng.uniform(-1, 3, 2)) if seed % 3 else (-np.inf, 0.6)
+    users = np.sort(rng.choice(users + 3, users, replace=False))
+    values, weighted_sum = (
+        rng.uniform(-3, 3, (users.max() + 1, dim)),
+        np.zeros((users.max() + 1, dim)),
+    )
+    rho_total = np.zeros(users.max() + 1)
     got = band_rounds(
-        values, weighted_sum, rho_total, parts, std_km, noise, lam, point, nu_low, nu_high
+        values, weighted_sum, rho_total, users, parts, std_km, noise, lam, point, nu_low, nu_high
     )
     sums, totals, mean, h = _numpy_rounds(
-        values, weighted_sum, rho_total, parts, std_km, noise, lam
+        values[users], weighted_sum[users], rho_total[users], parts, std_km, noise, lam
     )
     flat = mean.reshape(-1, dim)
     est = (distance_to(point)(flat) if dim == 2 else flat[:, 0]).reshape(totals.shape)
