@@ -225,7 +225,10 @@ class PointPrivatization(_Triple):
         return self.phi(mean)
 
     def band_point(self) -> np.ndarray | None:
-        return self.phi.point_km if isinstance(self.phi, DistanceTo) else None
+        if not isinstance(self.phi, DistanceTo) or self._values.shape[1:] != (2,):
+            return None
+        point = self.phi.point_km
+        return point if point.shape == (2,) and point.dtype == np.float64 else None
 
     def true_values(self, users: np.ndarray) -> np.ndarray:
         return self.phi(self._values[users])
