@@ -87,7 +87,7 @@ class PerQuery(QueryPlanner):
                 outcomes[kind] = UNANSWERED
                 continue
             # users who cannot afford the query are asked (and halt); the others may answer
-            cannot = ~filters.halted & (filters.remaining < cost)
+            cannot = filters.short_of(cost)
             if cannot.any():  # (a request of nobody changes nothing)
                 filters.request(np.where(cannot, cost, 0.0), component=f"query_{kind}")
             budgets = np.where(filters.halted, 0.0, rho)

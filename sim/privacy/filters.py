@@ -117,18 +117,32 @@ def _left_1d(capacity: np.ndarray, spent: np.ndarray, halted: np.ndarray) -> np.
     """:attr:`PopulationFilter.remaining`: ``sub_down(capacity, spent)``, 0 where halted."""
     out = np.empty(len(capacity))
     for i in range(len(capacity)):
-        if halted[i]:
-            out[i] = 0.0
-            continue
-        a, b = capacity[i], -spent[i]
-        s = a + b
-        bp = s - a
-        ap = s - bp
-        err = (a - ap) + (b - bp)
-        if err < 0:
-            s = np.nextafter(s, -np.inf)
-        out[i] = s if s >= 0.0 else 0.0
+        out[i] = 0.0 if halted[i] else _sub_down(capacity[i], spent[i])
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _short_of_1d(
+    capacity: np.ndarray, spent: np.ndarray, halted: np.ndarray, cost: float
+) -> np.ndarray:
+    """:meth:`PopulationFilter.short_of`: not halted and ``sub_down(capacity, spent) < cost``."""
+    out = np.zeros(len(capacity), dtype=np.bool_)
+    for i in range(len(capacity)):
+        out[i] = not halted[i] and _sub_down(capacity[i], spent[i]) < cost
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _sub_down(a: float, spent: float) -> float:
+    """:func:`sub_down` of two floats (``a - spent`` rounded down, clipped at 0)."""
+    b = -spent
+    s = a + b
+    bp = s - a
+    ap = s - bp
+    err = (a - ap) + (b - bp)
+    if err < 0:
+        s = np.nextafter(s, -np.inf)
+    return s if s >= 0.0 else 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -465,6 +479,11 @@ class PopulationFilter:
             left = _left_1d(self.capacity, self.spent, self.halted)
             kept = self._remaining = ((self.capacity, self.spent, self.halted), left)
         return kept[1].copy()
+
+    def short_of(self, cost: float) -> np.ndarray:
+        """Which users have not halted and have less than ``cost`` left (:attr:`remaining`
+        ``< cost``): those a request of ``cost`` would halt."""
+        return _short_of_1d(self.capacity, self.spent, self.halted, float(cost))
 
     def request(self, costs, *, component=None, delta: float = 0.0) -> np.ndarray:
         """Ask every user with ``cost > 0`` to pay; return who pays and may answer.

@@ -27,6 +27,9 @@ def test_kernels_match_the_numpy_formulas(seed):
     assert f._add_up_1d(spent, cost).tobytes() == up.tobytes()
     left = np.where(halted, 0.0, f.sub_down(capacity, spent))
     assert f._left_1d(capacity, spent, halted).tobytes() == left.tobytes()
+    for cost_now in (0.0, 0.1, 1.0, float(left.max()), float(np.nextafter(left.max(), 9))):
+        short = f._short_of_1d(capacity, spent, halted, cost_now)
+        assert short.tolist() == (~halted & (left < cost_now)).tolist()
     charged, asked, check = f._charge_1d(spent, cost, capacity, halted)
     assert charged.tobytes() == up.tobytes()
     assert asked == bool((cost > 0).any())
