@@ -11,6 +11,7 @@ Locations, the query point and the bandwidth are in metres; budgets in 1/km^2.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from pydantic import Field
@@ -70,9 +71,17 @@ def kde(
 
 
 def _released(
-    locations_m, len_p, b: float, rho_per_km2, *, method: str, rng, c: int, scheme: str,
+    locations_m,
+    len_p: Callable[[np.ndarray], np.ndarray],
+    b: float,
+    rho_per_km2,
+    *,
+    method: str,
+    rng: np.random.Generator,
+    c: int,
+    scheme: str,
     beta: float,
-) -> Released:  # fmt: skip
+) -> Released:
     """:func:`kde`'s release of the distances ``len_p`` with bandwidth ``b`` (km): one-sided
     PIE-NI at ``6 b``."""
     return release_locations(
@@ -133,9 +142,16 @@ def ask_kde(call: QueryCall) -> tuple[QueryAnswer, float]:
     b = _bandwidth_km(KdeFields.of(s, "kde").bandwidth_m)
     method = "PM0" if s.saving else "BM0"
     released = _released(
-        call.locations_m, len_p, b, call.budgets, method=method, rng=call.rng, c=4,
-        scheme="even", beta=s.beta,
-    )  # fmt: skip
+        call.locations_m,
+        len_p,
+        b,
+        call.budgets,
+        method=method,
+        rng=call.rng,
+        c=4,
+        scheme="even",
+        beta=s.beta,
+    )
     value = _private_kde(released, b, tail_bias=True)
     asked = released.asked.nonzero()[0]  # true_kde of the asked users' locations
     truth = _mean_kernel(released.triple.true_values(asked), b)

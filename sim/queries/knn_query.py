@@ -67,9 +67,17 @@ def _checked(
 
 
 def _knn(
-    xy: np.ndarray, len_p, k: int, rho: np.ndarray, *, method: str, rng, c: int, scheme: str,
+    xy: np.ndarray,
+    len_p: Callable[[np.ndarray], np.ndarray],
+    k: int,
+    rho: np.ndarray,
+    *,
+    method: str,
+    rng: np.random.Generator,
+    c: int,
+    scheme: str,
     beta: float,
-) -> QueryAnswer:  # fmt: skip
+) -> QueryAnswer:
     """:func:`knn` of checked locations (km), distance, ``k`` and budgets."""
     asked = rho > 0
     if np.count_nonzero(asked) <= k:

@@ -122,7 +122,15 @@ def range_count(
 
 
 def _released(
-    locations_m, region: Region, rho_per_km2, *, method: str, rng, c: int, scheme: str, beta: float
+    locations_m,
+    region: Region,
+    rho_per_km2,
+    *,
+    method: str,
+    rng: np.random.Generator,
+    c: int,
+    scheme: str,
+    beta: float,
 ) -> Released:
     """:func:`range_count`'s release: PIE-NI at 0 of the signed distance (or the baseline)."""
     return release_locations(
@@ -167,9 +175,15 @@ def ask_range(call: QueryCall) -> tuple[QueryAnswer, float]:
     region = Disk(float(call.point_m[0]), float(call.point_m[1]), radius_m)
     method = "PM1" if s.saving else "BM1"
     released = _released(
-        call.locations_m, region, call.budgets, method=method, rng=call.rng, c=4, scheme="even",
+        call.locations_m,
+        region,
+        call.budgets,
+        method=method,
+        rng=call.rng,
+        c=4,
+        scheme="even",
         beta=s.beta,
-    )  # fmt: skip
+    )
     count = _private_count(released)
     asked = released.asked.nonzero()[0]  # true_count of the asked users' locations
     truth = int(np.count_nonzero(released.triple.true_values(asked) < 0))
