@@ -24,13 +24,13 @@ leaves ``remaining == 0``. NaN, inf and negative costs raise :class:`PrivacyBudg
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
 from mdpsim._core.validation import check_scalar
@@ -98,106 +98,13 @@ def _fit(s: np.ndarray, err: np.ndarray, capacity) -> np.ndarray:
     return (s < capacity) | ((s == capacity) & (err <= 0))
 
 
-@numba.njit(cache=True, nogil=True)
-def _add_up_1d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:func:`add_up` of two equal-length 1-D float arrays, element by element (the same
-    two-sum operations in the same order, so the same bits)."""
-    out = np.empty(len(a))
-    for i in range(len(a)):
-        s = a[i] + b[i]
-        bp = s - a[i]
-        ap = s - bp
-        err = (a[i] - ap) + (b[i] - bp)
-        out[i] = np.nextafter(s, np.inf) if err > 0 else s
-    return out
+@functools.cache
+def _compiled():
+    """The compiled kernels' module (``mdpsim.privacy._filter_kernels``), imported on the
+    first charge (numba's import is not paid by ``import mdpsim``)."""
+    from mdpsim.privacy import _filter_kernels
 
-
-@numba.njit(cache=True, nogil=True)
-def _left_1d(capacity: np.ndarray, spent: np.ndarray, halted: np.ndarray) -> np.ndarray:
-    """:attr:`PopulationFilter.remaining`: ``sub_down(capacity, spent)``, 0 where halted."""
-    out = np.empty(len(capacity))
-    for i in range(len(capacity)):
-        out[i] = 0.0 if halted[i] else _sub_down(capacity[i], spent[i])
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _short_of_1d(
-    capacity: np.ndarray, spent: np.ndarray, halted: np.ndarray, cost: float
-) -> np.ndarray:
-    """:meth:`PopulationFilter.short_of`: not halted and ``sub_down(capacity, spent) < cost``."""
-    out = np.zeros(len(capacity), dtype=np.bool_)
-    for i in range(len(capacity)):
-        out[i] = not halted[i] and _sub_down(capacity[i], spent[i]) < cost
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _sub_down(a: float, spent: float) -> float:
-    """:func:`sub_down` of two floats (``a - spent`` rounded down, clipped at 0)."""
-    b = -spent
-    s = a + b
-    bp = s - a
-    ap = s - bp
-    err = (a - ap) + (b - bp)
-    if err < 0:
-        s = np.nextafter(s, -np.inf)
-    return s if s >= 0.0 else 0.0
-
-
-@numba.njit(cache=True, nogil=True)
-def _charge_1d(
-    spent: np.ndarray, c: np.ndarray, capacity: np.ndarray, halted: np.ndarray
-) -> tuple[np.ndarray, bool, bool]:
-    """:meth:`PopulationFilter.spend`'s arithmetic: ``spent + c`` rounded up, whether anyone
-    is charged (``c > 0``) and whether a charged user is halted or reaches its capacity
-    (then :func:`_fit` decides, as the unchecked path would)."""
-    out = np.empty(len(spent))
-    asked = check = False
-    for i in range(len(spent)):
-        s = spent[i] + c[i]
-        bp = s - spent[i]
-        ap = s - bp
-        err = (spent[i] - ap) + (c[i] - bp)
-        out[i] = np.nextafter(s, np.inf) if err > 0 else s
-        if c[i] > 0:
-            asked = True
-            check = check or halted[i] or s >= capacity[i]
-    return out, asked, check
-
-
-@numba.njit(cache=True, nogil=True)
-def _request_1d(
-    spent: np.ndarray, c: np.ndarray, capacity: np.ndarray, halted: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:meth:`PopulationFilter.request`'s arithmetic: who pays (asked, not halted, fits), who
-    halts now (asked and does not pay), the new spends and what each pays."""
-    n = len(spent)
-    ok, refused = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
-    new_spent, paid = spent.copy(), np.zeros(n)
-    for i in range(n):
-        if not c[i] > 0:
-            continue
-        s = spent[i] + c[i]
-        bp = s - spent[i]
-        ap = s - bp
-        err = (spent[i] - ap) + (c[i] - bp)
-        if not halted[i] and (s < capacity[i] or (s == capacity[i] and err <= 0)):
-            ok[i] = True
-            new_spent[i] = np.nextafter(s, np.inf) if err > 0 else s
-            paid[i] = c[i]
-        else:
-            refused[i] = True
-    return ok, refused, new_spent, paid
-
-
-@numba.njit(cache=True, nogil=True)
-def _valid_costs_1d(costs: np.ndarray) -> bool:
-    """Whether every cost is ``>= 0`` and ``< inf`` (NaN fails both)."""
-    valid = True
-    for i in range(len(costs)):
-        valid = valid and costs[i] >= 0.0 and costs[i] < np.inf
-    return valid
+    return _filter_kernels
 
 
 def _checked_cost(cost) -> float:
@@ -209,7 +116,9 @@ def _checked_costs(costs, n: int | None = None) -> np.ndarray:
     if n is not None and arr.shape != (n,):
         raise PrivacyBudgetError(f"costs must have shape ({n},), got {arr.shape}")
     if arr.size and (
-        _valid_costs_1d(arr) if arr.ndim == 1 else arr.min() >= 0.0 and arr.max() < math.inf
+        _compiled().valid_costs_1d(arr)
+        if arr.ndim == 1
+        else arr.min() >= 0.0 and arr.max() < math.inf
     ):  # NaN fails both
         return arr
     if not np.isfinite(arr).all():
@@ -476,14 +385,14 @@ class PopulationFilter:
         the state arrays were replaced (every change replaces them), a copy each time."""
         kept = self._remaining
         if kept is None or not _same(kept[0], (self.capacity, self.spent, self.halted)):
-            left = _left_1d(self.capacity, self.spent, self.halted)
+            left = _compiled().left_1d(self.capacity, self.spent, self.halted)
             kept = self._remaining = ((self.capacity, self.spent, self.halted), left)
         return kept[1].copy()
 
     def short_of(self, cost: float) -> np.ndarray:
         """Which users have not halted and have less than ``cost`` left (:attr:`remaining`
         ``< cost``): those a request of ``cost`` would halt."""
-        return _short_of_1d(self.capacity, self.spent, self.halted, float(cost))
+        return _compiled().short_of_1d(self.capacity, self.spent, self.halted, float(cost))
 
     def request(self, costs, *, component=None, delta: float = 0.0) -> np.ndarray:
         """Ask every user with ``cost > 0`` to pay; return who pays and may answer.
@@ -495,7 +404,7 @@ class PopulationFilter:
         """
         c = _checked_costs(costs, self.n_users)
         d = 0.0 if type(delta) is float and delta == 0.0 else _checked_cost(delta)
-        ok, refused, spent, paid = _request_1d(self.spent, c, self.capacity, self.halted)
+        ok, refused, spent, paid = _compiled().request_1d(self.spent, c, self.capacity, self.halted)
         if refused.any():
             self.halted = _read_only(self.halted | refused)
         if ok.any():
@@ -521,7 +430,7 @@ class PopulationFilter:
     def spend(self, costs, *, component=None) -> None:
         """Charge every user ``costs`` atomically, or raise and change nothing."""
         c = _checked_costs(costs, self.n_users)
-        spent, asked, check = _charge_1d(self.spent, c, self.capacity, self.halted)
+        spent, asked, check = _compiled().charge_1d(self.spent, c, self.capacity, self.halted)
         if not asked:
             return
         if check:  # else every charge fits
@@ -551,7 +460,7 @@ class PopulationFilter:
         nothing for them) and the new ``spent`` (``spent + c`` rounded up)."""
         self.spent = _read_only(spent)
         prev = self._by_component.get(component, np.zeros(self.n_users))
-        self._by_component[component] = _add_up_1d(prev, c)
+        self._by_component[component] = _compiled().add_up_1d(prev, c)
 
 
 def _same(kept: tuple, state: tuple) -> bool:

@@ -46,10 +46,18 @@ from mdpsim.privacy.accounting import (
     gaussian_release,
 )
 from mdpsim.privacy.filters import add_up, sub_down
-from mdpsim.queries._kernels import all_finite, all_finite_nonnegative, band_rounds, trial_sums
 
 SPLITS = ("even", "doubling")
 MAX_PARTS = 64
+
+
+@functools.cache
+def _compiled():
+    """The compiled kernels' module (``mdpsim.queries._kernels``), imported on the first
+    query (numba's import is not paid by ``import mdpsim``)."""
+    from mdpsim.queries import _kernels
+
+    return _kernels
 
 
 # --------------------------------------------------------------------------- budget split
@@ -114,9 +122,9 @@ class _Triple(ABC):
         weighted sums ``(rounds, users, dim)`` and rho totals ``(rounds, users)`` after each
         round, the very floats the rounds one by one would hold (:meth:`keep` one of them),
         with the combined releases (:meth:`mean`) and half-widths (:func:`half_width_km` of
-        ``lam``) after each round (:func:`~mdpsim.queries._kernels.trial_sums`)."""
+        ``lam``) after each round (``_kernels.trial_sums``)."""
         noise = self._rng.standard_normal((*parts.shape, self.dim))
-        return trial_sums(
+        return _compiled().trial_sums(
             self._values[users],
             self.weighted_sum[users],
             self.rho_total[users],
@@ -136,11 +144,11 @@ class _Triple(ABC):
         band: tuple[float, float],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """:meth:`trial_rounds` with PIE-NI's rule of ``band = (nu_low, nu_high)`` applied
-        (:func:`~mdpsim.queries._kernels.band_rounds`, ``point`` the :meth:`band_point`): the
+        (``_kernels.band_rounds``, ``point`` the :meth:`band_point`): the
         sums, totals, who settles as s0 and s1 per round, and the first such round (-1:
         none)."""
         noise = self._rng.standard_normal((*parts.shape, self.dim))
-        return band_rounds(
+        return _compiled().band_rounds(
             self._values,
             self.weighted_sum,
             self.rho_total,
@@ -488,7 +496,7 @@ class QueryAnswer:
 def locations_in_km(locations_m) -> np.ndarray:
     """``(n, 2)`` metres -> km, validated."""
     xy = np.asarray(locations_m, dtype=float)
-    if xy.ndim != 2 or xy.shape[1] != 2 or not all_finite(xy):
+    if xy.ndim != 2 or xy.shape[1] != 2 or not _compiled().all_finite(xy):
         raise InputError("locations_m must be an (n, 2) array of finite coordinates in metres")
     return xy / 1000.0
 
@@ -496,7 +504,7 @@ def locations_in_km(locations_m) -> np.ndarray:
 def point_in_km(point_m) -> np.ndarray:
     """A query point: two metres -> km, validated."""
     p = np.asarray(point_m, dtype=float)
-    if p.shape != (2,) or not all_finite(p):
+    if p.shape != (2,) or not _compiled().all_finite(p):
         raise InputError("point_m must be two finite coordinates in metres")
     return p / 1000.0
 
@@ -527,7 +535,7 @@ def budgets_for(rho_per_km2, n: int) -> np.ndarray:
     """Per-user budgets (a scalar is broadcast) in 1/km^2: finite and >= 0."""
     rho = np.asarray(rho_per_km2, dtype=float)
     rho = (rho if rho.shape == (n,) else np.broadcast_to(rho, (n,))).copy()
-    if not all_finite_nonnegative(rho):
+    if not _compiled().all_finite_nonnegative(rho):
         raise InputError("rho_per_km2 must be finite and >= 0 for every user (per km^2)")
     return rho
 

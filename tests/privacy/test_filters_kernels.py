@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdpsim.privacy import _filter_kernels as k
 from mdpsim.privacy import filters as f
 
 
@@ -24,17 +25,17 @@ def test_kernels_match_the_numpy_formulas(seed):
     spent, cost, capacity, halted = _arrays(seed)
     s, err = f._two_sum(spent, cost)
     up = f._rounded_up(s, err)
-    assert f._add_up_1d(spent, cost).tobytes() == up.tobytes()
+    assert k.add_up_1d(spent, cost).tobytes() == up.tobytes()
     left = np.where(halted, 0.0, f.sub_down(capacity, spent))
-    assert f._left_1d(capacity, spent, halted).tobytes() == left.tobytes()
+    assert k.left_1d(capacity, spent, halted).tobytes() == left.tobytes()
     for cost_now in (0.0, 0.1, 1.0, float(left.max()), float(np.nextafter(left.max(), 9))):
-        short = f._short_of_1d(capacity, spent, halted, cost_now)
+        short = k.short_of_1d(capacity, spent, halted, cost_now)
         assert short.tolist() == (~halted & (left < cost_now)).tolist()
-    charged, asked, check = f._charge_1d(spent, cost, capacity, halted)
+    charged, asked, check = k.charge_1d(spent, cost, capacity, halted)
     assert charged.tobytes() == up.tobytes()
     assert asked == bool((cost > 0).any())
     assert check == bool(((cost > 0) & (halted | (s >= capacity))).any())
-    ok, refused, new_spent, paid = f._request_1d(spent, cost, capacity, halted)
+    ok, refused, new_spent, paid = k.request_1d(spent, cost, capacity, halted)
     want_ok = (cost > 0) & ~halted & f._fit(s, err, capacity)
     assert ok.tolist() == want_ok.tolist()
     assert refused.tolist() == ((cost > 0) & ~want_ok).tolist()
@@ -45,7 +46,7 @@ def test_kernels_match_the_numpy_formulas(seed):
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -1e-300, -np.inf])
 def test_the_cost_check_refuses_what_the_numpy_check_refuses(bad):
     costs = np.array([0.0, 1.0, bad, 2.0])
-    assert not f._valid_costs_1d(costs)
-    assert f._valid_costs_1d(np.array([0.0, 5e-324, 1e308]))
+    assert not k.valid_costs_1d(costs)
+    assert k.valid_costs_1d(np.array([0.0, 5e-324, 1e308]))
     with pytest.raises(f.PrivacyBudgetError):
         f._checked_costs(costs, 4)
