@@ -15,6 +15,7 @@ For a mechanism ``Z`` (N x K) and prior ``pi``, a report ``y_k`` gives the poste
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
@@ -29,6 +30,7 @@ from mdpsim.attacks.base import (
     entropy_bits,
     register,
 )
+from mdpsim.attacks.release_tables import kept_per_release
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class Bayes(Attack):
         ]
 
 
-#: Per released mechanism, its matrix and :func:`_tabulated`'s tables of it (dropped with it).
+#: Per released mechanism, its matrix's identity and :func:`_tabulated`'s tables of it.
 _TABLES: WeakKeyDictionary = WeakKeyDictionary()
 
 
@@ -103,16 +105,14 @@ def _tabulated(release: Release) -> tuple[BayesAttack, np.ndarray, np.ndarray]:
     """The attack's tables of the released matrix, its ``(K, N)`` posterior rows and their
     entropies (bits); kept per mechanism while its matrix stays the same, so a mechanism an
     environment keeps across resets is tabulated once (the tables are only read)."""
-    mechanism, matrix = release.mechanism, release.matrix
-    kept = _TABLES.get(mechanism)
-    if kept is not None and kept[0] is matrix:
-        return kept[1]
+    return kept_per_release(_TABLES, release, functools.partial(_tables_of, release.mechanism))
+
+
+def _tables_of(mechanism, matrix: np.ndarray) -> tuple[BayesAttack, np.ndarray, np.ndarray]:
     sub = mechanism.domain_
     tables = BayesAttack.fit(matrix, sub.prior, sub.dist_xx, pairs=sub.constraint_pairs)
     rows = np.ascontiguousarray(tables.posterior.T)  # (K, N): rows
-    out = (tables, rows, entropy_bits(tables.posterior.T))
-    _TABLES[mechanism] = (matrix, out)
-    return out
+    return tables, rows, entropy_bits(tables.posterior.T)
 
 
 def posterior_table(matrix: np.ndarray, prior: np.ndarray) -> np.ndarray:

@@ -52,6 +52,7 @@ from mdpsim.attacks.mobility_models import (
     domain_reach_kernel,
     learn_kernel,
 )
+from mdpsim.attacks.release_tables import kept_per_release
 from mdpsim.errors import InputError
 
 _USER_BLOCK = 128  # users per block of the filter update: 1 MB of rows at N = 2,000
@@ -165,7 +166,7 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-#: Per released mechanism, its matrix and :func:`_likelihood_tables` of it (dropped with it).
+#: Per released mechanism, its matrix's identity and :func:`_likelihood_tables` of it.
 _LIKELIHOODS: WeakKeyDictionary = WeakKeyDictionary()
 
 
@@ -174,15 +175,13 @@ def _likelihood_tables(release: Release) -> tuple[np.ndarray, np.ndarray]:
     rows (:func:`hmm.scaled32`, then ones: the row output -1 gathers); kept per mechanism
     while its matrix stays the same (an environment's resets reuse their mechanisms; the
     tables are only read)."""
-    mechanism, matrix = release.mechanism, release.matrix
-    kept = _LIKELIHOODS.get(mechanism)
-    if kept is not None and kept[0] is matrix:
-        return kept[1]
+    return kept_per_release(_LIKELIHOODS, release, _likelihoods_of)
+
+
+def _likelihoods_of(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lik_t = np.ascontiguousarray(matrix.T)
     scaled = hmm.scaled32(lik_t)
-    rows32 = np.vstack([scaled, np.ones((1, scaled.shape[1]), dtype=np.float32)])
-    _LIKELIHOODS[mechanism] = (matrix, (lik_t, rows32))
-    return lik_t, rows32
+    return lik_t, np.vstack([scaled, np.ones((1, scaled.shape[1]), dtype=np.float32)])
 
 
 @register("tracking")

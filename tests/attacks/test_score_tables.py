@@ -78,3 +78,19 @@ def test_the_expected_error_in_blocks_of_rows_is_the_whole_gathers_bits(road_dom
         post /= post.sum(axis=1, keepdims=True)
         whole = np.einsum("ux,ux->u", post, dist[secrets].astype(dtype, copy=False)).astype(float)
         assert _expected_error_km(post, secrets, road_domain_small).tobytes() == whole.tobytes()
+
+
+def test_a_certified_release_is_tabulated_once_whatever_view_it_hands_out(walk_domain):
+    from mdpsim.attacks.bayes import _tabulated
+    from mdpsim.mechanisms import fit_release
+
+    dom = walk_domain(30, 1)
+    mech = make_mechanism("em", epsilon=2.0)
+    certified = fit_release(mech, dom)
+    assert certified.matrix is not certified.matrix  # a fresh view each time
+    first = Release(tick=1, mechanism=mech, certified=certified)
+    again = Release(tick=7, mechanism=mech, certified=certified)  # an env's next episode
+    assert _tabulated(again) is _tabulated(first)
+    assert _likelihood_tables(again) is _likelihood_tables(first)
+    other = fit_release(make_mechanism("em", epsilon=2.0), dom)  # equal bits, its own copy
+    assert _tabulated(Release(tick=1, mechanism=mech, certified=other)) is not _tabulated(first)
