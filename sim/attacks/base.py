@@ -37,6 +37,10 @@ import numpy as np
 
 from mdpsim._core.component import Component
 from mdpsim._core.registry import Catalog, Registry
+from mdpsim.attacks.scores import (
+    Scores as Scores,  # re-exported: scorers and callers import it here
+)
+from mdpsim.attacks.scores import _nans
 from mdpsim.privacy.guarantees import Composition, PureMDP
 
 if TYPE_CHECKING:
@@ -382,95 +386,6 @@ class Truth:
         return np.array([owner.get(int(p), -1) for p in pseudonyms], dtype=np.int64)
 
 
-@dataclass(frozen=True)
-class Scores:
-    """Per-user metric values of one estimate (every array has one entry per row of ``users``).
-
-    ``extras`` holds attack-specific per-user values (precision/recall at k, chance rate).
-    ``tick`` is the tick the estimate is about (``None`` for whole-run estimates).
-    ``guess`` is a location estimate's point estimate per user, a secret (``space="x"``) or an
-    output index (``space="y"``): what ``mdpsim run --export`` writes as the estimated trace.
-    """
-
-    tick: int | None
-    users: np.ndarray
-    values: dict[str, np.ndarray]
-    guess: np.ndarray | None = None
-    space: str = "x"
-
-    def means(self) -> dict[str, float]:
-        """Mean of every metric over the users (NaN-aware; NaN if none applies)."""
-        return dict(self._means)
-
-    def finite_totals(self) -> dict[str, tuple[float, int]]:
-        """Per metric, the sum and the count of its non-NaN values (as float64)."""
-        return dict(self._totals)
-
-    def columns(self, n_users: int) -> dict[str, np.ndarray]:
-        """Per metric, a float64 column over all ``n_users`` slots: the values at ``users``,
-        NaN elsewhere."""
-        table = self._table
-        if table is not None:  # one fill and one scatter for all metrics
-            block = np.full((len(table), n_users), np.nan)
-            block[:, self.users] = table
-            return dict(zip(self.values, block, strict=True))
-        out = {}
-        for name, v in self.values.items():
-            out[name] = col = np.full(n_users, np.nan)
-            col[self.users] = v
-        return out
-
-    @cached_property
-    def _table(self) -> np.ndarray | None:
-        """The metrics' values as the rows of one ``(M, R)`` float64 array, when they are all
-        float64 vectors of one length (every location estimate's), else ``None``: the means,
-        totals and columns then take a few array operations for all metrics together."""
-        rows = list(self.values.values())
-        n = len(self.users)
-        if rows and all(
-            isinstance(v, np.ndarray) and v.dtype == np.float64 and v.shape == (n,) for v in rows
-        ):
-            return np.array(rows)
-        return None
-
-    @cached_property
-    def _totals(self) -> dict[str, tuple[float, int]]:
-        """:meth:`finite_totals`, computed once. A row's sum over the table's last axis is the
-        same float64 sum as the row's own (pairwise along the contiguous axis)."""
-        table = self._table
-        if table is None:
-            return {
-                name: _finite_total(np.asarray(v, dtype=float)) for name, v in self.values.items()
-            }
-        sums = np.add.reduce(table, axis=1).tolist()
-        nans = np.add.reduce(np.isnan(table), axis=1).tolist()
-        n = table.shape[1]
-        return {
-            name: (total, n) if nan == 0 else (0.0, 0) if nan == n else _finite_total(row)
-            for name, row, total, nan in zip(self.values, table, sums, nans, strict=True)
-        }
-
-    @cached_property
-    def _means(self) -> dict[str, float]:
-        """:meth:`means`, computed once (the suite's table and the tick's row both read it):
-        float64 values' mean is their finite total over its count (``np.mean``'s bits)."""
-        out = {}
-        for name, v in self.values.items():
-            if self._table is not None or v.dtype == np.float64:
-                total, count = self._totals[name]
-                out[name] = total / count if count else float("nan")
-            else:  # in its own dtype, as float32 values always were
-                finite = v[~np.isnan(v)] if v.dtype.kind == "f" else v
-                out[name] = float(finite.mean()) if len(finite) else float("nan")
-        return out
-
-
-def _finite_total(values: np.ndarray) -> tuple[float, int]:
-    """The sum and the count of the non-NaN entries of a float64 vector."""
-    finite = values[~np.isnan(values)]
-    return float(finite.sum()), len(finite)
-
-
 def entropy_bits(posterior: np.ndarray) -> np.ndarray:
     """Shannon entropy (bits) of every row of a row-stochastic array (0 log 0 = 0)."""
     p = np.asarray(posterior)
@@ -508,31 +423,34 @@ def score(estimate: Estimate, truth: Truth, domain) -> Scores:
     return SCORERS.get(estimate_key(type(estimate)))(estimate, truth, domain)
 
 
+#: A location estimate's metrics, in their columns' order (the last only where it applies).
+_LOCATION_METRICS = (
+    "guess_error_km", "error_km", "hit", "entropy_bits", "leakage_per_km", "bound_violation"
+)  # fmt: skip
+
+
 def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
     secrets = truth.positions[est.tick][est.users]
     n = len(est.users)
     dist = domain.dist_xx if est.space == "x" else domain.dist_xy
-    values = {"guess_error_km": dist[secrets, est.guess]}
+    guess_error = dist[secrets, est.guess]
     if est.posterior is not None:
         post = est.posterior
-        values["error_km"] = _expected_error_km(post, secrets, domain)
+        error = _expected_error_km(post, secrets, domain)
         top = est.top if est.top is not None else _rows(post).argmax(axis=1)
-        values["hit"] = (top == secrets).astype(float)
         ent = est.entropy_bits if est.entropy_bits is not None else entropy_bits(_rows(post))
-        values["entropy_bits"] = np.asarray(ent, dtype=float)
+        rows = [guess_error, error, (top == secrets).astype(float), np.asarray(ent, dtype=float)]
     else:  # a point estimate: its error is its expected error, certainty unknown
-        values["error_km"] = values["guess_error_km"]
         hit = est.guess == secrets if est.space == "x" else domain.y_in_x[est.guess] == secrets
-        values["hit"] = hit.astype(float)
-        values["entropy_bits"] = np.full(n, np.nan)
+        rows = [guess_error, guess_error, hit.astype(float), _nans(n)]
     leak = est.leakage_per_km
-    values["leakage_per_km"] = np.full(n, np.nan) if leak is None else np.asarray(leak, dtype=float)
+    rows.append(_nans(n) if leak is None else np.asarray(leak, dtype=float))
     eps = truth.report_epsilon.get(est.tick)
     if leak is not None and eps is not None:
-        values["bound_violation"] = (values["leakage_per_km"] > eps * (1 + BOUND_RTOL)).astype(
-            float
-        )
-    return Scores(tick=est.tick, users=est.users, values=values, guess=est.guess, space=est.space)
+        rows.append((rows[-1] > eps * (1 + BOUND_RTOL)).astype(float))
+    return Scores.of_rows(
+        est.tick, est.users, _LOCATION_METRICS[: len(rows)], rows, guess=est.guess, space=est.space
+    )
 
 
 def _rows(posterior) -> np.ndarray:
@@ -549,6 +467,9 @@ def _expected_error_km(posterior, secrets: np.ndarray, domain) -> np.ndarray:
         return posterior.risk_km[secrets, posterior.index]
     post = np.ascontiguousarray(posterior)  # rows: every reduction below is contiguous
     dist = domain.dist_xx32 if post.dtype == np.float32 else domain.dist_xx
+    if len(post) <= _SCORE_ROWS:  # one block
+        rows = dist[secrets].astype(post.dtype, copy=False)
+        return np.einsum("ux,ux->u", post, rows).astype(float)
     out = np.empty(len(post))
     # in blocks of rows: the gathered distance rows stay in the cache (each row's sum is the
     # same whatever the block: 10,000 users x 1,000 secrets gathered 40 MB at once)

@@ -94,3 +94,23 @@ def test_a_certified_release_is_tabulated_once_whatever_view_it_hands_out(walk_d
     assert _likelihood_tables(again) is _likelihood_tables(first)
     other = fit_release(make_mechanism("em", epsilon=2.0), dom)  # equal bits, its own copy
     assert _tabulated(Release(tick=1, mechanism=mech, certified=other)) is not _tabulated(first)
+
+
+def test_scores_of_rows_are_the_scores_of_their_dict():
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 5, 300):
+        rows = [rng.random(n), rng.random(n), np.full(n, np.nan), rng.random(n)]
+        if n > 1:
+            rows[3][::2] = np.nan  # a metric with some NaNs
+        names = ("a", "b", "c", "d")
+        users = np.arange(n) * 2
+        built = Scores.of_rows(3, users, names, rows)
+        plain = Scores(tick=3, users=users, values=dict(zip(names, rows, strict=True)))
+        assert built.finite_totals() == plain.finite_totals()
+        assert np.array(list(built.means().values())).tobytes() == np.array(
+            list(plain.means().values())
+        ).tobytes()
+        for (k, col), (k2, col2) in zip(
+            built.columns(2 * n + 1).items(), plain.columns(2 * n + 1).items(), strict=True
+        ):
+            assert k == k2 and col.tobytes() == col2.tobytes()
