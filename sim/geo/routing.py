@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import shapely
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from mdpsim._core.validation import check_scalar
 from mdpsim.errors import InputError
@@ -140,12 +138,13 @@ class RoadSegments:
         x_nodes, y_nodes, adj_rows = self._augmented(x_place, y_place)
         total = n_nodes + len(x_nodes) + (0 if y_place is x_place else len(y_nodes))
         rows, cols, w = adj_rows
-        A = sparse.coo_matrix((w, (rows, cols)), shape=(total, total)).tocsr()
+        edges = (np.concatenate([rows, cols]), np.concatenate([cols, rows]), np.r_[w, w])
+        graph = _adjacency(total, *edges)  # undirected: each edge both ways
         dist_xx = np.empty((len(x_nodes), len(x_nodes)))
         dist_xy = np.empty((len(x_nodes), len(y_nodes)))
         for start in range(0, len(x_nodes), _SOURCE_CHUNK):
             src = x_nodes[start : start + _SOURCE_CHUNK]
-            d = csgraph.dijkstra(A, directed=False, indices=src)
+            d = _shortest(graph, src)
             dist_xx[start : start + len(src)] = d[:, x_nodes]
             dist_xy[start : start + len(src)] = d[:, y_nodes]
         if not np.all(np.isfinite(dist_xx)) or not np.all(np.isfinite(dist_xy)):
@@ -161,7 +160,7 @@ class RoadSegments:
                 "two secrets share a location (zero road distance); use n_points or spacing_m "
                 "instead of intersections on this network"
             )
-        pairs = self._chain_pairs(A, x_nodes, dist_xx * 1000.0)
+        pairs = self._chain_pairs(total, edges, x_nodes, dist_xx * 1000.0)
         return dist_xx, dist_xy, pairs
 
     def _augmented(self, x_place: tuple, y_place: tuple):
@@ -193,7 +192,7 @@ class RoadSegments:
         rows = np.concatenate([self.seg_u[plain], chain_rows])
         cols = np.concatenate([self.seg_v[plain], chain_cols])
         w = np.concatenate([self.seg_len_m[plain], chain_w])
-        # csgraph treats explicit zeros as missing edges: keep coincident points connected.
+        # Positive weights (coincident points 1e-9 m apart): the shortest lengths are unique.
         w = np.maximum(w, 1e-9)
         x_nodes = node_of[0]
         y_nodes = node_of[0] if len(node_of) == 1 else node_of[1]
@@ -227,27 +226,27 @@ class RoadSegments:
         return rows, cols, w
 
     @staticmethod
-    def _chain_pairs(A, x_nodes: np.ndarray, dist_xx_m: np.ndarray) -> np.ndarray:
-        """Secret pairs joined by a shortest path through no other secret.
+    def _chain_pairs(
+        total: int, edges: tuple, x_nodes: np.ndarray, dist_xx_m: np.ndarray
+    ) -> np.ndarray:
+        """Secret pairs joined by a shortest path through no other secret (``edges``: the
+        augmented graph's ``(u, v, w)``, each edge both ways, on ``total`` nodes).
 
         Each secret is split into an 'in' copy (no outgoing edges) and an 'out' copy (no
         incoming edges); Dijkstra from i's out copy then reaches j's in copy only along paths
         that avoid every other secret. A pair is kept when such a path is a shortest path.
         """
-        total = A.shape[0]
         n = len(x_nodes)
-        coo = A.tocoo()
-        u, v, w = coo.row, coo.col, coo.data
-        u, v, w = np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([w, w])
+        u, v, w = edges
         is_x = np.full(total, -1)
         is_x[x_nodes] = np.arange(n)
         out_copy = total + np.arange(n)  # edges leave a secret from its out copy
         src = np.where(is_x[u] >= 0, out_copy[np.maximum(is_x[u], 0)], u)
-        B = sparse.coo_matrix((w, (src, v)), shape=(total + n, total + n)).tocsr()
+        graph = _adjacency(total + n, src, v, w)
         kept = []
         for start in range(0, n, _SOURCE_CHUNK):
             idx = np.arange(start, min(start + _SOURCE_CHUNK, n))
-            d = csgraph.dijkstra(B, directed=True, indices=out_copy[idx])[:, x_nodes]
+            d = _shortest(graph, out_copy[idx])[:, x_nodes]
             ok = np.isfinite(d) & (d <= dist_xx_m[idx] * (1 + CHAIN_RTOL) + 1e-9)
             ii, jj = np.nonzero(ok)
             ii = idx[ii]
@@ -255,3 +254,23 @@ class RoadSegments:
             kept.append(np.column_stack([ii[sel], jj[sel]]))
         pairs = np.concatenate(kept).astype(np.int64)
         return np.unique(pairs, axis=0)
+
+
+def _adjacency(n: int, rows: np.ndarray, cols: np.ndarray, w: np.ndarray) -> tuple:
+    """The directed graph ``rows -> cols`` (weights ``w``) on ``n`` nodes as CSR arrays
+    ``(indptr, indices, weights)``. Parallel edges would stay apart (scipy's COO to CSR sums
+    them); the augmented graph has none (one segment per node pair, distinct cut points)."""
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return indptr, cols[order].astype(np.int64), w[order].astype(np.float64)
+
+
+def _shortest(graph: tuple, sources: np.ndarray) -> np.ndarray:
+    """Road lengths from ``sources`` to every node of the CSR ``graph`` (:func:`_adjacency`),
+    the bits of ``csgraph.dijkstra`` (the compiled kernel is imported on first use: numba's
+    import is not paid by ``import mdpsim``)."""
+    from mdpsim.geo import _kernels
+
+    indptr, indices, weights = graph
+    return _kernels.shortest_rows(indptr, indices, weights, np.asarray(sources, dtype=np.int64))

@@ -205,3 +205,46 @@ def test_cut_segments_become_the_same_chains_as_one_segment_at_a_time(helsinki_t
     expected = _cut_chains_by_segment(segments, cut_seg, cut_along, cut_node)
     for a, b in zip(got, expected, strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)  # the same edges, the same bits
+
+
+def _scipy_road_distances(segments, x_place, y_place):
+    """:meth:`RoadSegments.road_distances`' former computation: scipy's Dijkstra on the
+    augmented graph (undirected) and on its split copy (the chaining pairs)."""
+    from mdpsim.geo.routing import CHAIN_RTOL
+
+    x_nodes, y_nodes, (rows, cols, w) = segments._augmented(x_place, y_place)
+    total = len(segments.node_ids) + len(x_nodes) + (0 if y_place is x_place else len(y_nodes))
+    A = coo_matrix((w, (rows, cols)), shape=(total, total)).tocsr()
+    d = dijkstra(A, directed=False, indices=x_nodes)
+    dist_xx = np.minimum(d[:, x_nodes], d[:, x_nodes].T) / 1000.0
+    np.fill_diagonal(dist_xx, 0.0)
+    dist_xy = dist_xx if y_place is x_place else d[:, y_nodes] / 1000.0
+    n, coo = len(x_nodes), A.tocoo()
+    u, v, w = np.r_[coo.row, coo.col], np.r_[coo.col, coo.row], np.r_[coo.data, coo.data]
+    is_x = np.full(total, -1)
+    is_x[x_nodes] = np.arange(n)
+    src = np.where(is_x[u] >= 0, total + np.maximum(is_x[u], 0), u)
+    B = coo_matrix((w, (src, v)), shape=(total + n, total + n)).tocsr()
+    split = dijkstra(B, directed=True, indices=total + np.arange(n))[:, x_nodes]
+    ok = np.isfinite(split) & (split <= dist_xx * 1000.0 * (1 + CHAIN_RTOL) + 1e-9)
+    pairs = np.argwhere(ok & (np.arange(n)[:, None] < np.arange(n)[None, :]))
+    return dist_xx, dist_xy, pairs
+
+
+@pytest.mark.parametrize(
+    ("n_points", "n_outputs", "seed"), [(80, None, 0), (80, None, 7), (300, 40, 1), (None, None, 0)]
+)
+def test_road_distances_are_the_bits_of_scipys_dijkstra(
+    helsinki_test_walk, n_points, n_outputs, seed
+):
+    segments = RoadSegments.of(helsinki_test_walk)
+    rng = np.random.default_rng(seed)
+
+    def spread(n, name):
+        return segments.spread(n_points=n, spacing_m=None, rng=rng, name=name)
+
+    x = segments.at_nodes() if n_points is None else spread(n_points, "X")
+    y = x if n_outputs is None else spread(n_outputs, "Y")
+    new, old = segments.road_distances(x, y), _scipy_road_distances(segments, x, y)
+    for got, want in zip(new, old, strict=True):
+        assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -1,0 +1,49 @@
+"""Compiled kernels of road routing (numba, ``cache=True``).
+
+Plain functions over arrays; nothing compiles at import, each signature compiles on its first
+call and is cached on disk beside this module (or under ``NUMBA_CACHE_DIR``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def shortest_rows(
+    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, sources: np.ndarray
+) -> np.ndarray:
+    """Shortest-path lengths from each of ``sources`` to every node of the CSR graph
+    ``(indptr, indices, weights)`` (inf: unreachable), ``(len(sources), n)``.
+
+    Label correcting with a FIFO queue: a node re-enters the queue whenever its length
+    shrinks, until no edge ``u -> v`` has ``d[u] + w < d[v]``. With positive weights (and
+    ``d + w > d`` in floating point) that fixed point is unique, so the bits are those of
+    any Dijkstra, scipy's included; on road graphs this is several times faster.
+    """
+    n = len(indptr) - 1
+    out = np.full((len(sources), n), np.inf)
+    queue = np.empty(n, dtype=np.int64)  # circular: a node is queued at most once at a time
+    queued = np.zeros(n, dtype=np.bool_)
+    for r in range(len(sources)):
+        dist = out[r]
+        dist[sources[r]] = 0.0
+        queue[0], queued[sources[r]] = sources[r], True
+        head, size = 0, 1
+        while size:
+            u = queue[head]
+            head = head + 1 if head + 1 < n else 0
+            size -= 1
+            queued[u] = False
+            for k in range(indptr[u], indptr[u + 1]):
+                v = indices[k]
+                length = dist[u] + weights[k]
+                if length < dist[v]:
+                    dist[v] = length
+                    if not queued[v]:
+                        tail = head + size
+                        queue[tail if tail < n else tail - n] = v
+                        queued[v] = True
+                        size += 1
+    return out
