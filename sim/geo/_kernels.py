@@ -47,3 +47,26 @@ def shortest_rows(
                         queued[v] = True
                         size += 1
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def tree_predecessors(
+    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, dist: np.ndarray
+) -> tuple[np.ndarray, bool]:
+    """Per row ``r`` of :func:`shortest_rows`' ``dist`` (from source ``sources[r]``) and node
+    ``v``, the one node ``u`` with ``dist[r, u] + w(u, v) == dist[r, v]`` (-9999: the source
+    and unreachable nodes), and whether some ``v`` had two: then the lengths alone do not say
+    which one a Dijkstra picks (the first settled; the caller asks scipy)."""
+    pred = np.full(dist.shape, -9999, dtype=np.int32)
+    for r in range(dist.shape[0]):
+        d = dist[r]
+        for u in range(len(indptr) - 1):
+            if d[u] == np.inf:
+                continue
+            for k in range(indptr[u], indptr[u + 1]):
+                v = indices[k]
+                if d[u] + weights[k] == d[v] and d[v] > 0.0:
+                    if pred[r, v] != -9999 and pred[r, v] != u:
+                        return pred, True
+                    pred[r, v] = u
+    return pred, False

@@ -9,6 +9,7 @@ segment is split at its points and Dijkstra runs on that augmented graph. It als
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -268,9 +269,38 @@ def _adjacency(n: int, rows: np.ndarray, cols: np.ndarray, w: np.ndarray) -> tup
 
 def _shortest(graph: tuple, sources: np.ndarray) -> np.ndarray:
     """Road lengths from ``sources`` to every node of the CSR ``graph`` (:func:`_adjacency`),
-    the bits of ``csgraph.dijkstra`` (the compiled kernel is imported on first use: numba's
-    import is not paid by ``import mdpsim``)."""
+    the bits of ``csgraph.dijkstra``."""
+    indptr, indices, weights = graph
+    return _compiled().shortest_rows(indptr, indices, weights, np.asarray(sources, dtype=np.int64))
+
+
+def shortest_path_trees(
+    n: int, rows: np.ndarray, cols: np.ndarray, w: np.ndarray, sources: np.ndarray
+) -> np.ndarray:
+    """``dijkstra(coo_matrix((w, (rows, cols)), (n, n)), directed=False, indices=sources,
+    return_predecessors=True)[1]``: each source's shortest-path tree, int32, -9999 at the
+    source and unreachable nodes, for a graph of positive weights and no parallel edges.
+
+    Each node's predecessor is the one neighbour whose length plus the edge's is the node's
+    length; only when two neighbours tie does it depend on scipy's order, and scipy says."""
+    graph = _adjacency(n, np.r_[rows, cols], np.r_[cols, rows], np.r_[w, w])
+    kernels = _compiled()
+    indptr, indices, weights = graph
+    dist = kernels.shortest_rows(indptr, indices, weights, sources.astype(np.int64))
+    pred, tied = kernels.tree_predecessors(indptr, indices, weights, dist)
+    if tied:
+        from scipy import sparse
+        from scipy.sparse import csgraph
+
+        A = sparse.coo_matrix((w, (rows, cols)), shape=(n, n)).tocsr()
+        _, pred = csgraph.dijkstra(A, directed=False, indices=sources, return_predecessors=True)
+    return pred
+
+
+@functools.cache
+def _compiled():
+    """The compiled kernels' module, imported on first use (numba's import is not paid by
+    ``import mdpsim``)."""
     from mdpsim.geo import _kernels
 
-    indptr, indices, weights = graph
-    return _kernels.shortest_rows(indptr, indices, weights, np.asarray(sources, dtype=np.int64))
+    return _kernels

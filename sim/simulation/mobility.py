@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from mdpsim.errors import InputError
+from mdpsim.geo.routing import shortest_path_trees
 
 
 @dataclass(frozen=True)
@@ -96,10 +95,7 @@ def _routes(domain, places: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if key not in per_domain:
         pairs = domain.constraint_pairs
         w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
-        graph = sparse.coo_matrix((w, (pairs[:, 0], pairs[:, 1])), shape=domain.dist_xx.shape)
-        _, pred = csgraph.dijkstra(
-            graph.tocsr(), directed=False, indices=places, return_predecessors=True
-        )
+        pred = shortest_path_trees(domain.n_x, pairs[:, 0], pairs[:, 1], w, places)
         longest_gap_km = np.zeros(domain.n_x)
         np.maximum.at(longest_gap_km, pairs[:, 0], w)
         np.maximum.at(longest_gap_km, pairs[:, 1], w)

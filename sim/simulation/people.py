@@ -22,10 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from mdpsim._core.clock import hour_of_tick
+from mdpsim.geo.routing import shortest_path_trees
 from mdpsim.simulation.relevance import Relevance
 
 #: Stylised share of people at home by hour of the day (0 .. 23), weekday, read off the shape
@@ -83,10 +82,9 @@ class PeopleModel:
         """Routes (all-pairs shortest paths on the secrets' graph), gravity and samplers."""
         pairs = domain.constraint_pairs
         w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
-        graph = sparse.coo_matrix((w, (pairs[:, 0], pairs[:, 1])), shape=domain.dist_xx.shape)
-        _, pred = csgraph.dijkstra(graph.tocsr(), directed=False, return_predecessors=True)
-        next_hop = pred.T.astype(np.int32)  # pred[j, i]: the hop before i on j -> i
         n = domain.n_x
+        pred = shortest_path_trees(n, pairs[:, 0], pairs[:, 1], w, np.arange(n))
+        next_hop = pred.T.astype(np.int32)  # pred[j, i]: the hop before i on j -> i
         next_hop[np.arange(n), np.arange(n)] = np.arange(n)
         dist = np.maximum(domain.dist_xx, params.gravity_min_km)
         gravity = (relevance.activity[None, :] / dist**2).astype(np.float32)

@@ -11,7 +11,7 @@ from scipy.sparse.csgraph import dijkstra
 from mdpsim.errors import InputError
 from mdpsim.geo.domain import Domain
 from mdpsim.geo.network import undirected_lengths
-from mdpsim.geo.routing import MIN_SPACING_M, RoadSegments, max_points
+from mdpsim.geo.routing import MIN_SPACING_M, RoadSegments, max_points, shortest_path_trees
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +248,27 @@ def test_road_distances_are_the_bits_of_scipys_dijkstra(
     new, old = segments.road_distances(x, y), _scipy_road_distances(segments, x, y)
     for got, want in zip(new, old, strict=True):
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def _scipy_trees(n, rows, cols, w, sources):
+    A = coo_matrix((w, (rows, cols)), shape=(n, n)).tocsr()
+    return dijkstra(A, directed=False, indices=sources, return_predecessors=True)[1]
+
+
+@pytest.mark.parametrize(("n_points", "seed"), [(80, 0), (80, 5), (300, 2), (None, 0)])
+def test_shortest_path_trees_are_scipys(helsinki_test_walk, n_points, seed):
+    d = Domain.from_network(helsinki_test_walk, n_points=n_points, seed=seed)
+    p = d.constraint_pairs
+    w = d.dist_xx[p[:, 0], p[:, 1]]
+    for sources in (np.arange(d.n_x), np.array([3, 1, d.n_x - 1])):
+        got = shortest_path_trees(d.n_x, p[:, 0], p[:, 1], w, sources)
+        want = _scipy_trees(d.n_x, p[:, 0], p[:, 1], w, sources)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_shortest_path_trees_ask_scipy_when_two_paths_tie():
+    # a square 0-1-2-3 of equal sides (2 reaches 0 by 1 or by 3) and an unreachable node 4
+    rows, cols, w = np.array([0, 1, 2, 3]), np.array([1, 2, 3, 0]), np.full(4, 0.3)
+    sources = np.arange(5)
+    got = shortest_path_trees(5, rows, cols, w, sources)
+    assert np.array_equal(got, _scipy_trees(5, rows, cols, w, sources))
