@@ -88,3 +88,28 @@ def test_em_counts_sum_to_the_number_of_transitions(road_domain_small):
         support, road_domain_small.prior, _reports(z, trace, rng), np.arange(30)
     )
     assert counts.sum() == pytest.approx(11 * 30, rel=1e-9)
+
+
+def _scipy_reach_kernel(dist_xx, reach_km):
+    """:func:`reach_kernel`'s former construction, through scipy's conversions."""
+    from scipy import sparse
+
+    reach = np.broadcast_to(np.asarray(reach_km, dtype=float), (len(dist_xx),))
+    rows, cols = np.nonzero(dist_xx <= reach[:, None])
+    t = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=dist_xx.shape)
+    degree = np.asarray(t.sum(axis=1)).ravel()
+    return hmm.Kernel.of(sparse.diags(1.0 / degree) @ t)
+
+
+@pytest.mark.parametrize("n", [1, 2, 80, 300])
+def test_reach_kernel_stores_scipys_entries_in_scipys_order(n):
+    rng = np.random.default_rng(n)
+    xy = rng.uniform(0.0, 1.0, (n, 2))
+    dist = np.linalg.norm(xy[:, None] - xy[None], axis=2)
+    for reach in (0.0, 0.2, rng.uniform(0.0, 0.5, n), 5.0):
+        got, want = reach_kernel(dist, reach), _scipy_reach_kernel(dist, reach)
+        for a, b in ((got.forward, want.forward), (got.transposed, want.transposed)):
+            assert a.shape == b.shape
+            for part in ("data", "indices", "indptr"):
+                x, y = getattr(a, part), getattr(b, part)
+                assert x.dtype == y.dtype and np.array_equal(x, y)
