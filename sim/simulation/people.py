@@ -19,6 +19,7 @@ The position after ``k`` steps is the user's secret at tick ``k`` of the shared 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,8 +90,7 @@ class PeopleModel:
         dist = np.maximum(domain.dist_xx, params.gravity_min_km)
         gravity = (relevance.activity[None, :] / dist**2).astype(np.float32)
         np.fill_diagonal(gravity, 0.0)
-        leave, back = diary_chain(np.asarray(params.home_by_hour), params.diary_churn)
-        stay_s, stay_cdf = _stay_grid(params)
+        leave, back, stay_s, stay_cdf = _samplers(params)
         arrays = (next_hop, gravity, leave, back, stay_s, stay_cdf)
         gap_m = (domain.dist_xx * 1000.0).astype(np.float32)
         for arr in (*arrays, gap_m):
@@ -121,6 +121,17 @@ def diary_chain(home_by_hour: np.ndarray, churn: float) -> tuple[np.ndarray, np.
             leave[h] = churn * (1 - pi[h])
             back[h] = (pi[h] - prev[h] * (1 - leave[h])) / (1 - prev[h])
     return np.clip(leave, 0.0, 1.0), np.clip(back, 0.0, 1.0)
+
+
+@functools.lru_cache(maxsize=8)
+def _samplers(p: PeopleParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(leave, back, stay_s, stay_cdf)``: the diary chain and the dwell sampler, read-only.
+    They depend on the parameters alone (kept: a game's every new seed has the same)."""
+    leave, back = diary_chain(np.asarray(p.home_by_hour), p.diary_churn)
+    arrays = (leave, back, *_stay_grid(p))
+    for arr in arrays:
+        arr.setflags(write=False)
+    return arrays
 
 
 def _stay_grid(p: PeopleParams) -> tuple[np.ndarray, np.ndarray]:

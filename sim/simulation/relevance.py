@@ -22,6 +22,7 @@ import csv
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -54,9 +55,10 @@ class Relevance:
 def relevance_map(domain, *, path: Path | None = None) -> Relevance:
     """The relevance maps of ``domain`` (its graph's OSM extract, else node density; ``path``:
     a user's CSV of ``lat, lon, weight`` rows, which replaces both)."""
-    nodes = _node_density(domain)
+    secrets = cKDTree(domain.x_xy)  # one tree: every map counts at the same secrets
+    nodes = _node_density(domain, secrets)
     if path is not None:
-        weight = _from_file(domain, Path(path))
+        weight = _from_file(domain, Path(path), secrets)
         return Relevance(_blend(weight, nodes), _blend(weight, nodes), f"file {path}")
     graph = domain.graph
     points = (
@@ -66,8 +68,8 @@ def relevance_map(domain, *, path: Path | None = None) -> Relevance:
     )
     if points is None:
         return Relevance(nodes, nodes, "node density")
-    housing = _counted(domain, *points[0])
-    activity = _counted(domain, *points[1])
+    housing = _counted(secrets, domain.n_x, *points[0])
+    activity = _counted(secrets, domain.n_x, *points[1])
     return Relevance(_blend(housing, nodes), _blend(activity, nodes), "osm buildings")
 
 
@@ -93,22 +95,37 @@ def _blend(weight: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return out / out.sum()
 
 
-def _counted(domain, xy: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """``weight`` summed at the secret nearest each point ``xy`` (metres, the domain's CRS)."""
-    out = np.zeros(domain.n_x)
+def _counted(secrets: cKDTree, n_x: int, xy: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``weight`` summed at the secret nearest each point ``xy`` (metres, the domain's CRS;
+    ``secrets``: the KD-tree of the domain's ``n_x`` secrets)."""
+    out = np.zeros(n_x)
     if len(xy):
-        _, nearest = cKDTree(domain.x_xy).query(xy)
+        _, nearest = secrets.query(xy)
         np.add.at(out, nearest, weight)
     return out
 
 
-def _node_density(domain) -> np.ndarray:
+def _node_density(domain, secrets: cKDTree) -> np.ndarray:
     graph = domain.graph
     if graph is None:
         return np.full(domain.n_x, 1.0 / domain.n_x)
-    xy = np.array([(d["x"], d["y"]) for _, d in graph.nodes(data=True)], dtype=float)
-    counts = _counted(domain, xy, np.ones(len(xy))) + 1.0  # +1: a secret between nodes
+    xy = _node_xy(graph)
+    counts = _counted(secrets, domain.n_x, xy, np.ones(len(xy))) + 1.0  # +1: between nodes
     return counts / counts.sum()
+
+
+#: Per road graph, its nodes' coordinates (read-only), dropped with the graph.
+_NODE_XY: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _node_xy(graph) -> np.ndarray:
+    """``(nodes, 2)`` coordinates of ``graph``'s nodes, read once per graph (a game's every
+    new seed counts the same nodes; graphs are never changed once loaded)."""
+    if graph not in _NODE_XY:
+        xy = np.array([(d["x"], d["y"]) for _, d in graph.nodes(data=True)], dtype=float)
+        xy.setflags(write=False)
+        _NODE_XY[graph] = xy
+    return _NODE_XY[graph]
 
 
 def _project(lonlat_w: tuple[np.ndarray, np.ndarray], crs: str) -> tuple[np.ndarray, np.ndarray]:
@@ -166,7 +183,7 @@ def _storeys(buildings) -> np.ndarray:
     return np.where(np.isfinite(storeys) & (storeys >= 1), storeys, 1.0)
 
 
-def _from_file(domain, path: Path) -> np.ndarray:
+def _from_file(domain, path: Path, secrets: cKDTree) -> np.ndarray:
     """A user's relevance CSV (``lat, lon, weight``) counted per nearest secret."""
     field = "field mobility.relevance_path"
     if not path.is_file():
@@ -185,4 +202,4 @@ def _from_file(domain, path: Path) -> np.ndarray:
     if crs is None:
         raise InputError(f"{field} needs a road network domain (its CRS places the rows)")
     xy, weight = _project((arr[:, :2], arr[:, 2]), crs)
-    return _counted(domain, xy, weight)
+    return _counted(secrets, domain.n_x, xy, weight)

@@ -199,3 +199,35 @@ def test_stays_follow_the_truncated_power_law(domain, relevance):
     pdf = t**-1.8 * np.exp(-t / (17 * 60.0))
     tail = np.trapezoid(pdf[t > 120], t[t > 120]) / np.trapezoid(pdf, t)
     assert (minutes > 120).mean() == pytest.approx(tail, abs=0.01)
+
+
+def test_samplers_are_kept_per_parameters_read_only():
+    from mdpsim.simulation.people import _samplers, _stay_grid
+
+    p = PeopleParams(beta=0.7, diary_churn=0.05)
+    kept = _samplers(p)
+    assert _samplers(PeopleParams(beta=0.7, diary_churn=0.05)) is kept
+    fresh = (*diary_chain(np.asarray(p.home_by_hour), p.diary_churn), *_stay_grid(p))
+    for a, b in zip(kept, fresh, strict=True):
+        assert np.array_equal(a, b) and not a.flags.writeable
+
+
+def test_relevance_is_the_bits_of_one_tree_per_count(relevance, domain):
+    """The maps as formerly computed: a KD-tree per count, the nodes' coordinates read anew."""
+    from scipy.spatial import cKDTree
+
+    from mdpsim.simulation import relevance as rel
+
+    def counted(xy, weight):
+        out = np.zeros(domain.n_x)
+        np.add.at(out, cKDTree(domain.x_xy).query(xy)[1], weight)
+        return out
+
+    g = domain.graph
+    xy = np.array([(d["x"], d["y"]) for _, d in g.nodes(data=True)], dtype=float)
+    nodes = counted(xy, np.ones(len(xy))) + 1.0
+    nodes /= nodes.sum()
+    points = rel._osm_points(str(g.graph.get("mdpsim_source", "")), str(g.graph.get("crs")))
+    housing, activity = (rel._blend(counted(*p), nodes) for p in points)
+    assert np.array_equal(relevance.housing, housing)
+    assert np.array_equal(relevance.activity, activity)
