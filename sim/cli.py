@@ -192,10 +192,19 @@ def _run(args: argparse.Namespace) -> int:
         export=None if export is None else (export[0], export[1]),
     )
     print(summary_table(summary))
-    print(f"outputs          {out}/ (ticks.parquet, users.parquet, summary.json)")
+    print(f"outputs          {out}/ ({', '.join(_written(out))})")
     if export is not None:
         print(f"traces           {export[1]} ({export[0]}: true, reported, estimated)")
     return 0
+
+
+def _written(out: str) -> list[str]:
+    """The files a run wrote into ``out`` (users.parquet only with ``output.per_user``,
+    bad_rows.csv only with bad trace rows), summary.json first."""
+    from pathlib import Path
+
+    names = sorted(p.name for p in Path(out).iterdir() if not p.name.startswith("."))
+    return sorted(names, key=lambda name: name != "summary.json")
 
 
 @command("demo")
@@ -203,7 +212,10 @@ def _demo(args: argparse.Namespace) -> int:
     from mdpsim.simulation import scenario as scenario_mod
 
     demo = scenario_mod.load(scenario_mod.packaged()[DEMO_SCENARIO])  # never a local file
-    return _run(argparse.Namespace(scenario=demo, out=args.out, seed=None, ticks=None, force=True))
+    # The default folder is the previous demo's, replaced; a folder the user names is refused
+    # if it exists (an earlier run's, say) unless --force, as `mdpsim run` does.
+    force = args.force or args.out is None
+    return _run(argparse.Namespace(scenario=demo, out=args.out, seed=None, ticks=None, force=force))
 
 
 @command("batch")

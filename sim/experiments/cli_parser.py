@@ -85,7 +85,12 @@ def _add_run(sub: _Subparsers) -> None:
 def _add_demo(sub: _Subparsers) -> None:
     """The ``demo`` subcommand: the packaged helsinki_demo."""
     p = sub.add_parser("demo", help="run the packaged scenario helsinki_demo (bundled network)")
-    p.add_argument("--out", help="output folder (default runs/helsinki_demo-seed<S>)")
+    p.add_argument(
+        "--out",
+        help="output folder (default runs/helsinki_demo-seed<S>, which each demo replaces; "
+        "a given --out that exists needs --force)",
+    )
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
 
 
 def _add_batch(sub: _Subparsers) -> None:

@@ -302,13 +302,14 @@ def write_report(
     naming the file (default: :func:`warnings.warn`) and listed in ``summary.md``."""
     store = Path(store)
     out = check_folder(store / "report" if out_dir is None else out_dir)
+    given = out_dir is not None  # name --out in a refusal only if the user gave it
     if out.is_dir() and any(out.iterdir()) and not (out / "summary.md").is_file():
         raise InputError(
-            f"--out {str(out)!r} exists and is not a report folder (no summary.md); choose "
-            "another --out"
+            f"{'--out ' if given else ''}{str(out)!r} exists and is not a report folder (no "
+            "summary.md); choose another --out"
         )
-    if out.is_dir():
-        check_replaceable(out, flag="--out")  # a report mdpsim wrote, and nothing else
+    if out.is_dir():  # a report mdpsim wrote, and nothing else
+        check_replaceable(out, flag="--out" if given else "mdpsim report")
     manifest = load_manifest(store)
     checked = verify(store)
     for line in checked.warnings(store):

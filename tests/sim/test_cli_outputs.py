@@ -1,0 +1,89 @@
+"""What the command line tells about its outputs, and what it refuses: `mdpsim demo --out` an
+existing folder, the files `mdpsim run` lists, and a report refusal that names no flag the
+user did not give."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from mdpsim.cli import main
+
+TOML = """
+[scenario]
+name = "outputs"
+seed = 3
+ticks = 2
+[network]
+source = "helsinki-test"
+[domain]
+n_points = 40
+[users]
+count = 4
+[mechanism]
+name = "em"
+epsilon_per_km = 4.0
+[queries]
+every_ticks = 0
+"""
+
+
+@pytest.fixture
+def scenario(tmp_path) -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(TOML)
+    return path
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _one_error(capsys, argv: list[str]) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(lines) == 1, err
+    return lines[0]
+
+
+def test_demo_does_not_replace_an_earlier_run_named_by_out_without_force(
+    tmp_path, scenario, capsys
+):
+    out = tmp_path / "prior"
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    before = _digest(out)
+    line = _one_error(capsys, ["demo", "--out", str(out)])
+    assert "exists; choose another --out or --force" in line
+    assert _digest(out) == before
+
+
+@pytest.mark.parametrize("per_user", [True, False])
+def test_run_lists_the_files_it_wrote(tmp_path, scenario, capsys, per_user):
+    scenario.write_text(TOML + f"[output]\nper_user = {str(per_user).lower()}\n")
+    out = tmp_path / "out"
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("outputs"))
+    written = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert ("users.parquet" in written) is per_user
+    assert line.endswith(f"({', '.join(sorted(written, key=lambda n: n != 'summary.json'))})")
+
+
+def test_report_refusal_names_no_flag_the_user_did_not_give(tmp_path, scenario, capsys):
+    store = tmp_path / "store"
+    assert main(["batch", str(scenario), "--out", str(store), "--workers", "1"]) == 0
+    assert main(["report", str(store)]) == 0
+    (store / "report" / "mine.txt").write_text("mine")
+    capsys.readouterr()
+    before = _digest(store)
+    line = _one_error(capsys, ["report", str(store)])
+    assert "--out refuses" not in line and "holds 'mine.txt'" in line, line
+    assert _digest(store) == before
+    line = _one_error(capsys, ["report", str(store), "--out", str(store / "report")])
+    assert line.startswith("error: --out refuses"), line
