@@ -253,8 +253,7 @@ class RoadSegments:
             ii = idx[ii]
             sel = ii < jj
             kept.append(np.column_stack([ii[sel], jj[sel]]))
-        pairs = np.concatenate(kept).astype(np.int64)
-        return np.unique(pairs, axis=0)
+        return np.concatenate(kept).astype(np.int64)  # sorted, unique: row-major by chunk
 
 
 def _adjacency(n: int, rows: np.ndarray, cols: np.ndarray, w: np.ndarray) -> tuple:
