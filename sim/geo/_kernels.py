@@ -70,3 +70,24 @@ def tree_predecessors(
                         return pred, True
                     pred[r, v] = u
     return pred, False
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_sites(points: np.ndarray, sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per point (rows ``(x, y)``), the index of the nearest site by brute force, and whether
+    that answer is unsure: another site within a hair of the nearest (a relative 1e-9 of the
+    squared distance, or 1e-6 m^2), or no site compared (NaN coordinates). Elsewhere it is
+    the nearest site under any rounding of the distances, a KD-tree's answer included."""
+    nearest = np.full(len(points), -1, dtype=np.int64)
+    unsure = np.zeros(len(points), dtype=np.bool_)
+    for i in range(len(points)):
+        best = second = np.inf
+        for j in range(len(sites)):
+            dx, dy = points[i, 0] - sites[j, 0], points[i, 1] - sites[j, 1]
+            d2 = dx * dx + dy * dy
+            if d2 < best:
+                best, second, nearest[i] = d2, best, j
+            elif d2 < second:
+                second = d2
+        unsure[i] = nearest[i] < 0 or not second - best > 1e-9 * best + 1e-6
+    return nearest, unsure

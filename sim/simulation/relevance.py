@@ -31,6 +31,8 @@ from mdpsim.errors import InputError
 
 #: Share of each map given to road-node density (the fallback), so no secret weighs zero.
 NODE_FLOOR = 0.1
+#: Up to this many secrets, the nearest one is found by brute force, not the KD-tree's query.
+_BRUTE_FORCE_SECRETS = 128
 #: OSM building values that house activity, not people.
 BUSINESS_BUILDINGS = frozenset(
     {
@@ -100,9 +102,23 @@ def _counted(secrets: cKDTree, n_x: int, xy: np.ndarray, weight: np.ndarray) -> 
     ``secrets``: the KD-tree of the domain's ``n_x`` secrets)."""
     out = np.zeros(n_x)
     if len(xy):
-        _, nearest = secrets.query(xy)
+        nearest = _nearest(secrets, xy)
         np.add.at(out, nearest, weight)
     return out
+
+
+def _nearest(secrets: cKDTree, xy: np.ndarray) -> np.ndarray:
+    """The index of the secret nearest each point ``xy``: the tree's query, or for a small
+    domain a compiled brute-force loop (cheaper there), which asks the tree only about the
+    points it is unsure of (another secret within a hair: the tree's tie-breaking decides)."""
+    if secrets.n > _BRUTE_FORCE_SECRETS:
+        return secrets.query(xy)[1]
+    from mdpsim.geo import _kernels
+
+    nearest, unsure = _kernels.nearest_sites(np.ascontiguousarray(xy, dtype=float), secrets.data)
+    if unsure.any():
+        nearest[unsure] = secrets.query(xy[unsure])[1]
+    return nearest
 
 
 def _node_density(domain, secrets: cKDTree) -> np.ndarray:

@@ -231,3 +231,18 @@ def test_relevance_is_the_bits_of_one_tree_per_count(relevance, domain):
     housing, activity = (rel._blend(counted(*p), nodes) for p in points)
     assert np.array_equal(relevance.housing, housing)
     assert np.array_equal(relevance.activity, activity)
+
+
+@pytest.mark.parametrize("n", [1, 2, 80, 200])
+def test_nearest_secret_is_the_kd_trees_even_on_ties(n):
+    from scipy.spatial import cKDTree
+
+    from mdpsim.simulation.relevance import _nearest
+
+    rng = np.random.default_rng(n)
+    cells = rng.permutation(np.argwhere(np.ones((20, 20), dtype=bool)))[:n]
+    sites = cells * 10.0 + [385_000.0, 6_672_000.0]  # a 10 m grid in shuffled order
+    halfway = sites[rng.integers(n, size=200)] + [5.0, 0.0]  # ties between grid neighbours
+    points = np.vstack([rng.uniform(0.0, 200.0, (2000, 2)) + sites.min(axis=0), halfway])
+    tree = cKDTree(sites)
+    assert np.array_equal(_nearest(tree, points), tree.query(points)[1])
