@@ -65,12 +65,18 @@ def check_replaceable(out: Path, *, flag: str = "--force") -> None:
             f"{MARKER} marker, so mdpsim did not write it; choose another --out"
         )
     try:
-        listed = set(json.loads(marker.read_text(encoding="utf-8"))["files"])
+        written = json.loads(marker.read_text(encoding="utf-8"))
+        listed = set(written["files"])
     except (ValueError, KeyError, TypeError, OSError):
         raise InputError(
             f"{flag} refuses to replace {str(out)!r}: its {MARKER} marker is unreadable; "
             "choose another --out"
         ) from None
+    if written.get("wrote") == "mdpsim batch":  # its marker lists no files: the store's own
+        raise InputError(
+            f"{flag} refuses to replace {str(out)!r}: it is a batch store of mdpsim batch, "
+            "which only `mdpsim batch --overwrite` replaces; choose another --out"
+        )
     for path in sorted(out.rglob("*")):
         name = str(path.relative_to(out))
         if path.is_dir() or name == MARKER or name in listed or name in ALWAYS_OWN:

@@ -87,3 +87,13 @@ def test_report_refusal_names_no_flag_the_user_did_not_give(tmp_path, scenario, 
     assert _digest(store) == before
     line = _one_error(capsys, ["report", str(store), "--out", str(store / "report")])
     assert line.startswith("error: --out refuses"), line
+
+
+def test_force_names_a_batch_store_as_one_and_leaves_it(tmp_path, scenario, capsys):
+    store = tmp_path / "store"
+    assert main(["batch", str(scenario), "--out", str(store), "--workers", "1"]) == 0
+    before = _digest(store)
+    capsys.readouterr()
+    line = _one_error(capsys, ["run", str(scenario), "--out", str(store), "--force"])
+    assert "is a batch store" in line and "did not write" not in line, line
+    assert _digest(store) == before
