@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+from typing import NoReturn
 
 from mdpsim.experiments.plugins import installed_version
 
@@ -16,14 +17,22 @@ FORCE_HELP = (
 )
 
 # What ``ArgumentParser.add_subparsers`` returns; each ``_add_<command>`` adds one subcommand.
-type _Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+type _Subparsers = argparse._SubParsersAction[_Parser]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are one ``error:`` line (as every other bad input's),
+    naming the command and its help, instead of the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message}; see `{self.prog} --help`\n")
 
 
 @functools.cache
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (built once per process, ~10 ms; parsing
     does not change it)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mdpsim",
         description="Metric differential privacy for mobile users on real road networks.",
         epilog="exit codes: 0 ok, 1 audit violation, 2 bad input or plug-in, 3 partial",

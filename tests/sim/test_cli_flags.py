@@ -136,10 +136,11 @@ def test_a_numeric_flag_is_refused_in_one_line_or_accepted(
     except Reached:  # accepted: the command went on to its work
         assert not _must_refuse(command, flag, value), f"{flag}={given} reached the work"
         return
-    except SystemExit as exc:  # argparse: not a number of the flag's type
+    except SystemExit as exc:  # argparse: not a number of the flag's type, in one line too
         code = exc.code
         err = capsys.readouterr().err.strip().splitlines()
-        assert code == 2 and err[-1].startswith(f"mdpsim {command}: error: argument {flag}")
+        assert code == 2 and len(err) == 1, err
+        assert err[0].startswith(f"error: mdpsim {command}: argument {flag}"), err
         return
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: "), err
