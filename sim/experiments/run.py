@@ -317,7 +317,8 @@ def write_outputs(
             users_df.to_parquet(tmp / "users.parquet", index=False)
         if bad_rows is not None and len(bad_rows):
             bad_rows.to_csv(tmp / BAD_ROWS_FILE, index=False)
-        (tmp / "summary.json").write_text(json.dumps(doc, indent=2, default=_json_default))
+        text = json.dumps(_finite(doc), indent=2, allow_nan=False, default=_json_default)
+        (tmp / "summary.json").write_text(text)
     return summary
 
 
@@ -329,6 +330,21 @@ def summary_table(summary: dict) -> str:
         text = f"{value:.4g}" if isinstance(value, float) else str(value)
         lines.append(f"{key.ljust(width)}  {text}")
     return "\n".join(lines)
+
+
+def _finite(value):
+    """``value`` with every NaN or infinite float as None: summary.json is standard JSON
+    (``null``, which jq, JavaScript and strict parsers read; ``NaN`` is not JSON), e.g. a
+    metric that no tick had (``tracking_leakage_per_km``: single reports only)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _json_default(value):

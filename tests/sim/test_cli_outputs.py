@@ -5,6 +5,7 @@ user did not give."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,24 @@ def test_force_names_a_batch_store_as_one_and_leaves_it(tmp_path, scenario, caps
     line = _one_error(capsys, ["run", str(scenario), "--out", str(store), "--force"])
     assert "is a batch store" in line and "did not write" not in line, line
     assert _digest(store) == before
+
+
+def _strict(text: str):
+    """JSON as a strict parser (jq, JavaScript) reads it: NaN and Infinity are not JSON."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_summary_json_is_standard_json_with_null_for_a_metric_no_tick_had(
+    tmp_path, scenario, capsys
+):
+    out = tmp_path / "out"
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    summary = _strict((out / "summary.json").read_text())["summary"]
+    assert "tracking_leakage_per_km           nan" in printed  # the table still says nan
+    assert "tracking_leakage_per_km" in summary and summary["tracking_leakage_per_km"] is None
+    assert isinstance(summary["bayes_leakage_per_km"], float)
