@@ -334,7 +334,7 @@ def summary_table(summary: dict) -> str:
 
 def _finite(value):
     """``value`` with every NaN or infinite float as None: summary.json is standard JSON
-    (``null``, which jq, JavaScript and strict parsers read; ``NaN`` is not JSON), e.g. a
+    (``null``, which JavaScript and strict parsers read; ``NaN`` is not JSON), e.g. a
     metric that no tick had (``tracking_leakage_per_km``: single reports only)."""
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
