@@ -10,12 +10,16 @@ written and says so in one line (:func:`atomic_folder`, :func:`atomic_file`).
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 from mdpsim._core.guards import check_not_dangerous, check_replaceable, write_marker
 from mdpsim.errors import InputError, one_line
@@ -142,3 +146,22 @@ def _write_error(out: Path, exc: OSError) -> InputError:
         f"cannot write {str(out)!r} ({one_line(exc)}); nothing was written there and no "
         "partial results are kept: free space or choose another output path, and run again"
     )
+
+
+def json_text(doc: object, *, indent: int = 2) -> str:
+    """``doc`` as standard JSON: numpy scalars as Python numbers, and every NaN or infinite
+    number as ``null`` (``NaN`` is not JSON: JavaScript's ``JSON.parse`` and strict parsers
+    refuse it), e.g. a metric that no tick had."""
+    return json.dumps(_finite(doc), indent=indent, allow_nan=False)
+
+
+def _finite(value):
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

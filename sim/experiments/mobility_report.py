@@ -4,7 +4,6 @@ each beside its law, as a JSON, a Markdown table and one PNG of nine plots (docs
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -79,22 +78,16 @@ def _num(value: float) -> str:
 def write_outputs(result: dict, out, *, overwrite: bool) -> list[Path]:
     """``mobility.json``, ``mobility.md`` and ``mobility.png`` in the new folder ``out``."""
     from mdpsim._core.guards import output_lock
-    from mdpsim._core.outputs import atomic_folder, new_folder
+    from mdpsim._core.outputs import atomic_folder, json_text, new_folder
 
     with output_lock(Path(out)):
         out = new_folder(out, overwrite=overwrite)
         with atomic_folder(out, wrote="mdpsim mobility") as tmp:
-            text = json.dumps(result, indent=1, allow_nan=True, default=_plain)
+            text = json_text(result, indent=1)  # standard JSON: null, not NaN
             (tmp / NAMES[0]).write_text(text + "\n", encoding="utf-8")
             (tmp / NAMES[1]).write_text(markdown(result) + "\n", encoding="utf-8")
             plot(result, tmp / NAMES[2])
     return [out / n for n in NAMES]
-
-
-def _plain(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(type(value).__name__)
 
 
 def plot(result: dict, path) -> None:

@@ -15,7 +15,6 @@ so an interrupted run leaves no folder that looks complete.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -26,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from mdpsim._core.guards import add_to_marker, check_not_input, input_paths, output_lock
-from mdpsim._core.outputs import atomic_folder, new_folder
+from mdpsim._core.outputs import atomic_folder, json_text, new_folder
 from mdpsim.errors import InputError, Interrupted
 from mdpsim.experiments import estimate as estimating
 from mdpsim.experiments import export as exporting
@@ -317,8 +316,7 @@ def write_outputs(
             users_df.to_parquet(tmp / "users.parquet", index=False)
         if bad_rows is not None and len(bad_rows):
             bad_rows.to_csv(tmp / BAD_ROWS_FILE, index=False)
-        text = json.dumps(_finite(doc), indent=2, allow_nan=False, default=_json_default)
-        (tmp / "summary.json").write_text(text)
+        (tmp / "summary.json").write_text(json_text(doc))  # standard JSON: null, not NaN
     return summary
 
 
@@ -330,24 +328,3 @@ def summary_table(summary: dict) -> str:
         text = f"{value:.4g}" if isinstance(value, float) else str(value)
         lines.append(f"{key.ljust(width)}  {text}")
     return "\n".join(lines)
-
-
-def _finite(value):
-    """``value`` with every NaN or infinite float as None: summary.json is standard JSON
-    (``null``, which JavaScript and strict parsers read; ``NaN`` is not JSON), e.g. a
-    metric that no tick had (``tracking_leakage_per_km``: single reports only)."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"cannot serialise {type(value).__name__}")

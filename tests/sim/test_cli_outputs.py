@@ -119,3 +119,11 @@ def test_summary_json_is_standard_json_with_null_for_a_metric_no_tick_had(
     assert "tracking_leakage_per_km           nan" in printed  # the table still says nan
     assert "tracking_leakage_per_km" in summary and summary["tracking_leakage_per_km"] is None
     assert isinstance(summary["bayes_leakage_per_km"], float)
+
+
+def test_mobility_json_is_standard_json(tmp_path, scenario):
+    out = tmp_path / "mobility"
+    argv = ["mobility", str(scenario), "--out", str(out), "--users", "4", "--days", "1"]
+    assert main(argv) == 0
+    result = _strict((out / "mobility.json").read_text())
+    assert None in result["values"].values()  # a measure a one-day run cannot take
