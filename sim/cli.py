@@ -15,6 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 
 from mdpsim.errors import InputError, Interrupted, plain
 from mdpsim.experiments.cli_parser import TRACEBACK_ENV, build_parser
@@ -437,10 +438,41 @@ def _dashboard(args: argparse.Namespace) -> int:
             raise InputError(f"--scenarios {folder!r} is not a folder")
     cmd = streamlit_command(port=args.port, address=args.address)
     print(f"dashboard        http://{args.address}:{args.port}  (Ctrl-C stops it)", flush=True)
+    proc = subprocess.Popen(cmd, env=streamlit_env(args.scenarios))
     try:
-        return subprocess.call(cmd, env=streamlit_env(args.scenarios))
+        with _sigterm_as_exit():  # `kill`, a supervisor: Streamlit stops with us
+            return proc.wait()
     except KeyboardInterrupt:
         return 0
+    finally:
+        if proc.poll() is None:  # never leave Streamlit serving the port without us
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def _sigterm_as_exit():
+    """SIGTERM raises SystemExit(143) (128 + 15, the shell's code) while inside, so that the
+    callers' ``finally`` runs; a no-op outside the main thread, where no handler can be set."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @command("audit")

@@ -93,6 +93,7 @@ def stop_at_the_work(monkeypatch):
         monkeypatch.setattr(module, "load_graph", reached)
     monkeypatch.setattr(mdpsim.geo.network, "load_network", reached)
     monkeypatch.setattr(subprocess, "call", reached)
+    monkeypatch.setattr(subprocess, "Popen", reached)  # mdpsim dashboard's Streamlit
 
 
 def _must_refuse(command: str, flag: str, value: str) -> bool:
