@@ -127,3 +127,12 @@ def test_mobility_json_is_standard_json(tmp_path, scenario):
     assert main(argv) == 0
     result = _strict((out / "mobility.json").read_text())
     assert None in result["values"].values()  # a measure a one-day run cannot take
+
+
+def test_the_plugin_walkthrough_names_the_attack_in_the_scenario():
+    """docs/plugins.md's steps after installing the example: its attack shows in the tables
+    only if the scenario's [attacks] run names it, so the steps say so."""
+    root = Path(__file__).resolve().parents[2]
+    text = " ".join((root / "docs" / "plugins.md").read_text().split())
+    at = text.index("After `mdpsim plugins --example my_plugin && pip install ./my_plugin`")
+    assert '`[attacks] run = ["bayes", "mode_guess"]`' in text[at : at + 400]
