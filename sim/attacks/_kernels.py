@@ -109,3 +109,24 @@ def predict_rows32(
                 acc[u] += a * belief[u]
         for u in range(n_users):
             rows[u, i] = acc[u]
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_leakage(
+    logz: np.ndarray, dist_xx: np.ndarray, ii: np.ndarray, jj: np.ndarray, out: np.ndarray
+) -> None:
+    """``out[k] = max(out[k], |logz[i, k] - logz[j, k]| / d(i, j))`` over the pairs
+    ``(ii, jj)``, in place; a pair whose difference is not positive (equal logs, both
+    ``-inf``, a NaN) adds nothing: the numpy formula's ``where(diff > 0, diff / d, 0)``.
+    Subtraction, ``abs`` and division are the same IEEE operations, and a maximum has no
+    order: the same bits."""
+    n_out = len(out)
+    for p in range(len(ii)):
+        a, b = logz[ii[p]], logz[jj[p]]
+        d = dist_xx[ii[p], jj[p]]
+        for k in range(n_out):
+            diff = abs(a[k] - b[k])
+            if diff > 0.0:  # False for NaN: -inf - -inf, and any NaN entry
+                ratio = diff / d
+                if ratio > out[k]:
+                    out[k] = ratio

@@ -85,3 +85,42 @@ def test_predict_rows32_is_the_sparse_product_bit_for_bit(kernels, seed):
     rows = np.full((n_users, n), np.nan, dtype=np.float32)
     kernels.predict_rows32(a.indptr, a.indices, a.data, columns, rows)
     assert np.array_equal(rows.view(np.uint32), (a @ columns).T.view(np.uint32))
+
+
+def leakage_numpy(matrix, dist_xx, ii, jj):
+    """The numpy formula of ``posterior_leakage_per_output`` that ``pair_leakage`` replaced."""
+    with np.errstate(divide="ignore"):
+        logz = np.log(matrix)
+    out = np.zeros(matrix.shape[1])
+    for start in range(0, len(ii), 4096):
+        a, b = ii[start : start + 4096], jj[start : start + 4096]
+        la, lb = logz[a], logz[b]
+        both_zero = np.isneginf(la) & np.isneginf(lb)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(la - lb)
+        diff[both_zero] = 0.0
+        d = dist_xx[a, b][:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(diff > 0, diff / d, 0.0)
+        out = np.maximum(out, ratio.max(axis=0))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pair_leakage_is_the_numpy_formula_bit_for_bit(seed):
+    from mdpsim.attacks.bayes import posterior_leakage_per_output
+
+    rng = np.random.default_rng(seed)
+    n, k = 40, 25
+    z = rng.random((n, k)) ** 4
+    z[rng.random((n, k)) < 0.15] = 0.0  # zeros: infinite leakage, or none against a zero
+    z[:, 0] = 0.0  # an impossible output
+    z[:, 1] = 0.5  # an output every secret gives alike
+    xy = rng.random((n, 2))
+    dist = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1))
+    ii, jj = np.triu_indices(n, k=1)
+    for pairs in (None, np.column_stack([ii, jj])[rng.random(len(ii)) < 0.3]):
+        a, b = (ii, jj) if pairs is None else (pairs[:, 0], pairs[:, 1])
+        got = posterior_leakage_per_output(z, dist, pairs=pairs)
+        assert got.tobytes() == leakage_numpy(z, dist, a, b).tobytes()
+    assert np.isinf(got).any() and got[0] == 0.0
