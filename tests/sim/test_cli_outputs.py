@@ -136,3 +136,19 @@ def test_the_plugin_walkthrough_names_the_attack_in_the_scenario():
     text = " ".join((root / "docs" / "plugins.md").read_text().split())
     at = text.index("After `mdpsim plugins --example my_plugin && pip install ./my_plugin`")
     assert '`[attacks] run = ["bayes", "mode_guess"]`' in text[at : at + 400]
+
+
+@pytest.mark.parametrize(
+    ("key", "choices"),
+    [
+        ("mechanism.epsilon", "fields of [mechanism]: name, epsilon_per_km,"),
+        ("mechanizm.epsilon_per_km", "tables: scenario, network, domain,"),
+    ],
+)
+def test_a_sweep_key_that_is_no_field_names_what_to_write(tmp_path, capsys, key, choices):
+    path = tmp_path / "sweep.toml"
+    path.write_text(TOML + f'[sweep]\n"{key}" = [2.0, 6.0]\n')
+    out = tmp_path / "store"
+    line = _one_error(capsys, ["batch", str(path), "--out", str(out), "--workers", "1"])
+    assert f"sweep key '{key}' is not a scenario field; {choices}" in line, line
+    assert not out.exists()

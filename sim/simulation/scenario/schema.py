@@ -283,7 +283,12 @@ def _split(dotted: str, *, what: str | None = None) -> tuple[str, ...]:
         if kind in REGISTRIES and param.isidentifier():
             return table, kind, param
     if table not in TABLES or name not in TABLES[table].model_fields:
-        raise InputError(f"{what or repr(dotted)} is not a scenario field")
+        choices = (
+            f"fields of [{table}]: {', '.join(TABLES[table].model_fields)}"
+            if table in TABLES
+            else f"tables: {', '.join(TABLES)}"
+        )  # what to write instead, as for a wrong field in a scenario file
+        raise InputError(f"{what or repr(dotted)} is not a scenario field; {choices}")
     return table, name
 
 
