@@ -178,5 +178,6 @@ def writing(table: pd.DataFrame, fmt: str, path: str | Path) -> Iterator[Path]:
             frame.to_parquet(tmp, index=False)
         else:
             frame = frame.assign(time=frame["time"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
-            frame.to_file(tmp, driver="GeoJSON", engine="pyogrio")
+            # the layer's name is the file's, not the temporary one's (".t.geojson")
+            frame.to_file(tmp, driver="GeoJSON", engine="pyogrio", layer=path.stem)
         yield path

@@ -152,3 +152,11 @@ def test_a_sweep_key_that_is_no_field_names_what_to_write(tmp_path, capsys, key,
     line = _one_error(capsys, ["batch", str(path), "--out", str(out), "--workers", "1"])
     assert f"sweep key '{key}' is not a scenario field; {choices}" in line, line
     assert not out.exists()
+
+
+def test_a_geojson_export_is_named_after_its_file(tmp_path, scenario):
+    """Not after the temporary file it is written to first (".traces.geojson")."""
+    path = tmp_path / "traces.geojson"
+    argv = ["run", str(scenario), "--out", str(tmp_path / "out"), "--export", "geojson", str(path)]
+    assert main(argv) == 0
+    assert json.loads(path.read_text())["name"] == "traces"
