@@ -477,10 +477,9 @@ def _sigterm_as_exit():
 
 @command("audit")
 def _audit(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from mdpsim.experiments.audit_target import audited_mechanism
-    from mdpsim.privacy.audit import audit, mechanism_sampler
+    from mdpsim.privacy.audit import MIN_DRAWS, TooFewSamples
 
     def built():  # the audited domain, unless the factory fitted the mechanism
         from mdpsim.geo.domain import Domain
@@ -492,8 +491,28 @@ def _audit(args: argparse.Namespace) -> int:
     mech, label = audited_mechanism(args.mechanism, epsilon=args.epsilon, domain=built)
     label = label.replace("{metric}", args.metric)
     eps = args.epsilon if args.epsilon is not None else float(mech.epsilon)
+    try:
+        result = _audited(args, mech, eps)
+    except TooFewSamples as exc:  # named as the command line spells it
+        raise InputError(
+            f"--samples {exc.total:,} is too few for {exc.n_inputs} secrets: the screens and "
+            f"the confirmation need >= {MIN_DRAWS:,} draws per secret each; use --samples "
+            f"{exc.enough} or more"
+        ) from None
+    print(f"mechanism        {label} on {len(mech.domain_.dist_xx)} secrets")
+    for line in result.lines():
+        print(line)
+    return 0 if result.passed else EXIT_VIOLATION
+
+
+def _audited(args: argparse.Namespace, mech, eps: float):
+    """The audit of fitted ``mech``'s eps claim with the command line's settings."""
+    import numpy as np
+
+    from mdpsim.privacy.audit import audit, mechanism_sampler
+
     domain = mech.domain_
-    result = audit(
+    return audit(
         mechanism_sampler(mech),
         domain.dist_xx,
         eps,
@@ -504,10 +523,6 @@ def _audit(args: argparse.Namespace) -> int:
         output_dist_km=getattr(domain, "dist_xy", None),  # public: where the outputs are
         rng=np.random.default_rng(args.seed),
     )
-    print(f"mechanism        {label} on {len(mech.domain_.dist_xx)} secrets")
-    for line in result.lines():
-        print(line)
-    return 0 if result.passed else EXIT_VIOLATION
 
 
 if __name__ == "__main__":

@@ -326,18 +326,53 @@ class _Plan:
 
     @staticmethod
     def make(n, total, screens: Screens, n_candidates) -> _Plan:
+        plan = _Plan._split(n, total, screens, n_candidates)
+        if min(plan.broad, plan.focus, plan.test_guess) < MIN_DRAWS:
+            raise TooFewSamples(total, n, _Plan._enough(n, screens, n_candidates))
+        return plan
+
+    @staticmethod
+    def _split(n, total, screens: Screens, n_candidates) -> _Plan:
         screen = int(total * screens.screen_share)
         broad = int(screen * (1 - screens.focus_share)) // n
         n_focus = min(n, screens.focus_inputs)
         focus = (screen - broad * n) // n_focus
         confirm = total - broad * n - focus * n_focus
-        guess = confirm / min(n, 2 * n_candidates)
-        if min(broad, focus, guess) < MIN_DRAWS:
-            raise InputError(
-                f"total_samples={total:,} is too few for {n} inputs: the screens and the "
-                f"confirmation need >= {MIN_DRAWS:,} draws per input each"
-            )
-        return _Plan(broad, focus, confirm, guess)
+        return _Plan(broad, focus, confirm, confirm / min(n, 2 * n_candidates))
+
+    @staticmethod
+    def _enough(n, screens: Screens, n_candidates) -> int:
+        """A total of draws that gives every part :data:`MIN_DRAWS` per input: the least the
+        bisection finds, rounded up to a thousand."""
+
+        def ok(total: int) -> bool:
+            plan = _Plan._split(n, total, screens, n_candidates)
+            return min(plan.broad, plan.focus, plan.test_guess) >= MIN_DRAWS
+
+        high = MIN_DRAWS * n
+        while not ok(high):
+            high *= 2
+        low = high // 2
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (low, mid) if ok(mid) else (mid, high)
+        enough = -(-high // 1000) * 1000
+        while not ok(enough):  # the split's floors: a rounded total may fall just short
+            enough += 1000
+        return enough
+
+
+class TooFewSamples(InputError):
+    """``total_samples`` leaves some part of the audit fewer than :data:`MIN_DRAWS` draws per
+    input; ``enough`` is a total that does not."""
+
+    def __init__(self, total: int, n_inputs: int, enough: int) -> None:
+        self.total, self.n_inputs, self.enough = total, n_inputs, enough
+        super().__init__(
+            f"total_samples={total:,} is too few for {n_inputs} inputs: the screens and the "
+            f"confirmation need >= {MIN_DRAWS:,} draws per input each; use "
+            f"total_samples={enough:,} or more"
+        )
 
 
 class _Scorer:

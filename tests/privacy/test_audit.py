@@ -313,3 +313,14 @@ def test_no_false_alarm_in_100_audits_of_tight_em_on_200_points(road_domains, bu
     dom = road_domains(200)
     tight = planted.em_with_true_epsilon(dom.dist_xx, ROAD_EPS)
     assert all(_road_audit(dom, tight, s, total_samples=budget).passed for s in range(100))
+
+
+def test_too_few_samples_names_a_total_that_is_enough():
+    from mdpsim.privacy.audit import TooFewSamples
+
+    with pytest.raises(TooFewSamples, match="use total_samples=") as caught:
+        audit(planted.identity, LINE_DIST, 1.0, total_samples=10_000)
+    enough = caught.value.enough
+    audit(planted.identity, LINE_DIST, 1.0, total_samples=enough)  # enough: no refusal
+    with pytest.raises(TooFewSamples):
+        audit(planted.identity, LINE_DIST, 1.0, total_samples=enough - 1000)

@@ -138,3 +138,12 @@ def test_audit_bad_factory_exits_2_with_one_line_naming_the_argument(tmp_path, m
         assert main(["audit", spec, *small]) == 2, spec
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"mechanism='{spec}'" in err and why in err, err
+
+
+def test_audit_with_too_few_samples_names_the_flag_and_a_value_that_works(capsys):
+    small = ["--source", "helsinki-test", "--n-points", "25"]
+    assert main(["audit", "em", *small, "--samples", "20000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--samples 20,000 is too few for 25 secrets" in err, err
+    enough = err.split("use --samples ")[1].split()[0]
+    assert main(["audit", "em", *small, "--samples", enough]) == 0
