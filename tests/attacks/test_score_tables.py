@@ -107,9 +107,10 @@ def test_scores_of_rows_are_the_scores_of_their_dict():
         built = Scores.of_rows(3, users, names, rows)
         plain = Scores(tick=3, users=users, values=dict(zip(names, rows, strict=True)))
         assert built.finite_totals() == plain.finite_totals()
-        assert np.array(list(built.means().values())).tobytes() == np.array(
-            list(plain.means().values())
-        ).tobytes()
+        assert (
+            np.array(list(built.means().values())).tobytes()
+            == np.array(list(plain.means().values())).tobytes()
+        )
         for (k, col), (k2, col2) in zip(
             built.columns(2 * n + 1).items(), plain.columns(2 * n + 1).items(), strict=True
         ):
