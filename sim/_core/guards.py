@@ -122,7 +122,7 @@ def input_paths(scenario) -> list[Path]:
         paths.append(Path(scenario.path))
     if scenario.mobility.source == "traces":
         paths.append(scenario.trace_path())
-    network = Path(os.path.expanduser(str(scenario.network.source)))
+    network = Path(os.path.expanduser(scenario.network_source()))
     if network.suffix and network.is_file():
         paths.append(network)
     return paths + plugin_files()

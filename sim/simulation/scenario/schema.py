@@ -151,6 +151,19 @@ class Scenario(BaseModel):
             path = Path(self.path).parent / path
         return path
 
+    def network_source(self) -> str:
+        """``[network] source`` as :func:`~mdpsim.geo.network.load_network` takes it: a
+        relative path to a network file is read from the scenario file's folder, as
+        ``[mobility] path`` (from the current folder for a scenario not read from a file);
+        bundled names, named extracts and place queries as given."""
+        from mdpsim.geo.network import names_a_file
+
+        source = self.network.source
+        if self.path is None or not names_a_file(source):
+            return source
+        path = Path(os.path.expanduser(source))
+        return str(path if path.is_absolute() else Path(self.path).parent / path)
+
     def get(self, dotted: str) -> Any:
         """A value by dotted name: a field (``get("users.count")``) or a strategy's parameter
         (``get("strategies.budget.rho_per_km2")``, its default when the spec does not give it)."""
@@ -236,9 +249,15 @@ def from_dict(raw: dict[str, Any], *, path: str | None = None) -> Scenario:
     except ValidationError as exc:
         raise InputError(one_line(exc.errors()[0], TABLES)) from None
     scenario._path = path
+    where = f" (read from {Path(path).parent}/)" if path is not None else ""
     if scenario.mobility.source == "traces" and not scenario.trace_path().is_file():
-        where = f" (read from {Path(path).parent}/)" if path is not None else ""
         raise InputError(f"field mobility.path = {scenario.mobility.path!r}: no such file{where}")
+    network = scenario.network_source()
+    if network != scenario.network.source and not Path(network).is_file():
+        raise InputError(
+            f"field network.source = {scenario.network.source!r}: no such file{where}; a "
+            "relative path is read from the scenario file's folder"
+        )
     _check_sweep(scenario)
     return scenario
 

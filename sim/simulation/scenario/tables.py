@@ -42,7 +42,8 @@ class NetworkTable(Table):
 
     source: str = Field(
         default="helsinki",
-        description="helsinki, helsinki-test, a .osm/.osm.bz2/.osm.pbf/.graphml path",
+        description="helsinki, helsinki-test, a .osm/.osm.bz2/.osm.pbf/.graphml path "
+        "(relative: from the scenario file's folder)",
     )
     network_type: NetworkType = Field(
         default="walk", description="footpaths (walk) or roads open to cars (drive)"
