@@ -185,11 +185,14 @@ def markdown(curve: pd.DataFrame, points: pd.DataFrame, cap: float) -> str:
         if m["failed"]:
             lines.append(f"{head} failed: {m['failed']} | | | |")
             continue
-        lines.append(
-            f"{head} {m['quality_loss_km']:.4f} | {m['adversary_error_km']:.4f} | "
-            f"{m['frontier_km']:.4f} | {m['gap_km']:.4f} |"
-        )
+        values = (m["quality_loss_km"], m["adversary_error_km"], m["frontier_km"], m["gap_km"])
+        lines.append(f"{head} " + " | ".join(_km4(v) for v in values) + " |")
     return "\n".join(lines)
+
+
+def _km4(value: float) -> str:
+    """``value`` to 4 decimals, never ``-0.0000`` (a gap a hair below 0 is 0 at that precision)."""
+    return f"{round(value, 4) + 0.0:.4f}"
 
 
 def plot(curve: pd.DataFrame, points: pd.DataFrame, path, *, title: str) -> None:

@@ -93,8 +93,8 @@ class TraceReport:
         """One line: rows read, kept and dropped."""
         other = f", {self.n_filtered} of another trace kind skipped" if self.n_filtered else ""
         return (
-            f"traces {self.path}: {self.n_rows} rows, {self.n_kept} fixes kept, "
-            f"{self.n_dropped} bad rows dropped{other}"
+            f"traces {self.path}: {_count(self.n_rows, 'row')}, {_count(self.n_kept, 'fix')} "
+            f"kept, {_count(self.n_dropped, 'bad row')} dropped{other}"
         )
 
     def told(self, shown: int) -> list[str]:
@@ -338,7 +338,9 @@ def read_fixes(
     lines = tuple(problems[i] for i in sorted(problems))
     shown = "; ".join(lines[:SHOWN_LINES]) + ("; ..." if len(lines) > SHOWN_LINES else "")
     if lines and strict:
-        raise InputError(f"traces file {str(path)!r} has {len(lines)} bad rows (strict): {shown}")
+        raise InputError(
+            f"traces file {str(path)!r} has {_count(len(lines), 'bad row')} (strict): {shown}"
+        )
     if not good.any():
         raise InputError(
             f"traces file {str(path)!r} has no good fix"
@@ -487,3 +489,10 @@ def _ids(ids: np.ndarray) -> np.ndarray:
 
 
 _PLAIN_INT = re.compile(r"-?(?:0|[1-9]\d{0,17})")
+
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (``1 bad row``, ``2 fixes``)."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {noun}{'es' if noun.endswith('x') else 's'}"

@@ -104,3 +104,26 @@ def test_attack_harness_reports_the_optimal_adversary_and_each_attacks_exploitab
         summary["exploitability_km"], summary["guess_error_km"] - summary["optimal_error_km"]
     )
     assert "exploitability_km" in harness.success_markdown(summary)
+
+
+def test_the_markdown_shows_a_gap_a_hair_below_zero_as_zero():
+    import pandas as pd
+
+    from mdpsim.experiments.frontier import markdown
+
+    curve = pd.DataFrame(
+        {"quality_km": [0.1], "adversary_error_km": [0.2], "quality_dual": [1.0], "seconds": [0.1]}
+    )
+    points = pd.DataFrame(
+        {
+            "mechanism": ["em"],
+            "epsilon_per_km": [2.0],
+            "failed": [""],
+            "quality_loss_km": [0.1],
+            "adversary_error_km": [0.2],
+            "frontier_km": [0.2],
+            "gap_km": [-3e-9],
+        }  # fmt: skip
+    )
+    row = markdown(curve, points, cap=0.5).splitlines()[-1]
+    assert row == "| em | 2 | 0.1000 | 0.2000 | 0.2000 | 0.0000 |" and "-0.0000" not in row

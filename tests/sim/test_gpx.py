@@ -105,11 +105,11 @@ def test_a_point_without_time_is_a_bad_row(tmp_path, helsinki_test_walk, centre)
     lon, lat = centre
     t = _times(3)
     path = _gpx(tmp_path, [_trk([_pt(lon, lat, t[0]), _pt(lon, lat), _pt(lon, lat, t[2])])])
-    with pytest.warns(TraceWarning, match="1 bad rows dropped"):
+    with pytest.warns(TraceWarning, match="1 bad row dropped"):
         fixes = _read(path, helsinki_test_walk)
     assert fixes.report.lines == ("row 2, column time: missing value",)
     assert (fixes.report.n_rows, fixes.report.n_kept) == (3, 2)
-    with pytest.raises(InputError, match=r"1 bad rows \(strict\): row 2, column time"):
+    with pytest.raises(InputError, match=r"1 bad row \(strict\): row 2, column time"):
         _read(path, helsinki_test_walk, strict=True)
 
 

@@ -64,12 +64,12 @@ def test_each_bad_row_gives_one_line_naming_row_and_column(case, tmp_path, helsi
                                                            centre):  # fmt: skip
     bad, expected = BAD_ROWS[case]
     path = _csv(tmp_path, [*_good_rows(centre), bad.format(lon=centre[0], lat=centre[1])])
-    with pytest.warns(TraceWarning, match="1 bad rows dropped"):
+    with pytest.warns(TraceWarning, match="1 bad row dropped"):
         fixes = _read(path, helsinki_test_walk)
     assert len(fixes.report.lines) == 1
     assert fixes.report.lines[0].startswith(expected), fixes.report.lines
     assert (fixes.report.n_rows, fixes.report.n_kept, fixes.report.n_dropped) == (4, 3, 1)
-    with pytest.raises(InputError, match=r"1 bad rows \(strict\): row 4, column"):
+    with pytest.raises(InputError, match=r"1 bad row \(strict\): row 4, column"):
         _read(path, helsinki_test_walk, strict=True)
 
 

@@ -81,7 +81,7 @@ class UsersTable(Table):
     """``[users]``: the mobile users and their budgets."""
 
     count: int = Field(
-        default=50, ge=1, le=10_000_000, description="number of mobile users (at most 10 million)"
+        default=50, ge=1, le=10_000_000, description="number of mobile users, at most 10 million"
     )
     speed_mps: Positive = Field(
         default=1.4, description="walking or driving speed, metres per second"
