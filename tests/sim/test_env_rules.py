@@ -143,3 +143,25 @@ def test_an_action_that_is_not_silent_or_report_is_one_line_and_plays_no_tick(as
     shown = int(action)  # a numpy action is shown as the plain number
     assert str(info.value) == f"user_3 action {shown} must be 0 (silent) or 1 (report)"
     assert env.game.model.tick == 0
+
+
+def test_without_the_per_user_table_the_game_plays_the_same(asking):
+    """docs/rl.md: a training scenario may drop ``[output] per_user``; nothing an agent sees
+    or earns changes."""
+
+    def played(scenario) -> list[bytes]:
+        env = single_agent_env(scenario, agent="user_0")
+        seen = [env.reset(seed=5)[0].tobytes()]
+        for t in range(8):  # two 4-tick episodes
+            obs, reward, done, _, _ = env.step(t % 2)
+            seen += [obs.tobytes(), np.float64(reward).tobytes()]
+            if done:
+                seen.append(env.reset()[0].tobytes())
+        return seen
+
+    quiet = asking.replace(**{"output.per_user": False})
+    assert played(quiet) == played(asking)
+    env = single_agent_env(quiet, agent="user_0")
+    env.reset(seed=5)
+    env.step(1)
+    assert env.game.model.log.users == []  # the table the tick no longer builds
