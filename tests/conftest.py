@@ -31,6 +31,27 @@ CHEAP_STRICT: dict[str, Any] = {
 }
 
 
+#: The scenario file of the CLI's smallest run (4 users, 40 points, 3 ticks, no queries), for
+#: tests that run commands on a file: ``from conftest import SMALL_RUN_TOML``.
+SMALL_RUN_TOML = """
+[scenario]
+name = "small"
+seed = 3
+ticks = 3
+[network]
+source = "helsinki-test"
+[domain]
+n_points = 40
+[users]
+count = 4
+[mechanism]
+name = "em"
+epsilon_per_km = 4.0
+[queries]
+every_ticks = 0
+"""
+
+
 class ScenarioFactory:
     """``make_scenario(**tables)``: a validated scenario from tables merged over the defaults.
 

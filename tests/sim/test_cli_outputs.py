@@ -9,26 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import SMALL_RUN_TOML as TOML
 
 from mdpsim.cli import main
-
-TOML = """
-[scenario]
-name = "outputs"
-seed = 3
-ticks = 2
-[network]
-source = "helsinki-test"
-[domain]
-n_points = 40
-[users]
-count = 4
-[mechanism]
-name = "em"
-epsilon_per_km = 4.0
-[queries]
-every_ticks = 0
-"""
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import SMALL_RUN_TOML as TOML
 
 from mdpsim._core.guards import MARKER, output_lock
 from mdpsim.cli import main
@@ -25,23 +26,6 @@ from mdpsim.simulation import scenario as sc
 from mdpsim.simulation.traces import TraceWarning, read_fixes
 
 HERE = Path(__file__).resolve().parent
-TOML = """
-[scenario]
-name = "guards"
-seed = 3
-ticks = 3
-[network]
-source = "helsinki-test"
-[domain]
-n_points = 40
-[users]
-count = 4
-[mechanism]
-name = "em"
-epsilon_per_km = 4.0
-[queries]
-every_ticks = 0
-"""
 SWEEP = '[sweep]\n"mechanism.epsilon_per_km" = [2.0, 6.0]\n'
 
 
@@ -228,7 +212,7 @@ def test_a_batch_into_a_store_another_command_holds_is_refused(tmp_path, capsys)
 def test_a_scenario_name_that_is_not_one_folder_name_is_refused(tmp_path, capsys, monkeypatch,
                                                                 name, why):  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "s.toml").write_text(TOML.replace('"guards"', json.dumps(name)))
+    (tmp_path / "s.toml").write_text(TOML.replace('"small"', json.dumps(name)))
     _one_error(capsys, ["run", "s.toml"], f"field scenario.name = {name!r} cannot name an output")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
     assert not (tmp_path.parent / "escaped-seed3").exists()
@@ -316,7 +300,7 @@ def test_a_batch_of_a_plug_in_that_fails_the_exact_check_exits_2_without_a_store
 def test_a_scenario_with_a_byte_order_mark_reads(tmp_path):
     path = tmp_path / "bom.toml"
     path.write_bytes(b"\xef\xbb\xbf" + TOML.encode())
-    assert sc.load(path).scenario.name == "guards"
+    assert sc.load(path).scenario.name == "small"
 
 
 def _fixes(path: Path, **kw):
