@@ -46,13 +46,9 @@ class Scores:
         """Scores of metrics ``names`` whose values are ``rows``, all float64 but for the first
         two (a location estimate's): their :attr:`_table` is known without a look at each."""
         scores = cls(tick, users, dict(zip(names, rows, strict=True)), guess, space)
-        if rows[0].dtype == rows[1].dtype == _FLOAT64:
-            try:
-                table = np.array(rows)
-            except ValueError:  # rows of different lengths
-                return scores
-            if table.shape == (len(rows), len(users)):
-                scores.__dict__["_table"] = table  # the cached property's value, known
+        n = len(users)
+        if rows[0].dtype == rows[1].dtype == _FLOAT64 and all(len(row) == n for row in rows):
+            scores.__dict__["_table"] = np.array(rows)  # the cached property's value, known
         return scores
 
     def means(self) -> dict[str, float]:
