@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
         from mdpsim.experiments.export import check_target
 
         check_target(*export, overwrite=args.force)  # before the run: costs nothing
-    overrides.check_out(args.out, force=args.force)
+    overrides.check_out(args.out, force=args.force, wrote="mdpsim run")
     scenario = overrides.apply(_scenario(args), {"--seed": args.seed, "--ticks": args.ticks})
     seed = scenario.scenario.seed
     out = overrides.out_or(args.out, f"runs/{_name(scenario, args.out)}-seed{seed}")
@@ -296,7 +296,7 @@ def _attack(args: argparse.Namespace) -> int:
     from mdpsim.experiments import harness, overrides
     from mdpsim.experiments.run import write_bad_rows
 
-    overrides.check_out(args.out, force=args.force)
+    overrides.check_out(args.out, force=args.force, wrote="mdpsim attack")
     scenario = overrides.apply(_scenario(args), {"--ticks": args.ticks})
     plan = harness.plan_of(
         scenario,
@@ -305,7 +305,7 @@ def _attack(args: argparse.Namespace) -> int:
         repetitions=args.repetitions,
     )
     default = f"runs/{_name(scenario, args.out)}-attacks"
-    out = overrides.folder(args.out, default, args.force, scenario)
+    out = overrides.folder(args.out, default, args.force, scenario, wrote="mdpsim attack")
     outcome = harness.evaluate(scenario, plan, ticks=args.ticks, progress=not args.no_progress)
     paths = harness.write_outputs(
         outcome.summary,
@@ -337,12 +337,12 @@ def _frontier(args: argparse.Namespace) -> int:
     from mdpsim.experiments.run import write_bad_rows
     from mdpsim.mechanisms.lp.stackelberg import check_metric
 
-    overrides.check_out(args.out, force=args.force)
+    overrides.check_out(args.out, force=args.force, wrote="mdpsim frontier")
     scenario = _scenario(args)
     check_metric(args.quality_metric, "--quality-metric")
     check_metric(args.adversary_metric, "--adversary-metric")
     default = f"runs/{_name(scenario, args.out)}-frontier"
-    out = overrides.folder(args.out, default, args.force, scenario)
+    out = overrides.folder(args.out, default, args.force, scenario, wrote="mdpsim frontier")
     domain, curve, points, cap = frontier.run(
         scenario,
         qualities=csv_list(args.qualities, float, "--qualities"),
@@ -369,7 +369,7 @@ def _mobility(args: argparse.Namespace) -> int:
     from mdpsim.experiments import mobility_report, overrides
     from mdpsim.simulation.world import build_world
 
-    overrides.check_out(args.out, force=args.force)
+    overrides.check_out(args.out, force=args.force, wrote="mdpsim mobility")
     scenario = overrides.apply(_mobility_scenario(args), {
         "--seed": args.seed, "--users": args.users, "--tick-seconds": args.tick_seconds,
         "--n-points": args.n_points,
@@ -380,7 +380,7 @@ def _mobility(args: argparse.Namespace) -> int:
     default = f"runs/{_name(scenario, args.out)}-mobility"
     if args.traces is not None:
         default = f"runs/{_name(scenario, None)}-{Path(args.traces).stem}-mobility"
-    out = overrides.folder(args.out, default, args.force, scenario)
+    out = overrides.folder(args.out, default, args.force, scenario, wrote="mdpsim mobility")
     world = build_world(scenario)
     result = mobility_report.measure_world(world, resolution_m=args.resolution_m,
                                            seed=world.seed)  # fmt: skip

@@ -51,9 +51,10 @@ def add_to_marker(folder: Path, name: str) -> None:
         path.write_text(json.dumps(doc) + "\n", encoding="utf-8")
 
 
-def check_replaceable(out: Path, *, flag: str = "--force") -> None:
+def check_replaceable(out: Path, *, flag: str = "--force", wrote: str | None = None) -> None:
     """Refuse (InputError, nothing touched) to replace ``out`` unless it is empty or holds an
-    mdpsim marker and only the files that marker lists."""
+    mdpsim marker and only the files that marker lists; given ``wrote`` (the replacing
+    command), also a folder that another mdpsim command wrote (a report is not a run's)."""
     check_not_dangerous(out, flag="--out")
     entries = sorted(out.iterdir())
     if not entries:
@@ -76,6 +77,11 @@ def check_replaceable(out: Path, *, flag: str = "--force") -> None:
         raise InputError(
             f"{flag} refuses to replace {str(out)!r}: it is a batch store of mdpsim batch, "
             "which only `mdpsim batch --overwrite` replaces; choose another --out"
+        )
+    if wrote not in (None, "mdpsim") and written.get("wrote") not in (wrote, "mdpsim"):
+        raise InputError(
+            f"{flag} refuses to replace {str(out)!r}: `{written.get('wrote')}` wrote it, not "
+            f"`{wrote}`; choose another --out"
         )
     for path in sorted(out.rglob("*")):
         name = str(path.relative_to(out))

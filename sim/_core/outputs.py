@@ -75,16 +75,19 @@ def _check_writable(folder: Path, flag: str, text: str) -> None:
     os.unlink(name)
 
 
-def new_folder(out: str | Path, *, overwrite: bool, flag: str = "--out") -> Path:
+def new_folder(
+    out: str | Path, *, overwrite: bool, flag: str = "--out", wrote: str | None = None
+) -> Path:
     """``out`` checked (:func:`check_folder`), refused if it exists unless ``overwrite`` (the
     CLI's ``--force``); ``.``, home and their ancestors always, and an existing folder that
-    mdpsim did not write (:func:`~mdpsim._core.guards.check_replaceable`) even with it."""
+    mdpsim did not write, or that a command other than ``wrote`` wrote
+    (:func:`~mdpsim._core.guards.check_replaceable`), even with it."""
     out = check_folder(out, flag=flag)
     check_not_dangerous(out, flag=flag)
     if out.exists() and not overwrite:
         raise InputError(f"output folder {str(out)!r} exists; choose another {flag} or --force")
     if out.exists():
-        check_replaceable(out)
+        check_replaceable(out, wrote=wrote)
     return out
 
 
@@ -106,7 +109,7 @@ def atomic_folder(out: Path, *, wrote: str = "mdpsim") -> Iterator[Path]:
         yield tmp
         write_marker(tmp, wrote)
         if out.exists():
-            check_replaceable(out)
+            check_replaceable(out, wrote=wrote)
             shutil.rmtree(out)
         os.replace(tmp, out)
     except OSError as exc:

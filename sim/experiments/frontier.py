@@ -35,6 +35,7 @@ from mdpsim.mechanisms.lp.stackelberg import (
 
 #: Left out by default: the frontier's own LP with mDP constraints needs a Q, not an eps grid.
 FRONTIER_SKIPS = ("stackelberg",)  # the frontier's own LP with mDP constraints: no point
+WROTE = "mdpsim frontier"  # in the marker of the folders it writes
 
 
 def optimum_curve(
@@ -230,9 +231,9 @@ def write_outputs(curve, points, cap: float, out, *, title: str, overwrite: bool
 def _write(curve, points, cap: float, out, *, title: str, overwrite: bool) -> list[Path]:
     from mdpsim._core.outputs import atomic_folder, new_folder
 
-    out = new_folder(out, overwrite=overwrite)
+    out = new_folder(out, overwrite=overwrite, wrote=WROTE)
     names = ["frontier.csv", "frontier.md", "frontier.png"]
-    with atomic_folder(out, wrote="mdpsim frontier") as tmp:
+    with atomic_folder(out, wrote=WROTE) as tmp:
         table = pd.concat(
             [curve.assign(mechanism="optimum", epsilon_per_km=np.nan), points], ignore_index=True
         )

@@ -31,6 +31,8 @@ from mdpsim.simulation.columns import whole_run_metrics
 from mdpsim.simulation.model import PrivacyModel
 from mdpsim.simulation.world import build_domain, load_graph, trace_fixes, with_trace_counts
 
+WROTE = "mdpsim attack"  # in the marker of the folders it writes
+
 
 # ---------------------------------------------------------------------- mdpsim attack
 @dataclass(frozen=True)
@@ -239,14 +241,14 @@ def write_outputs(
     (and ``failures.json`` if anything failed), written into a hidden sibling folder and
     renamed at the end; returns the paths."""
     with output_lock(Path(out)):  # checked again under the lock: one that appeared meanwhile
-        return _write(summary, per_tick, new_folder(out, overwrite=overwrite), failures)
+        return _write(summary, per_tick, new_folder(out, overwrite=overwrite, wrote=WROTE), failures)
 
 
 def _write(summary, per_tick, out: Path, failures: dict[str, str] | None) -> list[Path]:
     names = ["attacks.parquet", "attacks_ticks.parquet", "attacks.md", "attack_success.png"]
     if failures:
         names.append("failures.json")
-    with atomic_folder(out, wrote="mdpsim attack") as tmp:
+    with atomic_folder(out, wrote=WROTE) as tmp:
         if failures:
             text = json.dumps(failures, indent=2) + "\n"
             (tmp / "failures.json").write_text(text, encoding="utf-8")

@@ -17,6 +17,7 @@ S_MU, ZETA, RHO, GAMMA, BETA, TAU_H = 0.6, 1.2, 0.6, 0.21, 0.8, 17.0
 #: de Montjoye et al. 2013 (antenna, hour): users singled out by k = 2 and k = 4 points.
 MONTJOYE = {2: 0.5, 4: 0.95}
 NAMES = ("mobility.json", "mobility.md", "mobility.png")
+WROTE = "mdpsim mobility"  # in the marker of the folders it writes
 
 
 def measure_world(world, *, resolution_m: float, seed: int) -> dict:
@@ -81,8 +82,8 @@ def write_outputs(result: dict, out, *, overwrite: bool) -> list[Path]:
     from mdpsim._core.outputs import atomic_folder, json_text, new_folder
 
     with output_lock(Path(out)):
-        out = new_folder(out, overwrite=overwrite)
-        with atomic_folder(out, wrote="mdpsim mobility") as tmp:
+        out = new_folder(out, overwrite=overwrite, wrote=WROTE)
+        with atomic_folder(out, wrote=WROTE) as tmp:
             text = json_text(result, indent=1)  # standard JSON: null, not NaN
             (tmp / NAMES[0]).write_text(text + "\n", encoding="utf-8")
             (tmp / NAMES[1]).write_text(markdown(result) + "\n", encoding="utf-8")

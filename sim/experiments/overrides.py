@@ -32,16 +32,19 @@ def out_or(out: str | None, default: str) -> str:
     return default if out is None else out
 
 
-def check_out(out: str | None, *, force: bool) -> None:
-    """A given ``--out`` checked before the network is read (the default: once it is named)."""
+def check_out(out: str | None, *, force: bool, wrote: str) -> None:
+    """A given ``--out`` checked before the network is read (the default: once it is named);
+    ``wrote``: the command that will write it (``"mdpsim run"``)."""
     if out is not None:
-        new_folder(out, overwrite=force)
+        new_folder(out, overwrite=force, wrote=wrote)
 
 
-def folder(out: str | None, default: str, force: bool, scenario: Scenario | None = None) -> Path:
+def folder(
+    out: str | None, default: str, force: bool, scenario: Scenario | None = None, *, wrote: str
+) -> Path:
     """The output folder (``--out`` or ``default``), checked (:func:`new_folder`) and, given
     the ``scenario``, neither one of its inputs nor a folder holding one."""
-    path = new_folder(out_or(out, default), overwrite=force)
+    path = new_folder(out_or(out, default), overwrite=force, wrote=wrote)
     if scenario is not None:
         check_not_input(path, input_paths(scenario), flag="--out")
     return path

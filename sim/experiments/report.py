@@ -55,6 +55,7 @@ PIVOTED = (
     "remaining_budget_final",
 )
 EPS_FIELD = "mechanism.epsilon_per_km"
+WROTE = "mdpsim report"  # in the marker of the folders it writes
 N_FIELD = "domain.n_points"
 
 
@@ -309,7 +310,7 @@ def write_report(
             "summary.md); choose another --out"
         )
     if out.is_dir():  # a report mdpsim wrote, and nothing else
-        check_replaceable(out, flag="--out" if given else "mdpsim report")
+        check_replaceable(out, flag="--out" if given else WROTE, wrote=WROTE)
     manifest = load_manifest(store)
     checked = verify(store)
     for line in checked.warnings(store):
@@ -318,7 +319,7 @@ def write_report(
     if ticks.empty:
         raise InputError(f"{store} has no finished task yet; run or resume `mdpsim batch` first")
     tasks = per_task(ticks, load_timings(store, list(checked.done)), manifest)
-    with atomic_folder(out, wrote="mdpsim report") as tmp:
+    with atomic_folder(out, wrote=WROTE) as tmp:
         plots = _write_report_files(tmp, store, manifest, tasks, ticks, checked.damaged)
     written = ["summary.md", "summary.csv", "tasks.csv", DECLARATIONS_FILE, *plots]
     return [out / name for name in written]

@@ -38,6 +38,8 @@ from mdpsim.simulation.tick_row import TickColumns
 from mdpsim.simulation.trace_walks import TracePopulation, moves_beyond_reach
 from mdpsim.simulation.traces import BAD_ROWS_FILE
 
+WROTE = "mdpsim run"  # in the marker of the folders it writes
+
 
 def simulate(
     scenario: Scenario,
@@ -166,7 +168,7 @@ def run_scenario(
     out = Path(out_dir)
     targets = [out] if export is None else [out, Path(export[1])]
     with output_lock(*targets):  # a second run into the same folder: one line, exit 2
-        out = new_folder(out_dir, overwrite=overwrite)
+        out = new_folder(out_dir, overwrite=overwrite, wrote=WROTE)
         inputs = input_paths(scenario)
         check_not_input(out, inputs, flag="--out")
         recorder = None
@@ -309,7 +311,7 @@ def write_outputs(
         doc["traces"] = traces
     if attacks:
         doc["attacks"] = attacks
-    with atomic_folder(out, wrote="mdpsim run") as tmp:
+    with atomic_folder(out, wrote=WROTE) as tmp:
         ticks_df.to_parquet(tmp / "ticks.parquet", index=False)
         timings_df.to_parquet(tmp / "timings.parquet", index=False)
         if len(users_df):

@@ -150,7 +150,7 @@ def check_owned(out: Path) -> None:
                 "part of a batch store; move it out or choose another --out"
             )
     if (out / "report").is_dir():
-        check_replaceable(out / "report", flag="--overwrite")
+        check_replaceable(out / "report", flag="--overwrite", wrote="mdpsim report")
 
 
 def _task_keys(tasks: list[dict]) -> list[dict]:

@@ -17,6 +17,7 @@ import pytest
 from conftest import SMALL_RUN_TOML as TOML
 
 from mdpsim._core.guards import MARKER, output_lock
+from mdpsim._core.outputs import atomic_folder
 from mdpsim.cli import main
 from mdpsim.errors import InputError, PluginError
 from mdpsim.experiments import estimate as estimating
@@ -69,6 +70,19 @@ def test_force_replaces_its_own_output_but_not_a_file_added_to_it(tmp_path, scen
     assert (out / "analysis.ipynb").exists() and (out / "summary.json").exists()
 
 
+def test_force_refuses_a_folder_another_mdpsim_command_wrote(tmp_path, scenario, capsys):
+    report = tmp_path / "report"
+    with atomic_folder(report, wrote="mdpsim report") as tmp:
+        (tmp / "summary.md").write_text("# a report\n")
+    argv = ["run", str(scenario), "--out", str(report), "--force"]
+    _one_error(capsys, argv, "`mdpsim report` wrote it, not `mdpsim run`")
+    assert sorted(p.name for p in report.iterdir()) == [MARKER, "summary.md"]
+    legacy = tmp_path / "legacy"  # a marker naming no command: any command's own
+    with atomic_folder(legacy) as tmp:
+        (tmp / "summary.json").write_text("{}\n")
+    assert main(["run", str(scenario), "--out", str(legacy), "--force"]) == 0
+
+
 def test_out_dot_home_and_an_ancestor_of_the_cwd_are_refused(
     tmp_path, scenario, capsys, monkeypatch
 ):
@@ -83,7 +97,7 @@ def test_out_dot_home_and_an_ancestor_of_the_cwd_are_refused(
 def test_out_holding_the_scenario_or_traces_is_refused(tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
-    (data / MARKER).write_text(json.dumps({"wrote": "mdpsim run", "files": ["s.toml"]}))
+    (data / MARKER).write_text(json.dumps({"wrote": "mdpsim", "files": ["s.toml"]}))  # any's
     (data / "s.toml").write_text(TOML)  # even listed by a marker, an input is never replaced
     for command in ("run", "attack", "frontier"):
         argv = [command, str(data / "s.toml"), "--out", str(data), "--force"]
