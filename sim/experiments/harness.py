@@ -151,6 +151,7 @@ def evaluate(scenario, plan: Plan, *, ticks: int | None = None, progress: bool =
         ) from None
     finally:
         if bar is not None:
+            bar.leave = bool(summaries)  # nothing succeeded: the error's line stands alone
             bar.close()
     if not summaries:  # nothing succeeded: the first failure is the answer
         if first_error is not None:

@@ -99,15 +99,18 @@ def run_model(
         if bar is not None:
             bar.update(1)
 
+    finished = False
     try:
         model.run(n_ticks, progress=after_tick)
+        finished = True
     except KeyboardInterrupt:
         raise Interrupted(
             f"run interrupted after {model.tick} of {n_ticks} ticks; nothing was written: run "
             "the same command again (same seed, same results)"
         ) from None
-    finally:  # an error's line starts on a line of its own
+    finally:
         if bar is not None:
+            bar.leave = finished  # an error's line stands alone, under no stale bar
             bar.close()
     return model
 

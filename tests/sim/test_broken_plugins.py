@@ -140,6 +140,8 @@ def _refused(capsys, argv: list[str], why: str, out: Path | None = None) -> None
     assert code == 2, (argv, err)
     assert len(lines) == 1 and why in lines[0], err
     assert "Traceback" not in err and "np.float64" not in err, err
+    shown = [line.rsplit("\r", 1)[-1] for line in err.split("\n")]  # what a terminal shows
+    assert not any("%|" in line for line in shown), f"a progress bar is left above: {err!r}"
     if out is not None:
         assert not out.exists(), f"{argv} wrote {out}"
 
