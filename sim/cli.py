@@ -110,11 +110,19 @@ def _network(args: argparse.Namespace) -> int:
 
 
 def _built_domain(args: argparse.Namespace, G):
-    """The domain the domain arguments describe on the network ``G``."""
+    """The domain the domain arguments describe on the network ``G``; a big one's size is
+    told first (its distance matrices alone take a gibibyte or more)."""
     from mdpsim.geo.domain import Domain
+    from mdpsim.geo.routing import RoadSegments
 
     if args.grid_cell_m is not None:
         return Domain.grid(G, cell_m=args.grid_cell_m, metric=args.metric)
+    segments = RoadSegments.of(G)
+    if args.n_points is not None or args.spacing_m is not None:
+        _tell_domain_size(
+            segments.place_count(n_points=args.n_points, spacing_m=args.spacing_m, name="X"),
+            args.n_outputs,
+        )
     return Domain.from_network(
         G,
         n_points=args.n_points,
@@ -122,7 +130,22 @@ def _built_domain(args: argparse.Namespace, G):
         n_outputs=args.n_outputs,
         metric=args.metric,
         seed=args.seed,
+        segments=segments,
     )
+
+
+def _tell_domain_size(n_x: int, n_y: int | None) -> None:
+    """One ``estimate:`` line on stderr when the distance matrices need 1 GiB or more."""
+    from mdpsim.experiments.estimate import TELL_FROM_BYTES, size
+    from mdpsim.geo.domain import distance_bytes
+
+    need = distance_bytes(n_x, n_y)
+    if need >= TELL_FROM_BYTES:
+        print(
+            f"estimate: {n_x:,} points; their distance matrices alone need {size(need)}, and "
+            "building them takes tens of seconds or more (fewer points build faster)",
+            file=sys.stderr,
+        )
 
 
 @command("domain")

@@ -80,6 +80,19 @@ class RoadSegments:
 
     def spread(self, *, n_points, spacing_m, rng, name: str) -> tuple:
         """Evenly spaced places ``(segment, node_or_-1, offset_m)`` along all segments."""
+        count = self.place_count(n_points=n_points, spacing_m=spacing_m, name=name)
+        spacing_m = float(self.seg_len_m.sum()) / count if spacing_m is None else spacing_m
+        offsets = (np.arange(count) + rng.uniform(0.05, 0.95)) * spacing_m
+        ends = np.cumsum(self.seg_len_m)
+        seg = np.searchsorted(ends, offsets, side="right")
+        seg = np.minimum(seg, len(ends) - 1)
+        along = offsets - (ends[seg] - self.seg_len_m[seg])
+        along = np.clip(along, 0.0, self.seg_len_m[seg])
+        return (seg, np.full(count, -1), along)
+
+    def place_count(self, *, n_points, spacing_m, name: str) -> int:
+        """How many places :meth:`spread` makes: ``n_points``, or one every ``spacing_m``
+        metres of road (checked: at least 2, at most the network's room)."""
         total = float(self.seg_len_m.sum())
         max_points = _max_points(total)
         if spacing_m is not None:
@@ -102,14 +115,8 @@ class RoadSegments:
                     f"({max_points:,} points at least {MIN_SPACING_M} m apart on "
                     f"{total / 1000:.1f} km of road); use a larger network or fewer points"
                 )
-            count, spacing_m = int(n_points), total / n_points
-        offsets = (np.arange(count) + rng.uniform(0.05, 0.95)) * spacing_m
-        ends = np.cumsum(self.seg_len_m)
-        seg = np.searchsorted(ends, offsets, side="right")
-        seg = np.minimum(seg, len(ends) - 1)
-        along = offsets - (ends[seg] - self.seg_len_m[seg])
-        along = np.clip(along, 0.0, self.seg_len_m[seg])
-        return (seg, np.full(count, -1), along)
+            count = int(n_points)
+        return count
 
     def xy(self, place: tuple) -> np.ndarray:
         """Coordinates in metres of places, following edge geometry where it exists."""

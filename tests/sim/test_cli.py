@@ -30,6 +30,20 @@ def test_domain_prints_size_metric_and_memory(capsys):
     assert "120" in out and "road" in out and "MiB" in out
 
 
+def test_domain_tells_a_big_domains_size_before_building_it(capsys, monkeypatch):
+    from mdpsim.geo.domain import Domain
+
+    def stopped(*_args, **_kwargs):  # the user reads the estimate and presses Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Domain, "from_network", stopped)
+    assert main(["domain", "--source", "helsinki", "--spacing-m", "5"]) == 130
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith("estimate: 15,838 points;") and "2.01 GB" in first, first
+    assert main(["domain", "--source", "helsinki", "--spacing-m", "200"]) == 130
+    assert not capsys.readouterr().err.startswith("estimate:")  # 395 points: nothing to tell
+
+
 def test_bound_prints_a_certified_bound_below_each_mechanism(capsys):
     args = ["bound", "--source", "helsinki-test", "--n-points", "40", "--epsilon", "4"]
     assert main([*args, "--mechanism", "lp_medoids"]) == 0
