@@ -4,7 +4,17 @@ sim/ is ``mdpsim``, agents/ ``mdpsim.agents``, dashboard/ ``mdpsim.dashboard`` a
 files of scenarios/ ``mdpsim.scenarios``; no other top-level name is installed.
 """
 
+import platform
+import sys
+
 from setuptools import find_packages, setup
+
+if sys.version_info < (3, 12):  # noqa: UP036 (pip 23 would first fail on mesa>=3.5 instead)
+    sys.exit(
+        f"error: mdpsim needs Python 3.12 or newer, and this pip runs Python "
+        f"{platform.python_version()}; make a 3.12 venv (python3.12 -m venv .venv) and install "
+        "into it"
+    )
 
 ROOTS = {
     "mdpsim": "sim",

@@ -181,3 +181,15 @@ def _check(cmd: list[str], cwd: Path | None = None) -> str:
     )
     assert done.returncode == 0, f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-3000:]}"
     return done.stdout
+
+
+def test_setup_py_refuses_a_python_older_than_3_12_in_one_line(monkeypatch):
+    """pip 23 checks Requires-Python only after the dependencies: a clone on Python 3.11
+    would fail on mesa>=3.5, so setup.py (run first, to get the build's requirements) says it."""
+    import runpy
+
+    monkeypatch.setattr(sys, "version_info", (3, 11, 7, "final", 0))
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_path(str(REPO / "setup.py"))
+    said = str(stopped.value.code)
+    assert said.startswith("error: mdpsim needs Python 3.12 or newer") and "\n" not in said
