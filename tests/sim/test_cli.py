@@ -37,11 +37,12 @@ def test_domain_tells_a_big_domains_size_before_building_it(capsys, monkeypatch)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Domain, "from_network", stopped)
-    assert main(["domain", "--source", "helsinki", "--spacing-m", "5"]) == 130
+    args = ["domain", "--source", "helsinki-test", "--spacing-m"]
+    assert main([*args, "3"]) == 130  # 37.5 km of road
     first = capsys.readouterr().err.splitlines()[0]
-    assert first.startswith("estimate: 15,838 points;") and "2.01 GB" in first, first
-    assert main(["domain", "--source", "helsinki", "--spacing-m", "200"]) == 130
-    assert not capsys.readouterr().err.startswith("estimate:")  # 395 points: nothing to tell
+    assert first.startswith("estimate: 12,496 points;") and "1.25 GB" in first, first
+    assert main([*args, "10"]) == 130
+    assert not capsys.readouterr().err.startswith("estimate:")  # 3,749 points: nothing told
 
 
 def test_bound_prints_a_certified_bound_below_each_mechanism(capsys):
