@@ -68,45 +68,66 @@ def all_finite_nonnegative(values: np.ndarray) -> bool:
 
 
 @numba.njit(cache=True, nogil=True)
-def band_rounds(
+def band_elimination(
     values: np.ndarray,
     weighted_sum: np.ndarray,
     rho_total: np.ndarray,
     users: np.ndarray,
     parts: np.ndarray,
+    cum: np.ndarray,
     std_km: np.ndarray,
     noise: np.ndarray,
-    lam: float,
+    rule: tuple[float, float, float],
     point: np.ndarray,
-    nu_low: float,
-    nu_high: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`trial_sums` of the rows ``users`` of ``values``, ``weighted_sum`` and
-    ``rho_total``, then PIE-NI's rule on each round's estimates: ``out0`` where
-    ``est - h > nu_high``, ``out1`` where ``est + h < nu_low``, and the first round that
-    settles somebody (-1: none).
+    progress: np.ndarray,
+    record: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> int:
+    """PIE-NI's rounds one after the other while ``noise`` lasts (``_Triple.band_elimination``).
 
-    The estimate is the combined release itself (``dim`` 1, ``point`` empty) or its distance
-    to ``point`` (``dim`` 2: ``sqrt(dx * dx + dy * dy)``, the sum ``np.add.reduce`` makes of
-    two terms), with numpy's operations in numpy's order: the same bits.
+    ``users``, ``parts``, ``cum``, ``std_km``: the split's asked users and their ``(c, asked)``
+    parts, running sums and noise stds; ``progress = [round, active]``: the next round and how
+    many of the first entries of ``cols = progress[2:]`` (columns of the split) are still
+    active. Each round every active user, in order, releases ``parts * (values + noise * std)``
+    with the next ``dim`` normals of ``noise`` (its weighted sum and rho total grow by it, as
+    ``trial_sums``' first round), and PIE-NI's ``rule = (lam, nu_low, nu_high)`` on the
+    combined release (or its distance to ``point``, ``sqrt(dx * dx + dy * dy)``) and its
+    half-width ``lam / sqrt(2 total)`` settles it into ``s0`` or ``s1`` of ``record = (s0, s1,
+    rounds, spent)``. Stops after ``c`` rounds,
+    with nobody active, or when ``noise`` cannot pay the next round; updates the arrays and
+    ``progress`` in place and returns how many normals it used. Numpy's operations in numpy's
+    order: the same bits as the numpy rounds one at a time.
     """
-    sums, totals, mean, half = trial_sums(
-        values[users], weighted_sum[users], rho_total[users], parts, std_km, noise, lam
-    )
-    rounds, users = totals.shape
-    out0 = np.zeros((rounds, users), dtype=np.bool_)
-    out1 = np.zeros((rounds, users), dtype=np.bool_)
-    first = -1
-    for r in range(rounds):
-        for u in range(users):
+    s0, s1, rounds, spent = record
+    lam, nu_low, nu_high = rule
+    c, dim = parts.shape[0], values.shape[1]
+    j, left, cols = progress[0], progress[1], progress[2:]
+    mean = np.empty(dim)
+    used = 0
+    while j < c and left > 0 and used + left * dim <= len(noise):
+        kept = 0
+        for a in range(left):
+            col = cols[a]
+            u, part, std = users[col], parts[j, col], std_km[j, col]
+            total = rho_total[u] + part
+            rho_total[u] = total
+            for d in range(dim):
+                acc = weighted_sum[u, d] + part * (values[u, d] + noise[used] * std)
+                weighted_sum[u, d] = acc
+                mean[d] = acc / total
+                used += 1
             if len(point):
-                dx = mean[r, u, 0] - point[0]
-                dy = mean[r, u, 1] - point[1]
+                dx, dy = mean[0] - point[0], mean[1] - point[1]
                 est = np.sqrt(dx * dx + dy * dy)
             else:
-                est = mean[r, u, 0]
-            out0[r, u] = est - half[r, u] > nu_high
-            out1[r, u] = est + half[r, u] < nu_low
-            if first < 0 and (out0[r, u] or out1[r, u]):
-                first = r
-    return sums, totals, out0, out1, first
+                est = mean[0]
+            half = lam / np.sqrt(2.0 * total)
+            rounds[u], spent[u] = j + 1, cum[j, col]
+            out0, out1 = est - half > nu_high, est + half < nu_low
+            s0[u] |= out0
+            s1[u] |= out1
+            if not (out0 or out1):
+                cols[kept] = col
+                kept += 1
+        j, left = j + 1, kept
+    progress[0], progress[1] = j, left
+    return used

@@ -41,20 +41,21 @@ from mdpsim._core.validation import (
 from mdpsim.errors import InputError
 from mdpsim.privacy.accounting import (
     chi_quantile,
-    gaussian_noise_std_km,
     gaussian_norm_bound,
     gaussian_release,
 )
-from mdpsim.privacy.filters import add_up, sub_down
+from mdpsim.queries.budget_split import (  # noqa: F401  (split_budget re-exported)
+    MAX_PARTS,
+    Split,
+    split_budget,
+    split_kept,
+)
 from mdpsim.queries.locations import (  # noqa: F401  (re-exported: the kinds import them here)
     DistanceTo,
     distance_to,
     locations_in_km,
     point_in_km,
 )
-
-SPLITS = ("even", "doubling")
-MAX_PARTS = 64
 
 
 @functools.cache
@@ -64,41 +65,6 @@ def _compiled():
     from mdpsim.queries import _kernels
 
     return _kernels
-
-
-# --------------------------------------------------------------------------- budget split
-def split_budget(rho_per_km2, c: int, *, scheme: str = "even") -> tuple[np.ndarray, np.ndarray]:
-    """Split each user's ``rho`` into ``c`` parts.
-
-    ``"even"``: ``rho / c`` each; ``"doubling"``: ``2^(j-1) / (2^c - 1) rho`` (paper §7).
-
-    Returns
-    -------
-    parts, cum_up
-        ``(n, c)`` arrays: the parts (the last one is ``rho`` minus the others, rounded down,
-        so their exact real sum never exceeds ``rho``) and the running sums rounded up (what a
-        user who took part in ``j`` rounds has spent is ``cum_up[:, j-1]``; ``cum_up[:, -1]
-        <= rho``).
-    """
-    rho = np.asarray(rho_per_km2, dtype=float)
-    if rho.ndim != 1 or not np.all(np.isfinite(rho)) or np.any(rho < 0):
-        raise InputError("rho_per_km2 must be a 1-D array of finite values >= 0 (per km^2)")
-    c = check_scalar(c, "c", kind=int, min=1, max=MAX_PARTS)  # rounds
-    if scheme == "even":
-        w = np.full(c, 1.0 / c)
-    elif scheme == "doubling":
-        w = 2.0 ** np.arange(c) / (2.0**c - 1.0)
-    else:
-        raise InputError(f"scheme={scheme!r} must be one of {SPLITS}")
-    parts = rho[:, None] * w[None, :]
-    cum = np.empty_like(parts)
-    acc = np.zeros(len(rho))
-    for j in range(c - 1):
-        acc = add_up(acc, parts[:, j])
-        cum[:, j] = acc
-    parts[:, -1] = sub_down(rho, acc)
-    cum[:, -1] = add_up(acc, parts[:, -1])
-    return parts, cum
 
 
 # --------------------------------------------------------------------------- valid triples
@@ -140,35 +106,41 @@ class _Triple(ABC):
             lam,
         )
 
-    def band_rounds(
-        self,
-        users: np.ndarray,
-        parts: np.ndarray,
-        std_km: np.ndarray,
-        lam: float,
-        point: np.ndarray,
-        band: tuple[float, float],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """:meth:`trial_rounds` with PIE-NI's rule of ``band = (nu_low, nu_high)`` applied
-        (``_kernels.band_rounds``, ``point`` the :meth:`band_point`): the
-        sums, totals, who settles as s0 and s1 per round, and the first such round (-1:
-        none)."""
-        noise = self._rng.standard_normal((*parts.shape, self.dim))
-        return _compiled().band_rounds(
-            self._values,
-            self.weighted_sum,
-            self.rho_total,
-            users,
-            parts,
-            std_km,
-            noise,
-            lam,
-            point,
-            *band,
-        )
+    def band_elimination(
+        self, split: Split, lam: float, point: np.ndarray, band: tuple[float, float]
+    ) -> Elimination:
+        """PIE-NI's rounds of ``split`` with the rule of ``band = (nu_low, nu_high)``, compiled
+        (``_kernels.band_elimination``; ``point`` the :meth:`band_point`). The normals of
+        several rounds are drawn at once (at most :data:`TRIAL_DRAWS`), a round's users take
+        theirs in order, what the rounds left is kept for the next, and the rng is set back at
+        the end to have drawn exactly what they used: the streams and every float are those
+        of one round at a time."""
+        n, c, need = split.n, len(split.parts), len(split.users) * self.dim
+        record = (np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
+                  np.zeros(n, dtype=np.int64), np.zeros(n))  # fmt: skip
+        progress = np.arange(-2, len(split.users))  # [round, active, active columns...]
+        progress[:2] = 0, len(split.users)
+        state: Mapping[str, Any] = {}  # the rng's, before the first draw that may be left
+        noise, used = _NO_POINT, 0
+        while progress[0] < c and need:
+            span = max(min(c - int(progress[0]), TRIAL_DRAWS // need), 1)
+            if span > 1 and not state:  # only such a draw may leave normals unused
+                state, used = self.rng_state(), 0
+            fresh = self._rng.standard_normal(span * need)
+            noise = np.concatenate((noise, fresh)) if len(noise) else fresh
+            taken = _compiled().band_elimination(
+                self._values, self.weighted_sum, self.rho_total, split.users, split.parts,
+                split.cum, split.std_km, noise, (lam, *band), point, progress, record,
+            )  # fmt: skip
+            noise, used, need = noise[taken:], used + taken, int(progress[1]) * self.dim
+        if len(noise):
+            self.rewind(state, used)
+        active = np.zeros(n, dtype=bool)
+        active[split.users[progress[2 : 2 + progress[1]]]] = True
+        return Elimination(*record[:2], active, *record[2:], int(progress[0]))
 
     def band_point(self) -> np.ndarray | None:
-        """What :meth:`band_rounds` needs to estimate ``phi`` itself: nothing (an empty
+        """What :meth:`band_elimination` needs to estimate ``phi`` itself: nothing (an empty
         array) when the estimate is the combined release, the point when it is the distance
         to a point (:class:`DistanceTo`); None when ``phi`` is any other function."""
         return None
@@ -177,11 +149,11 @@ class _Triple(ABC):
         """The rng's state, for :meth:`rewind`."""
         return self._rng.bit_generator.state
 
-    def rewind(self, state: Mapping[str, Any], rounds: int, users: int) -> None:
-        """Set the rng back to ``state`` and make exactly the draws of ``rounds`` rounds of
-        ``users`` releases (:meth:`trial_rounds` drew more than the rounds kept)."""
+    def rewind(self, state: Mapping[str, Any], normals: int) -> None:
+        """Set the rng back to ``state`` and draw exactly ``normals`` normals (the rounds drew
+        more than they kept)."""
         self._rng.bit_generator.state = state
-        self._rng.standard_normal(rounds * users * self.dim)
+        self._rng.standard_normal(normals)
 
     def keep(self, users: np.ndarray, weighted_sum: np.ndarray, rho_total: np.ndarray) -> None:
         """Make one round of :meth:`trial_rounds` the users' state."""
@@ -293,45 +265,14 @@ class Elimination:
     iterations: int
 
 
-@dataclass(frozen=True)
-class _Split:
-    """One budget vector's split (read-only, kept between queries): the users asked
-    (``rho > 0``), their :func:`split_budget` ``parts`` and ``cum`` as ``(c, asked)`` arrays
-    (a round is a row), each part's Gaussian noise std (km; NaN for a part of 0), and whether
-    every asked user's parts are all > 0 (else nothing is released)."""
-
-    n: int
-    users: np.ndarray
-    parts: np.ndarray
-    cum: np.ndarray
-    std_km: np.ndarray
-    releasable: bool
-
-
-@functools.lru_cache(maxsize=64)
-def _split_kept(rho_bytes: bytes, n: int, c: int, scheme: str) -> _Split:
-    """The :class:`_Split` of the budgets ``rho_bytes`` (float64): a planner asks the same
-    budgets tick after tick."""
-    rho = np.frombuffer(rho_bytes, dtype=float, count=n)
-    users = (rho > 0).nonzero()[0]
-    parts, cum = (a[users].T.copy() for a in split_budget(rho, c, scheme=scheme))
-    positive = parts > 0
-    std = np.full(parts.shape, np.nan)
-    std[positive] = gaussian_noise_std_km(parts[positive])
-    split = _Split(n, users, parts, cum, std, bool(positive.all()))
-    for arr in (split.users, split.parts, split.cum, split.std_km):
-        arr.setflags(write=False)
-    return split
-
-
-def _start(triple: Triple, rho, c, scheme, beta0) -> tuple[_Split, float]:
+def _start(triple: Triple, rho, c, scheme, beta0) -> tuple[Split, float]:
     """The rounds' budget split and the chi quantile ``lambda(dim, beta_each)`` of each
     (user, round) event's share of ``beta0``."""
     rho = np.asarray(rho, dtype=float)
     if rho.shape != (len(triple.rho_total),):
         raise InputError(f"rho_per_km2 must have one value per user ({len(triple.rho_total)})")
     c = _rounds(c)  # before the cache's lookup
-    split = _split_kept(rho.tobytes(), len(rho), c, scheme)
+    split = split_kept(rho.tobytes(), len(rho), c, scheme)
     if not split.releasable:  # as gaussian_release refuses it, before any release
         raise InputError("rho_per_km2 must be finite and > 0 for every user released")
     beta0 = _probability(beta0, "beta0")
@@ -362,17 +303,16 @@ Settle = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 def _eliminate(
     triple: Triple,
-    split: _Split,
+    split: Split,
     lam: float,
     settle: Settle,
     *,
     keep_above: int,
-    band: tuple[float, float] | None = None,
 ) -> Elimination:
     """The elimination rounds shared by PIE-NI and PIE-k: each round the active users release
     with their part, and ``settle`` takes out whom their estimates settle, until ``c`` rounds
-    or at most ``keep_above`` users are left. ``band``: PIE-NI's ``(nu_low, nu_high)`` whose
-    rule ``settle`` is, applied in the compiled rounds when the triple allows it.
+    or at most ``keep_above`` users are left (PIE-NI's compiled rounds, when its triple
+    allows them: :meth:`_Triple.band_elimination`).
 
     Several rounds are drawn at once (:meth:`_Triple.trial_rounds`, at most
     :data:`TRIAL_DRAWS` draws); when a round but the last of them settles somebody, the rng is
@@ -383,19 +323,15 @@ def _eliminate(
     s0, s1 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     rounds, spent = np.zeros(n, dtype=np.int64), np.zeros(n)
     users, parts, std, cum = split.users, split.parts, split.std_km, split.cum  # the active's
-    point = triple.band_point() if band is not None else None
     j = 0
     while j < c and len(users) > keep_above:
         span = max(min(c - j, TRIAL_DRAWS // (len(users) * triple.dim)), 1)
         state = triple.rng_state() if span > 1 else {}
         batch = (users, parts[j : j + span], std[j : j + span], lam)
-        if point is not None and band is not None:
-            sums, totals, out0, out1, first = triple.band_rounds(*batch, point, band)
-        else:
-            sums, totals, out0, out1, first = _settled_rounds(triple, batch, settle)
+        sums, totals, out0, out1, first = _settled_rounds(triple, batch, settle)
         r = first if 0 <= first < span - 1 else span - 1
         if r < span - 1:  # the rounds after r were drawn for users r takes out: draw again
-            triple.rewind(state, r + 1, len(users))
+            triple.rewind(state, (r + 1) * len(users) * triple.dim)
         triple.keep(users, sums[r], totals[r])
         j += r + 1
         rounds[users], spent[users] = j, cum[j - 1]  # active users took every round so far
@@ -445,8 +381,10 @@ def pie_ni(
     def settle(est: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return est - h > nu_high, est + h < nu_low
 
-    band = (float(nu_low), float(nu_high))
-    return _eliminate(triple, split, lam, settle, keep_above=0, band=band)
+    point = triple.band_point()
+    if point is not None:
+        return triple.band_elimination(split, lam, point, (float(nu_low), float(nu_high)))
+    return _eliminate(triple, split, lam, settle, keep_above=0)
 
 
 def pie_k(
