@@ -130,3 +130,127 @@ def pair_leakage(
                 ratio = diff / d
                 if ratio > out[k]:
                     out[k] = ratio
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=True)
+def location_scores(
+    secrets: np.ndarray,
+    guess: np.ndarray,
+    dist: np.ndarray,
+    risk: np.ndarray,
+    risk_col: np.ndarray,
+    top: np.ndarray,
+    entropy: np.ndarray,
+    leak: np.ndarray,
+    bound_above: float,
+    table: np.ndarray,
+    totals: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """A location estimate's ``(M, R)`` score table (``base._LOCATION_METRICS``' rows), then
+    each row's :func:`finite_totals`. Per user u with truth ``s = secrets[u]``: the guess's
+    distance ``dist[s, guess[u]]``; the expected error ``risk[s, risk_col[u]]`` (a tabulated
+    posterior's risk table; a point estimate's distances and guesses), or, with no
+    ``risk_col``, what the caller wrote in row 1 (a dense posterior's); the hit
+    ``top[u] == s``; ``entropy[u]`` and ``leak[u]`` (NaN where not given); with a sixth
+    row, whether ``leak[u] > bound_above``. An empty input is one not given (with no users,
+    every row is empty). Gathers and comparisons: the numpy formula's bits
+    (``base._score_location_numpy``); out-of-range indices raise ``IndexError`` as numpy's."""
+    n = len(secrets)
+    for u in range(n):
+        s = secrets[u]
+        table[0, u] = dist[s, guess[u]]
+        if len(risk_col):
+            table[1, u] = risk[s, risk_col[u]]
+        table[2, u] = 1.0 if top[u] == s else 0.0
+        table[3, u] = entropy[u] if len(entropy) else np.nan
+        table[4, u] = leak[u] if len(leak) else np.nan
+        if len(table) > 5:
+            table[5, u] = 1.0 if table[4, u] > bound_above else 0.0
+    finite_totals(table, totals, counts)
+
+
+@numba.njit(cache=True, nogil=True)
+def finite_totals(table: np.ndarray, totals: np.ndarray, counts: np.ndarray) -> None:
+    """Per row of ``table``, numpy's float64 sum of its non-NaN entries (``0.0 +`` the
+    pairwise sum, as ``np.add.reduce`` from its identity) and their count."""
+    n = table.shape[1]
+    finite = np.empty(n)
+    for m in range(len(table)):
+        row = table[m]
+        k = 0
+        for u in range(n):
+            if row[u] == row[u]:
+                finite[k] = row[u]
+                k += 1
+        totals[m] = 0.0 + pairwise_sum(finite, 0, k)
+        counts[m] = k
+
+
+@numba.njit(cache=True, nogil=True)
+def pairwise_sum(a: np.ndarray, start: int, n: int) -> float:
+    """numpy's float64 pairwise sum of ``a[start:start + n]`` (``DOUBLE_pairwise_sum``): a
+    range above 128 entries is the sum of its halves (split at a multiple of 8), left plus
+    right, each summed alike down to :func:`_block_sum`. The recursion runs on a stack of
+    ranges (numba's disk cache cannot load a recursive function)."""
+    if n <= _BLOCK:
+        return _block_sum(a, start, n)
+    starts, sizes = np.empty(64, np.int64), np.empty(64, np.int64)  # 64 halvings: any n
+    lefts, has_left = np.empty(64), np.zeros(64, np.bool_)
+    depth, starts[0], sizes[0] = 0, start, n
+    while True:
+        first, size = starts[depth], sizes[depth]
+        while size > _BLOCK:  # down the left halves to a block
+            size = _half(size)
+            depth += 1
+            starts[depth], sizes[depth], has_left[depth] = first, size, False
+        value = _block_sum(a, first, size)
+        while True:  # up: a left half waits for its right half, a right half is added
+            depth -= 1
+            if depth < 0:
+                return value
+            if not has_left[depth]:
+                lefts[depth], has_left[depth] = value, True
+                half = _half(sizes[depth])
+                starts[depth + 1], sizes[depth + 1] = starts[depth] + half, sizes[depth] - half
+                has_left[depth + 1] = False
+                depth += 1
+                break
+            value = lefts[depth] + value
+
+
+_BLOCK = 128  # numpy's PW_BLOCKSIZE
+
+
+@numba.njit(cache=True, nogil=True)
+def _half(n: int) -> int:
+    """Where numpy's pairwise sum splits ``n`` entries: half of them, down to a multiple of 8."""
+    half = n // 2
+    return half - half % 8
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_sum(a: np.ndarray, start: int, n: int) -> float:
+    """numpy's pairwise sum of at most 128 entries: below 8 one left-to-right loop, else eight
+    running sums over the blocks of 8, combined in a fixed tree, then the rest."""
+    if n < 8:
+        res = 0.0
+        for i in range(start, start + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
+    end = start + n - n % 8
+    for i in range(start + 8, end, 8):
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(end, start + n):
+        res += a[i]
+    return res

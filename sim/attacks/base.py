@@ -27,6 +27,7 @@ Attacks register like mechanisms: ``@register("name")``, ``make(name, **params)`
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -431,6 +432,56 @@ _LOCATION_METRICS = (
 
 def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
     secrets = truth.positions[est.tick][est.users]
+    eps = truth.report_epsilon.get(est.tick)
+    scores = _score_compiled(est, secrets, eps, domain)
+    return _score_location_numpy(est, secrets, eps, domain) if scores is None else scores
+
+
+def _score_compiled(est: LocationEstimate, secrets: np.ndarray, eps, domain) -> Scores | None:
+    """The scores in one compiled pass (``_kernels.location_scores``: the table, its finite
+    totals and counts), or ``None`` when the guesses, the tops or a tabulated posterior are
+    not int64/float64 arrays (a plug-in's own types: the numpy formula scores them)."""
+    post, guess = est.posterior, est.guess
+    leak = est.leakage_per_km
+    n_metrics = 6 if leak is not None and eps is not None else 5
+    table = np.empty((n_metrics, len(secrets)))
+    dist = domain.dist_xx if est.space == "x" else domain.dist_xy
+    ent = _NO_VALUES
+    if post is None:  # a point estimate: its error is its guess's, certainty unknown
+        risk, col = dist, guess
+        top = guess if est.space == "x" else domain.y_in_x[guess]
+    else:
+        if isinstance(post, TabulatedPosterior):
+            risk, col = post.risk_km, post.index
+            if not (_is(col, _INT64) and _is(risk, _FLOAT64) and risk.ndim == 2):
+                return None
+        else:
+            risk, col = _NO_ROWS, _NO_INDEX
+            table[1] = _expected_error_km(post, secrets, domain)
+        top = est.top if est.top is not None else _rows(post).argmax(axis=1)
+        ent = est.entropy_bits if est.entropy_bits is not None else entropy_bits(_rows(post))
+        ent = np.asarray(ent, dtype=float)
+    if not (_is(guess, _INT64) and _is(top, _INT64)):
+        return None
+    totals, counts = np.empty(n_metrics), np.empty(n_metrics, dtype=np.int64)
+    _compiled().location_scores(
+        secrets, guess, dist, risk, col, top, ent,
+        _NO_VALUES if leak is None else np.asarray(leak, dtype=float),
+        eps * (1 + BOUND_RTOL) if n_metrics == 6 else np.inf, table, totals, counts,
+    )  # fmt: skip
+    return Scores.of_table(
+        est.tick, est.users, _LOCATION_METRICS[:n_metrics], table, totals, counts,
+        guess=guess, space=est.space,
+    )  # fmt: skip
+
+
+def _is(values, dtype: np.dtype) -> bool:
+    """Whether ``values`` is a numpy array of ``dtype``."""
+    return isinstance(values, np.ndarray) and values.dtype == dtype
+
+
+def _score_location_numpy(est: LocationEstimate, secrets: np.ndarray, eps, domain) -> Scores:
+    """The scores metric by metric in numpy, of any estimate the run accepted."""
     n = len(est.users)
     dist = domain.dist_xx if est.space == "x" else domain.dist_xy
     guess_error = dist[secrets, est.guess]
@@ -445,12 +496,25 @@ def _score_location(est: LocationEstimate, truth: Truth, domain) -> Scores:
         rows = [guess_error, guess_error, hit.astype(float), _nans(n)]
     leak = est.leakage_per_km
     rows.append(_nans(n) if leak is None else np.asarray(leak, dtype=float))
-    eps = truth.report_epsilon.get(est.tick)
     if leak is not None and eps is not None:
         rows.append((rows[-1] > eps * (1 + BOUND_RTOL)).astype(float))
     return Scores.of_rows(
         est.tick, est.users, _LOCATION_METRICS[: len(rows)], rows, guess=est.guess, space=est.space
     )
+
+
+_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
+#: what the compiled scorer reads for an input not given
+_NO_ROWS, _NO_INDEX, _NO_VALUES = np.empty((0, 0)), np.empty(0, np.int64), np.empty(0)
+
+
+@functools.cache
+def _compiled():
+    """The compiled kernels' module, imported on the first score (``import mdpsim`` loads no
+    numba)."""
+    from mdpsim.attacks import _kernels
+
+    return _kernels
 
 
 def _rows(posterior) -> np.ndarray:

@@ -51,6 +51,28 @@ class Scores:
             scores.__dict__["_table"] = np.array(rows)  # the cached property's value, known
         return scores
 
+    @classmethod
+    def of_table(
+        cls,
+        tick: int | None,
+        users: np.ndarray,
+        names: Sequence[str],
+        table: np.ndarray,
+        totals: np.ndarray,
+        counts: np.ndarray,
+        *,
+        guess: np.ndarray | None = None,
+        space: str = "x",
+    ) -> Scores:
+        """Scores of metrics ``names`` whose values are the rows of the float64 ``table``,
+        with each row's finite total and count (what :meth:`finite_totals` gives) known."""
+        scores = cls(tick, users, dict(zip(names, table, strict=True)), guess, space)
+        scores.__dict__["_table"] = table  # the cached properties' values, known
+        scores.__dict__["_totals"] = dict(
+            zip(names, zip(totals.tolist(), counts.tolist(), strict=True), strict=True)
+        )
+        return scores
+
     def means(self) -> dict[str, float]:
         """Mean of every metric over the users (NaN-aware; NaN if none applies)."""
         return dict(self._means)
