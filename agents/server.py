@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import mesa
@@ -108,6 +109,7 @@ class CuriousServer(mesa.Agent):
         self.silent_active_last = 0
         self.active_last = 0
         self.hit_probability = float("nan")
+        self._asking_copies: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
         specs = model.config.attacks.specs()
         self.attacks = AttackSuite.from_specs(specs) if specs else None
         if self.attacks is not None:
@@ -340,9 +342,7 @@ class CuriousServer(mesa.Agent):
         model = self.model
         settings = model.config.queries
         if kinds is not None:
-            settings = settings.model_copy(
-                update={"kinds": [k for k in settings.kinds if k in kinds]}
-            )
+            settings = self._asking(settings, kinds)
         return self.planner.ask(
             QueryRound(
                 settings=settings,
@@ -353,6 +353,17 @@ class CuriousServer(mesa.Agent):
                 rng=model.streams["queries"],
             )
         )
+
+    def _asking(self, settings: Any, kinds: tuple[str, ...]) -> Any:
+        """``settings`` asking only those of its kinds in ``kinds``: one copy per table and
+        choice, kept (the table is frozen; a server may choose its kinds at every tick)."""
+        key = (id(settings), tuple(kinds))
+        kept = self._asking_copies.get(key)
+        if kept is None or kept[0] is not settings:
+            asked = [k for k in settings.kinds if k in kinds]
+            kept = (settings, settings.model_copy(update={"kinds": asked}))
+            self._asking_copies[key] = kept
+        return kept[1]
 
     # ------------------------------------------------------------------ 5. attacks
     def attack(self, reports: Reports) -> TickResult:

@@ -88,12 +88,14 @@ class PerQuery(QueryPlanner):
                 continue
             # users who cannot afford the query are asked (and halt); the others may answer
             cannot = filters.short_of(cost)
+            nobody = False
             if cannot.any():  # (a request of nobody changes nothing)
                 filters.request(np.where(cannot, cost, 0.0), component=f"query_{kind}")
-            budgets = np.where(filters.halted, 0.0, rho)
-            if not (budgets > 0).any():
+                nobody = bool(filters.halted.all())
+            if nobody or not rho > 0:  # no budget > 0: np.where(halted, 0.0, rho) <= 0
                 outcomes[kind] = UNANSWERED
                 continue
+            budgets = np.where(filters.halted, 0.0, rho)
             answer, error = ask_one(kind, round_, budgets)
             filters.spend(round_.budget.query_costs(answer.spent), component=f"query_{kind}")
             outcomes[kind] = QueryOutcome(error, float(budgets.sum()), _total(answer.spent))

@@ -459,7 +459,9 @@ class PopulationFilter:
         """Record the payment ``c`` (0 for users who do not pay, so that adding it changes
         nothing for them) and the new ``spent`` (``spent + c`` rounded up)."""
         self.spent = _read_only(spent)
-        prev = self._by_component.get(component, np.zeros(self.n_users))
+        prev = self._by_component.get(component)
+        if prev is None:  # the component's first payment
+            prev = np.zeros(self.n_users)
         self._by_component[component] = _compiled().add_up_1d(prev, c)
 
 
