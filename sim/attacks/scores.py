@@ -84,16 +84,21 @@ class Scores:
     def columns(self, n_users: int) -> dict[str, np.ndarray]:
         """Per metric, a float64 column over all ``n_users`` slots: the values at ``users``,
         NaN elsewhere."""
+        return dict(zip(self.values, self.column_list(n_users), strict=True))
+
+    def column_list(self, n_users: int) -> list[np.ndarray]:
+        """The :meth:`columns`, in the order of ``values`` (new arrays at every call)."""
         table = self._table
         if table is not None:  # one fill and one scatter for all metrics
             block = _nans((len(table), n_users))
             if len(self.users):
                 block[:, self.users] = table
-            return dict(zip(self.values, block, strict=True))
-        out = {}
-        for name, v in self.values.items():
-            out[name] = col = np.full(n_users, np.nan)
+            return list(block)
+        out = []
+        for v in self.values.values():
+            col = _nans(n_users)
             col[self.users] = v
+            out.append(col)
         return out
 
     @cached_property

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -85,13 +85,22 @@ class TickResult:
             for s in scored:
                 if s.tick != self.tick:
                     continue
-                for metric, col in s.columns(n_users).items():
-                    key = attack_column(label, metric)
+                keys = _column_keys(label, tuple(s.values))
+                if cols.keys().isdisjoint(keys):  # the first estimate of this label
+                    cols.update(zip(keys, s.column_list(n_users), strict=True))
+                    continue
+                for key, metric, col in zip(keys, s.values, s.column_list(n_users), strict=True):
                     if key in cols:  # a second estimate of this label about this tick
                         cols[key][s.users] = s.values[metric]
                     else:
                         cols[key] = col
         return cols
+
+
+@lru_cache(maxsize=1024)
+def _column_keys(label: str, metrics: tuple[str, ...]) -> tuple[str, ...]:
+    """The per-user columns of attack ``label``'s ``metrics`` (:func:`attack_column`)."""
+    return tuple(attack_column(label, metric) for metric in metrics)
 
 
 class AttackSuite:

@@ -379,12 +379,9 @@ class Tracking(Attack):
                 _compiled().predict_rows32(
                     predict.indptr, predict.indices, predict.data, columns[i], mine
                 )
-            scores = [
-                self._update_block(mine[b], outputs[users][b], resets[users][b])
-                for b in (slice(a, a + _USER_BLOCK) for a in range(0, len(mine), _USER_BLOCK))
-            ]
+            top, entropy = self._update_blocks(mine, outputs[users], resets[users])
             columns[i] = hmm.transpose(mine)
-            return _joined([t for t, _ in scores]), _joined([e for _, e in scores])
+            return top, entropy
 
         if len(self._parts) == 1:  # no pool: at a few users it would cost more than the step
             top, entropy = step(0)
@@ -396,6 +393,19 @@ class Tracking(Attack):
             entropy = _joined([e for _, e in results])
         self._columns = columns  # a new list: smoothing keeps the last one in alphas_
         return rows, top, entropy
+
+    def _update_blocks(
+        self, rows: np.ndarray, outputs: np.ndarray, resets: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_update_block` on a part's rows, :data:`_USER_BLOCK` rows at a time (a part
+        of a few users is one block); each row's most likely secret and entropy."""
+        if len(rows) <= _USER_BLOCK:
+            return self._update_block(rows, outputs, resets)
+        scores = [
+            self._update_block(rows[b], outputs[b], resets[b])
+            for b in (slice(a, a + _USER_BLOCK) for a in range(0, len(rows), _USER_BLOCK))
+        ]
+        return _joined([t for t, _ in scores]), _joined([e for _, e in scores])
 
     def _update_block(
         self, block: np.ndarray, outputs: np.ndarray, resets: np.ndarray
@@ -456,7 +466,7 @@ class Tracking(Attack):
         """The estimate about tick index s of the slots that reported then; ``rows`` is
         ``(U, N)`` beliefs (``None``: point guesses only), ``top`` and ``entropy`` their most
         likely secrets and entropies when known."""
-        users = np.flatnonzero(self.emissions_.outputs[s] >= 0)
+        users = np.nonzero(self.emissions_.outputs[s] >= 0)[0]
         everyone = len(users) == len(self.emissions_.outputs[s])
         if rows is None:
             return LocationEstimate(tick=self.ticks_[s], users=users, guess=guess[users])

@@ -1,5 +1,6 @@
 """The compiled scorer of location estimates against the numpy formulas it replaced, bit for bit:
-numpy's pairwise sums, every kind of estimate, and the plug-in types it leaves to numpy."""
+numpy's pairwise sums, every kind of estimate, the plug-in types it leaves to numpy, and the
+tick's per-user columns built from the score tables."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from mdpsim.attacks.base import (
     Truth,
     _score_compiled,
     _score_location_numpy,
+    attack_column,
 )
+from mdpsim.attacks.suite import TickResult
 
 LENGTHS = (0, 1, 7, 8, 9, 15, 16, 17, 127, 128, 129, 136, 255, 256, 257, 1000, 1031, 20_000)
 
@@ -155,3 +158,39 @@ def test_an_index_out_of_range_raises_as_numpys_gather(road_domain_small):
         _score_location_numpy(est, np.zeros(2, dtype=np.int64), None, road_domain_small)
     with pytest.raises(IndexError):
         _score_compiled(est, np.zeros(2, dtype=np.int64), None, road_domain_small)
+
+
+def _reference_user_columns(result: TickResult, n_users: int) -> dict[str, np.ndarray]:
+    """``TickResult.user_columns`` as it was: metric by metric, through ``columns``."""
+    cols: dict[str, np.ndarray] = {}
+    for label, scored in result.scores.items():
+        for s in scored:
+            if s.tick != result.tick:
+                continue
+            for metric, col in s.columns(n_users).items():
+                key = attack_column(label, metric)
+                if key in cols:
+                    cols[key][s.users] = s.values[metric]
+                else:
+                    cols[key] = col
+    return cols
+
+
+def test_the_per_user_columns_of_a_tick_are_the_metric_by_metric_ones():
+    rng = np.random.default_rng(16)
+
+    def scores(tick: int, users: list[int], names: tuple[str, ...]) -> Scores:
+        return Scores(tick, np.array(users), {name: rng.random(len(users)) for name in names})
+
+    result = TickResult(
+        tick=5,
+        scores={
+            "a": [scores(5, [0, 2], ("hit", "error_km")), scores(4, [1], ("hit", "error_km"))],
+            "b": [scores(5, [1, 3], ("hit",)), scores(5, [0, 2], ("hit", "extra"))],
+            "c": [Scores(5, np.array([4]), {"hit": np.ones(1, dtype=np.float32)})],  # no table
+            "d": [],
+        },
+    )
+    got, want = result.user_columns(6), _reference_user_columns(result, 6)
+    assert list(got) == list(want)
+    assert all(_bits(got[key]) == _bits(want[key]) for key in want)
