@@ -72,35 +72,33 @@ def band_elimination(
     values: np.ndarray,
     weighted_sum: np.ndarray,
     rho_total: np.ndarray,
-    users: np.ndarray,
-    parts: np.ndarray,
-    cum: np.ndarray,
-    std_km: np.ndarray,
+    split: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     noise: np.ndarray,
     rule: tuple[float, float, float],
     point: np.ndarray,
-    progress: np.ndarray,
-    record: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-) -> int:
+    progress: tuple[int, int, np.ndarray],
+    record: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[int, int, int]:
     """PIE-NI's rounds one after the other while ``noise`` lasts (``_Triple.band_elimination``).
 
-    ``users``, ``parts``, ``cum``, ``std_km``: the split's asked users and their ``(c, asked)``
-    parts, running sums and noise stds; ``progress = [round, active]``: the next round and how
-    many of the first entries of ``cols = progress[2:]`` (columns of the split) are still
-    active. Each round every active user, in order, releases ``parts * (values + noise * std)``
-    with the next ``dim`` normals of ``noise`` (its weighted sum and rho total grow by it, as
-    ``trial_sums``' first round), and PIE-NI's ``rule = (lam, nu_low, nu_high)`` on the
-    combined release (or its distance to ``point``, ``sqrt(dx * dx + dy * dy)``) and its
-    half-width ``lam / sqrt(2 total)`` settles it into ``s0`` or ``s1`` of ``record = (s0, s1,
-    rounds, spent)``. Stops after ``c`` rounds,
-    with nobody active, or when ``noise`` cannot pay the next round; updates the arrays and
-    ``progress`` in place and returns how many normals it used. Numpy's operations in numpy's
-    order: the same bits as the numpy rounds one at a time.
+    ``split = (users, parts, cum, std_km)``: the asked users and their ``(c, asked)`` parts,
+    running sums and noise stds; ``progress = (round, left, cols)``: the next round, and the
+    columns of the split still active (the first ``left`` entries of ``cols``). Each round every
+    active user, in order, releases ``parts * (values + noise * std)`` with the next ``dim``
+    normals of ``noise`` (its weighted sum and rho total grow by it, as ``trial_sums``' first
+    round), and PIE-NI's ``rule = (lam, nu_low, nu_high)`` on the combined release (or its
+    distance to ``point``, ``sqrt(dx * dx + dy * dy)``) and its half-width
+    ``lam / sqrt(2 total)`` settles it into ``s0`` or ``s1`` of ``record = (s0, s1, active,
+    rounds, spent)``, or keeps it ``active``. Stops after ``c`` rounds, with nobody active, or
+    when ``noise`` cannot pay the next round; updates the arrays in place and returns how many
+    normals it used and the new ``round`` and ``left``. Numpy's operations in numpy's order:
+    the same bits as the numpy rounds one at a time.
     """
-    s0, s1, rounds, spent = record
+    users, parts, cum, std_km = split
+    s0, s1, active, rounds, spent = record
     lam, nu_low, nu_high = rule
+    j, left, cols = progress
     c, dim = parts.shape[0], values.shape[1]
-    j, left, cols = progress[0], progress[1], progress[2:]
     mean = np.empty(dim)
     used = 0
     while j < c and left > 0 and used + left * dim <= len(noise):
@@ -125,9 +123,9 @@ def band_elimination(
             out0, out1 = est - half > nu_high, est + half < nu_low
             s0[u] |= out0
             s1[u] |= out1
-            if not (out0 or out1):
+            active[u] = not (out0 or out1)
+            if active[u]:
                 cols[kept] = col
                 kept += 1
         j, left = j + 1, kept
-    progress[0], progress[1] = j, left
-    return used
+    return used, j, left

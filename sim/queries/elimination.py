@@ -115,29 +115,32 @@ class _Triple(ABC):
         theirs in order, what the rounds left is kept for the next, and the rng is set back at
         the end to have drawn exactly what they used: the streams and every float are those
         of one round at a time."""
-        n, c, need = split.n, len(split.parts), len(split.users) * self.dim
-        record = (np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
-                  np.zeros(n, dtype=np.int64), np.zeros(n))  # fmt: skip
-        progress = np.arange(-2, len(split.users))  # [round, active, active columns...]
-        progress[:2] = 0, len(split.users)
+        n, c, j, left = split.n, len(split.parts), 0, len(split.users)
+        record = (  # Elimination's s0, s1, active, rounds and spent
+            np.zeros(n, dtype=bool),
+            np.zeros(n, dtype=bool),
+            np.zeros(n, dtype=bool),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n),
+        )
+        cols, rule = np.arange(left), (lam, *band)
         state: Mapping[str, Any] = {}  # the rng's, before the first draw that may be left
         noise, used = _NO_POINT, 0
-        while progress[0] < c and need:
-            span = max(min(c - int(progress[0]), TRIAL_DRAWS // need), 1)
+        while j < c and left:
+            span = max(min(c - j, TRIAL_DRAWS // (left * self.dim)), 1)
             if span > 1 and not state:  # only such a draw may leave normals unused
                 state, used = self.rng_state(), 0
-            fresh = self._rng.standard_normal(span * need)
+            fresh = self._rng.standard_normal(span * left * self.dim)
             noise = np.concatenate((noise, fresh)) if len(noise) else fresh
-            taken = _compiled().band_elimination(
-                self._values, self.weighted_sum, self.rho_total, split.users, split.parts,
-                split.cum, split.std_km, noise, (lam, *band), point, progress, record,
+            taken, j, left = _compiled().band_elimination(
+                self._values, self.weighted_sum, self.rho_total,
+                (split.users, split.parts, split.cum, split.std_km),
+                noise, rule, point, (j, left, cols), record,
             )  # fmt: skip
-            noise, used, need = noise[taken:], used + taken, int(progress[1]) * self.dim
+            noise, used = noise[taken:], used + taken
         if len(noise):
             self.rewind(state, used)
-        active = np.zeros(n, dtype=bool)
-        active[split.users[progress[2 : 2 + progress[1]]]] = True
-        return Elimination(*record[:2], active, *record[2:], int(progress[0]))
+        return Elimination(*record, j)
 
     def band_point(self) -> np.ndarray | None:
         """What :meth:`band_elimination` needs to estimate ``phi`` itself: nothing (an empty
