@@ -165,7 +165,7 @@ class _Triple(ABC):
 
     def mean(self, users: np.ndarray) -> np.ndarray:
         """The combined release (km): ``N(value, I / (2 rho_total))``."""
-        return self.weighted_sum[users] / self.rho_total[users, None]
+        return self.weighted_sum[users] / self.rho_total[users][:, None]
 
     def estimate(self, users: np.ndarray) -> np.ndarray:
         """``g``: the users' estimates of ``phi(x)`` (km)."""

@@ -57,3 +57,16 @@ def test_compiled_band_rounds_are_the_numpy_rounds(seed, monkeypatch):
     assert ta.weighted_sum.tobytes() == tb.weighted_sum.tobytes()
     assert ta.rho_total.tobytes() == tb.rho_total.tobytes()
     assert na == nb  # the stream is where the numpy rounds leave it
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_combined_release_is_the_quotient_it_was(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    triple = _triple(("point", "distance")[seed % 2], rng, n, rng.uniform(-1, 1, 2))
+    users = np.arange(n)
+    for rho in (0.3, 2.0, 40.0):
+        triple.release(users, np.full(n, rho) * rng.uniform(0.5, 2, n))
+    for picked in (users, np.sort(rng.choice(n, n // 2, replace=False)), rng.random(n) < 0.5):
+        want = triple.weighted_sum[picked] / triple.rho_total[picked, None]
+        assert triple.mean(picked).tobytes() == want.tobytes()
