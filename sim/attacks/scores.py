@@ -9,7 +9,7 @@ tests/attacks/test_score_tables.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -24,11 +24,13 @@ class Scores:
     ``tick`` is the tick the estimate is about (``None`` for whole-run estimates).
     ``guess`` is a location estimate's point estimate per user, a secret (``space="x"``) or an
     output index (``space="y"``): what ``mdpsim run --export`` writes as the estimated trace.
+    ``values`` maps each metric to its array (a dict, or for a scored location estimate the
+    rows of its table, :class:`TableRows`).
     """
 
     tick: int | None
     users: np.ndarray
-    values: dict[str, np.ndarray]
+    values: Mapping[str, np.ndarray]
     guess: np.ndarray | None = None
     space: str = "x"
 
@@ -66,7 +68,7 @@ class Scores:
     ) -> Scores:
         """Scores of metrics ``names`` whose values are the rows of the float64 ``table``,
         with each row's finite total and count (what :meth:`finite_totals` gives) known."""
-        scores = cls(tick, users, dict(zip(names, table, strict=True)), guess, space)
+        scores = cls(tick, users, TableRows(tuple(names), table), guess, space)
         scores.__dict__["_table"] = table  # the cached properties' values, known
         scores.__dict__["_totals"] = dict(
             zip(names, zip(totals.tolist(), counts.tolist(), strict=True), strict=True)
@@ -152,6 +154,33 @@ class Scores:
                 finite = v[~np.isnan(v)] if v.dtype.kind == "f" else v
                 out[name] = float(finite.mean()) if len(finite) else float("nan")
         return out
+
+
+class TableRows(Mapping[str, np.ndarray]):
+    """The rows of a score table by metric name, read-only; a row is viewed when read (a tick
+    reads a few of its estimates' metrics one by one, its means and columns from the table)."""
+
+    __slots__ = ("_names", "_table")
+
+    def __init__(self, names: tuple[str, ...], table: np.ndarray) -> None:
+        self._names, self._table = names, table
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._names:
+            raise KeyError(name)
+        return self._table[self._names.index(name)]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 _FLOAT64 = np.dtype(np.float64)

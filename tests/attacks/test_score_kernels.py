@@ -17,6 +17,7 @@ from mdpsim.attacks.base import (
     _score_location_numpy,
     attack_column,
 )
+from mdpsim.attacks.scores import TableRows
 from mdpsim.attacks.suite import TickResult
 
 LENGTHS = (0, 1, 7, 8, 9, 15, 16, 17, 127, 128, 129, 136, 255, 256, 257, 1000, 1031, 20_000)
@@ -194,3 +195,13 @@ def test_the_per_user_columns_of_a_tick_are_the_metric_by_metric_ones():
     got, want = result.user_columns(6), _reference_user_columns(result, 6)
     assert list(got) == list(want)
     assert all(_bits(got[key]) == _bits(want[key]) for key in want)
+
+
+def test_table_rows_read_as_the_dict_of_the_tables_rows():
+    table = np.arange(6.0).reshape(3, 2)
+    rows = TableRows(("a", "b", "c"), table)
+    assert list(rows) == ["a", "b", "c"] and len(rows) == 3 and "b" in rows and "d" not in rows
+    assert _bits(rows["b"]) == _bits(table[1]) and dict(rows).keys() == {"a", "b", "c"}
+    with pytest.raises(KeyError):
+        rows["d"]
+    assert repr(rows) == repr(dict(rows))
