@@ -242,7 +242,9 @@ def write_outputs(
     (and ``failures.json`` if anything failed), written into a hidden sibling folder and
     renamed at the end; returns the paths."""
     with output_lock(Path(out)):  # checked again under the lock: one that appeared meanwhile
-        return _write(summary, per_tick, new_folder(out, overwrite=overwrite, wrote=WROTE), failures)
+        return _write(
+            summary, per_tick, new_folder(out, overwrite=overwrite, wrote=WROTE), failures
+        )
 
 
 def _write(summary, per_tick, out: Path, failures: dict[str, str] | None) -> list[Path]:
