@@ -345,8 +345,29 @@ def _posterior_problem(post: Any, n_rows: int, n_x: int) -> str | None:
                 f"posterior rows that do not sum to 1 (off by up to {float(worst):.3g}, "
                 f"tolerance {POSTERIOR_SUM_TOL:g})"
             )
-    elif post is not None and not isinstance(post, TabulatedPosterior):
+    elif isinstance(post, TabulatedPosterior):
+        return _tabulated_problem(post, n_rows, n_x)
+    elif post is not None:
         return f"a posterior of type {type(post).__name__}"
+    return None
+
+
+def _tabulated_problem(post: TabulatedPosterior, n_rows: int, n_x: int) -> str | None:
+    """Why a tabulated posterior's table, risk table or index do not fit (the scorer's
+    compiled gather reads them unchecked when numba's bounds checks are off)."""
+    table, risk, index = (np.asarray(a) for a in (post.table, post.risk_km, post.index))
+    k = table.shape[0] if table.ndim == 2 else -1
+    if table.shape != (k, n_x) or risk.shape != (n_x, k):
+        return (
+            f"a tabulated posterior with table {table.shape} and risk_km {risk.shape}, not "
+            f"(K, {n_x}) and ({n_x}, K)"
+        )
+    if index.shape != (n_rows,) or index.dtype.kind not in "iu":
+        return (
+            f"a tabulated posterior index of shape {index.shape} ({index.dtype}), not {n_rows} ints"
+        )
+    if n_rows and (index.min() < 0 or index.max() >= k):
+        return f"a tabulated posterior index outside [0, {k})"
     return None
 
 

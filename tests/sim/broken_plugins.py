@@ -8,6 +8,7 @@ import numpy as np
 
 from mdpsim.agents.strategies import PseudonymStrategy, RefreshSchedule, ReportPolicy
 from mdpsim.attacks import Attack, LocationEstimate
+from mdpsim.attacks.base import TabulatedPosterior
 from mdpsim.mechanisms import Mechanism
 from mdpsim.mechanisms.em import exponential_matrix
 
@@ -163,6 +164,21 @@ class PosteriorSumsTo2(Attack):
     def observe(self, obs):
         users, guess = _guesses(obs)
         post = np.full((len(users), self.n_x), 2.0 / self.n_x)
+        return [LocationEstimate(tick=obs.tick, users=users, guess=guess, posterior=post,
+                                 space="y")]  # fmt: skip
+
+
+class TabulatedIndexOutOfRange(Attack):
+    """A tabulated posterior whose rows point past its table."""
+
+    def start(self, context):
+        super().start(context)
+        self.n_x = context.domain.n_x
+
+    def observe(self, obs):
+        users, guess = _guesses(obs)
+        table = np.full((2, self.n_x), 1.0 / self.n_x)
+        post = TabulatedPosterior(table, np.full(len(users), 7), np.zeros((self.n_x, 2)))
         return [LocationEstimate(tick=obs.tick, users=users, guess=guess, posterior=post,
                                  space="y")]  # fmt: skip
 

@@ -47,6 +47,10 @@ ATTACKS = [
     ("FloatGuesses", "observe returned estimate 0: guesses of dtype float64"),
     ("NaNPosterior", "observe returned estimate 0: a posterior with negative or non-finite"),
     ("PosteriorSumsTo2", "observe returned estimate 0: posterior rows that do not sum to 1 (off"),
+    (
+        "TabulatedIndexOutOfRange",
+        "observe returned estimate 0: a tabulated posterior index outside [0, 2)",
+    ),
     ("ObserveReturnsNone", "observe returned NoneType, not a list of estimates"),
 ]
 STRATEGIES = [
