@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mdpsim._core.clock import hour_of_tick
+from mdpsim._core.clock import SECONDS_PER_DAY, SECONDS_PER_HOUR, hour_of_tick
 from mdpsim.geo.routing import shortest_path_trees
 from mdpsim.simulation.relevance import Relevance
 
@@ -201,18 +201,20 @@ class People:
         """Advance every user by one tick: diary, stays, decisions, then moves."""
         p = self.model.params
         self.tick += 1
-        hour = int(hour_of_tick(self.tick, p.tick_seconds, p.start_hour))
+        hour = _hour(self.tick, p)
         if hour != self.hour:
             self.hour = hour
             self._diary(rng, hour)
-        staying = ~self.moving
-        self.dwell_left[staying] -= 1
-        self.stay_ticks[staying] += 1
-        deciding = np.nonzero(staying & (self.dwell_left <= 0))[0]
+        kernels = _compiled()
+        deciding = kernels.tick_stays(self.moving, self.dwell_left, self.stay_ticks)
         if len(deciding):
             self._decide(deciding, rng, hour)
-        if self.moving.any():
-            self._move(rng, hour)
+        m = self.model
+        stride_m = p.speed_mps * p.tick_seconds
+        arrived = kernels.walk(self.moving, self.position, self.dest, self.carry_m,
+                               self.stay_ticks, m.next_hop, m.gap_m, stride_m)  # fmt: skip
+        if len(arrived):  # none: no stay to draw (as drawing zero stays, which draws nothing)
+            self._arrive(arrived, rng, hour)
 
     def _diary(self, rng: np.random.Generator, hour: int) -> None:
         u = rng.random(self.n_users)
@@ -280,26 +282,11 @@ class People:
             self.known[new_u, slot], self.visits[new_u, slot] = new_p, 1
             self.n_known[new_u] += 1
 
-    def _move(self, rng: np.random.Generator, hour: int) -> None:
+    def _arrive(self, arrived: np.ndarray, rng: np.random.Generator, hour: int) -> None:
+        """The stays of the users who ``arrived`` this tick (``_people_kernels.walk``): a
+        worker at work stays till the working hours end, one whose diary changed on the way
+        the shortest stay, everyone else a drawn length."""
         m, p = self.model, self.model.params
-        users = np.nonzero(self.moving)[0]
-        pos, dest = self.position[users], self.dest[users]
-        budget = self.carry_m[users] + p.speed_mps * p.tick_seconds
-        going = pos != dest
-        while going.any():
-            idx = np.nonzero(going)[0]
-            nxt = m.next_hop[pos[idx], dest[idx]]
-            gap = m.gap_m[pos[idx], nxt]
-            ok = gap <= budget[idx]
-            step = idx[ok]
-            pos[step], budget[step] = nxt[ok], budget[step] - gap[ok]
-            going[idx[~ok]] = False
-            going[step] = pos[step] != dest[step]
-        self.position[users] = pos
-        arrived = users[pos == dest]
-        self.carry_m[users] = np.where(pos == dest, 0.0, budget)
-        self.moving[arrived] = False
-        self.stay_ticks[arrived] = 0
         dwell = m.stay_ticks(rng, len(arrived))
         lo, hi = p.work_hours
         at_work = (self.position[arrived] == self.work[arrived]) & ~self.diary_home[arrived]
@@ -309,3 +296,19 @@ class People:
         wrong = (self.position[arrived] == self.home[arrived]) != self.diary_home[arrived]
         dwell[wrong & ~at_work] = self.min_ticks  # the diary changed on the way
         self.dwell_left[arrived] = dwell
+
+
+def _hour(tick: int, p: PeopleParams) -> int:
+    """:func:`~mdpsim._core.clock.hour_of_tick` of one tick in Python floats (the same
+    float64 operations; tests/sim/test_people.py checks them against each other)."""
+    seconds = (p.start_hour * SECONDS_PER_HOUR + float(tick) * p.tick_seconds) % SECONDS_PER_DAY
+    return int(seconds // SECONDS_PER_HOUR)
+
+
+@functools.cache
+def _compiled():
+    """The compiled kernels' module (``_people_kernels``), imported on the first tick
+    (numba's import is not paid by ``import mdpsim``)."""
+    from mdpsim.simulation import _people_kernels
+
+    return _people_kernels
