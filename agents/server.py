@@ -295,8 +295,9 @@ class CuriousServer(mesa.Agent):
         if len(self.levels) == 1:
             costs = np.where(willing, self.report_charge.cost, 0.0)
             paid = model.filters.request(costs, component="reports", delta=self.report_charge.delta)
-            users = np.nonzero(paid)[0]
-            outputs = self._draw(self.default_level, pos[users])
+            users = paid.nonzero()[0]
+            secrets = pos[users]
+            outputs = self._draw(self.default_level, secrets)
             levels = None
         else:
             chosen = np.full(len(willing), self.default_level) if level is None else level
@@ -309,11 +310,11 @@ class CuriousServer(mesa.Agent):
                 who = np.nonzero(ok)[0]
                 outputs[who] = self._draw(index, pos[who])
                 paid |= ok
-            users = np.nonzero(paid)[0]
+            users = paid.nonzero()[0]
             outputs, levels = outputs[users], np.asarray(chosen)[users]
-        secrets = pos[users]
-        active = ~model.filters.halted
-        self.active_last = int(active.sum())
+            secrets = pos[users]
+        halted = model.filters.halted
+        self.active_last = len(halted) - int(np.count_nonzero(halted))
         self.silent_active_last = self.active_last - len(users)
         return Reports(
             users=users,

@@ -106,6 +106,25 @@ def request_1d(
 
 
 @numba.njit(cache=True, nogil=True)
+def request_paid_1d(
+    spent: np.ndarray, c: np.ndarray, capacity: np.ndarray, halted: np.ndarray, by: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, bool]:
+    """:func:`request_1d` and what ``PopulationFilter.request`` makes of it in one pass:
+    who pays, the halted flags after it (``halted | refused``), the new spends, the
+    component's spends after it (``add_up_1d(by, paid)``), whether anyone halted now and
+    whether anyone paid."""
+    ok, refused, new_spent, paid = request_1d(spent, c, capacity, halted)
+    n = len(spent)
+    now_halted, new_by = np.empty(n, dtype=np.bool_), add_up_1d(by, paid)
+    any_refused = any_ok = False
+    for i in range(n):
+        now_halted[i] = halted[i] or refused[i]
+        any_refused = any_refused or refused[i]
+        any_ok = any_ok or ok[i]
+    return ok, now_halted, new_spent, new_by, any_refused, any_ok
+
+
+@numba.njit(cache=True, nogil=True)
 def valid_costs_1d(costs: np.ndarray) -> bool:
     """Whether every cost is ``>= 0`` and ``< inf`` (NaN fails both)."""
     valid = True

@@ -404,11 +404,17 @@ class PopulationFilter:
         """
         c = _checked_costs(costs, self.n_users)
         d = 0.0 if type(delta) is float and delta == 0.0 else _checked_cost(delta)
-        ok, refused, spent, paid = _compiled().request_1d(self.spent, c, self.capacity, self.halted)
-        if refused.any():
-            self.halted = _read_only(self.halted | refused)
-        if ok.any():
-            self._pay(paid, spent, component)
+        by = self._by_component.get(component)
+        if by is None:  # the component's first payment (recorded only if someone pays)
+            by = np.zeros(self.n_users)
+        ok, halted, spent, by, refused, paid = _compiled().request_paid_1d(
+            self.spent, c, self.capacity, self.halted, by
+        )
+        if refused:
+            self.halted = _read_only(halted)
+        if paid:
+            self.spent = _read_only(spent)
+            self._by_component[component] = by
         if d > 0:
             self.delta_spent = np.where(ok, add_up(self.delta_spent, d), self.delta_spent)
         return ok

@@ -92,7 +92,7 @@ class CertifiedRelease:
         release's copy of the certified matrix."""
         idx = np.asarray(secrets, dtype=np.int64)
         n_x = len(self._matrix)
-        if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= n_x)):
+        if idx.ndim != 1 or not _within(idx, n_x):
             raise InputError(f"secret indices must lie in [0, {n_x})")
         return self._sampler.draw(idx, rng)
 
@@ -107,3 +107,11 @@ class CertifiedRelease:
     def __repr__(self) -> str:
         n_x, n_y = self.shape
         return f"CertifiedRelease({n_x}x{n_y}, {self._report_guarantee})"
+
+
+def _within(idx: np.ndarray, n: int) -> bool:
+    """Whether every index of the 1-D ``idx`` lies in ``[0, n)`` (a few, as Python ints)."""
+    if len(idx) > RowSampler.SCALAR_ROWS:
+        return bool(idx.min() >= 0 and idx.max() < n)
+    listed = idx.tolist()
+    return not listed or (min(listed) >= 0 and max(listed) < n)

@@ -50,3 +50,16 @@ def test_the_cost_check_refuses_what_the_numpy_check_refuses(bad):
     assert k.valid_costs_1d(np.array([0.0, 5e-324, 1e308]))
     with pytest.raises(f.PrivacyBudgetError):
         f._checked_costs(costs, 4)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_fused_request_is_request_1d_and_what_request_made_of_it(seed):
+    spent, cost, capacity, halted = _arrays(seed)
+    by = np.random.default_rng(seed).choice([0.0, 0.1, 1e-17, 3.0], len(spent))
+    ok, refused, new_spent, paid = k.request_1d(spent, cost, capacity, halted)
+    got = k.request_paid_1d(spent, cost, capacity, halted, by)
+    assert got[0].tolist() == ok.tolist()
+    assert got[1].tolist() == (halted | refused).tolist()
+    assert got[2].tobytes() == new_spent.tobytes()
+    assert got[3].tobytes() == k.add_up_1d(by, paid).tobytes()
+    assert got[4:] == (bool(refused.any()), bool(ok.any()))

@@ -24,6 +24,7 @@ import pytest
 
 from mdpsim import mechanisms
 from mdpsim.cli import main
+from mdpsim.errors import InputError
 from mdpsim.mechanisms import fit_release, make
 from mdpsim.privacy.release import CertifiedRelease
 from mdpsim.privacy.sampling import sample_rows
@@ -373,3 +374,18 @@ def test_a_batch_on_two_workers_draws_from_the_certified_copy(routes, world, tmp
         assert ticks[task]["bayes_hit"].mean() < 0.9, where
         assert ticks[task]["bayes_bound_violation"].eq(0).all(), where
         assert np.array_equal(ticks[task]["report_cost"], ticks[0]["report_cost"]), where
+
+
+@pytest.mark.parametrize("n", [1, 3, 16, 17, 40])
+def test_a_draw_refuses_the_indices_the_array_check_refused(n):
+    # the bounds read as Python ints for a few indices, by numpy for more: the same refusals
+    release = CertifiedRelease(np.full((4, 2), 0.5))
+    rng = np.random.default_rng(0)
+    for bad in (-1, 4, 99):
+        idx = np.zeros(n, dtype=np.int64)
+        idx[n // 2] = bad
+        with pytest.raises(InputError, match="secret indices"):
+            release.draw(idx, rng)
+    ok = np.arange(n) % 4
+    assert release.draw(ok, rng).shape == (n,)
+    assert release.draw(np.zeros(0, dtype=np.int64), rng).shape == (0,)

@@ -13,6 +13,7 @@ from mdpsim.privacy.sampling import (
     _sample_block,
     _sample_row,
     sample_rows,
+    ticks_of,
 )
 
 
@@ -198,3 +199,18 @@ def test_the_compiled_pass_refuses_a_row_summing_to_zero():
     rows = np.array([0, 1] * 10)
     with pytest.raises(ValueError, match="sum to zero"):
         RowSampler(matrix).draw(rows, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "bits", [np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64,
+             np.random.MT19937]
+)  # fmt: skip
+def test_ticks_of_are_the_integers_it_replaces(bits):
+    # the raw 64-bit words shifted: the very numbers rng.integers draws, and as many draws
+    for seed in range(5):
+        a, b = np.random.Generator(bits(seed)), np.random.Generator(bits(seed))
+        for n in (0, 1, 5, 17, 1000):
+            mine = ticks_of(a, n)
+            assert mine.dtype == np.int64
+            assert np.array_equal(mine, b.integers(0, 2**_BITS, size=n, dtype=np.int64))
+        assert a.integers(2**62) == b.integers(2**62)  # the streams moved alike
