@@ -33,6 +33,7 @@ ones above. :meth:`Game.user_fields`, :meth:`Game.server_fields` and
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -260,34 +261,33 @@ class Game:
         model = self.model
         default = model.decide()
         report = default.report.copy()
-        level = np.full(self.n_users, model.server.default_level)
-        if default.level is not None:
-            level[:] = default.level
+        level = None  # one eps level: the decisions name none
+        if len(self.levels) > 1:
+            level = np.full(self.n_users, model.server.default_level)
+            if default.level is not None:
+                level[:] = default.level
         server: dict[str, Any] = {"refresh": default.refresh, "query": default.query}
         if "server" in actions:
             server = self._server_decision(actions["server"])
         users = [agent for agent in actions if agent != "server"]
         if users:
-            index = np.array([self.user_index(agent) for agent in users], dtype=np.intp)
-            choice = np.array([int(actions[agent]) for agent in users], dtype=np.int64)
+            index = [self.user_index(agent) for agent in users]
+            choice = [int(actions[agent]) for agent in users]
             self._check_choices(actions, users, choice)
-            report[index] = choice > 0
-            chosen = choice > 0
-            level[index[chosen]] = choice[chosen] - 1
-        levels = level if len(self.levels) > 1 else None
+            _put_choices(report, level, index, choice)
         agents = self.agents if scored is None else scored
         owed = None  # the users' places and unhalted filters, what a query owed addresses
         if "server" in agents:
             owed = model.population.position.copy(), ~model.filters.halted
-        model.advance(Decisions(report=report, level=levels, **server))
+        model.advance(Decisions(report=report, level=level, **server))
         return self._rewards(owed, scored), self._infos(agents)
 
-    def _check_choices(self, actions: dict[str, Any], users: list[str], choice) -> None:
+    def _check_choices(self, actions: dict[str, Any], users: list[str], choice: list[int]) -> None:
         """Refuse the first of ``users`` whose action (``choice``, as ints) is not 0 (silent)
         or a level's number, in one line."""
-        bad = np.flatnonzero((choice < 0) | (choice > len(self.levels)))
-        if len(bad):
-            agent = users[bad[0]]
+        top = len(self.levels)
+        if min(choice) < 0 or max(choice) > top:
+            agent = next(a for a, c in zip(users, choice, strict=True) if not 0 <= c <= top)
             action = actions[agent]
             if isinstance(action, np.generic):
                 action = action.item()  # shown as 7, not np.int64(7)
@@ -421,16 +421,20 @@ class Game:
             self.level_reported = np.zeros(len(self.levels))
             self.level_reported[model.server.default_level] = len(reports.users) / n
         entropy = attacks.means.get("bayes", {}).get("entropy_bits", float("nan"))  # no truth
-        self.attack_entropy_bits = 0.0 if np.isnan(entropy) else float(entropy)
-        users = -loss - w.attack_weight * success
+        self.attack_entropy_bits = 0.0 if math.isnan(entropy) else float(entropy)
         out = {}
         if owed is not None:
             owed_error = self.answer_error(*owed)
             out["server"] = float(success.mean() - w.query_weight * owed_error)
         if scored is None:
+            users = -loss - w.attack_weight * success
             out.update(zip(self.agents[1:], users.tolist(), strict=True))
-        else:
-            out.update((a, float(users[self.user_index(a)])) for a in scored if a != "server")
+        else:  # -loss - weight * success of each scored user, as the vector's float64 ops
+            loss_of, success_of = loss.tolist(), success.tolist()
+            for a in scored:
+                if a != "server":
+                    i = self.user_index(a)
+                    out[a] = -loss_of[i] - w.attack_weight * success_of[i]
         return out
 
     def answer_error(self, secrets: np.ndarray, active: np.ndarray) -> float:
@@ -458,3 +462,24 @@ class Game:
     def _infos(self, agents) -> dict[str, dict]:
         tick = self.model.tick  # the tick's full row: model.log.ticks[-1]
         return {agent: {"tick": tick} for agent in agents}
+
+
+#: Choices put in place one by one up to this many users (above: numpy's fancy index).
+_FEW_CHOICES = 8
+
+
+def _put_choices(
+    report: np.ndarray, level: np.ndarray | None, index: list[int], choice: list[int]
+) -> None:
+    """User ``index[j]`` reports iff ``choice[j] > 0``, at level ``choice[j] - 1`` (``level``
+    None: one level); the users are distinct."""
+    if len(index) <= _FEW_CHOICES:
+        for i, c in zip(index, choice, strict=True):
+            report[i] = c > 0
+            if c > 0 and level is not None:
+                level[i] = c - 1
+        return
+    users, chosen = np.array(index, dtype=np.intp), np.array(choice, dtype=np.int64)
+    report[users] = chosen > 0
+    if level is not None:
+        level[users[chosen > 0]] = chosen[chosen > 0] - 1
