@@ -79,13 +79,14 @@ class RowSampler:
             return self._draw_compiled(rows, rng)
         if not 0 < len(rows) <= self.SCALAR_ROWS:
             return sample_rows(self.matrix, rows, rng)
-        tables = [self._table(r) for r in rows.tolist()]
+        listed = rows.tolist()
+        tables = [self._table(r) for r in listed]
         if None in tables:  # a negative entry: sample_rows' block handles it
             return sample_rows(self.matrix, rows, rng)
         ticks = ticks_of(rng, len(rows)).tolist()
         cells = [
             self._cell(tick, table, row, rng)
-            for tick, table, row in zip(ticks, tables, rows.tolist(), strict=True)
+            for tick, table, row in zip(ticks, tables, listed, strict=True)
         ]
         return np.array(cells, dtype=np.int64)
 
