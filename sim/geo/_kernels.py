@@ -73,21 +73,39 @@ def tree_predecessors(
 
 
 @numba.njit(cache=True, nogil=True)
-def nearest_sites(points: np.ndarray, sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per point (rows ``(x, y)``), the index of the nearest site by brute force, and whether
-    that answer is unsure: another site within a hair of the nearest (a relative 1e-9 of the
-    squared distance, or 1e-6 m^2), or no site compared (NaN coordinates). Elsewhere it is
-    the nearest site under any rounding of the distances, a KD-tree's answer included."""
+def nearest_sites(
+    points: np.ndarray, sites: np.ndarray, by_x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per point (rows ``(x, y)``), the index of the nearest site, and whether that answer is
+    unsure: another site within a hair of the nearest (a relative 1e-9 of the squared
+    distance, or 1e-6 m^2), or no site compared (NaN coordinates). Elsewhere it is the nearest
+    site under any rounding of the distances, a KD-tree's answer included.
+
+    ``by_x``: the sites' order by x. From a point's place in it a sweep walks right, then
+    left, each stopping once ``dx^2`` alone exceeds the second-nearest squared distance found:
+    the sites left out are farther than both, so best and second are a brute force's."""
     nearest = np.full(len(points), -1, dtype=np.int64)
     unsure = np.zeros(len(points), dtype=np.bool_)
+    xs, ys = sites[by_x, 0].copy(), sites[by_x, 1].copy()
     for i in range(len(points)):
+        px, py = points[i, 0], points[i, 1]
         best = second = np.inf
-        for j in range(len(sites)):
-            dx, dy = points[i, 0] - sites[j, 0], points[i, 1] - sites[j, 1]
-            d2 = dx * dx + dy * dy
-            if d2 < best:
-                best, second, nearest[i] = d2, best, j
-            elif d2 < second:
-                second = d2
-        unsure[i] = nearest[i] < 0 or not second - best > 1e-9 * best + 1e-6
+        at = -1
+        start = np.searchsorted(xs, px)
+        for step in (1, -1):
+            k = start if step == 1 else start - 1
+            while 0 <= k < len(xs):
+                dx = px - xs[k]
+                if dx * dx > second:
+                    break
+                dy = py - ys[k]
+                d2 = dx * dx + dy * dy
+                if d2 < best:
+                    best, second, at = d2, best, k
+                elif d2 < second:
+                    second = d2
+                k += step
+        if at >= 0:
+            nearest[i] = by_x[at]
+        unsure[i] = at < 0 or not second - best > 1e-9 * best + 1e-6
     return nearest, unsure

@@ -85,6 +85,23 @@ class MobilityModel:
 
 #: Per domain, :func:`_routes` by places (an environment's resets of one seed draw the same).
 _ROUTES: WeakKeyDictionary = WeakKeyDictionary()
+#: Per domain, :func:`secret_trees` (the mobility and the people model of a domain share them).
+_TREES: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def secret_trees(domain) -> np.ndarray:
+    """``(N, N)`` int32, read-only: row ``s`` is the shortest-path tree from secret ``s`` on
+    the secrets' graph (the constraint pairs weighted by their road distances), as
+    :func:`~mdpsim.geo.routing.shortest_path_trees` gives it; built once per domain (a row
+    does not depend on the other sources)."""
+    if domain not in _TREES:
+        pairs = domain.constraint_pairs
+        w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
+        n = domain.n_x
+        pred = shortest_path_trees(n, pairs[:, 0], pairs[:, 1], w, np.arange(n))
+        pred.setflags(write=False)
+        _TREES[domain] = pred
+    return _TREES[domain]
 
 
 def _routes(domain, places: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +112,7 @@ def _routes(domain, places: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if key not in per_domain:
         pairs = domain.constraint_pairs
         w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
-        pred = shortest_path_trees(domain.n_x, pairs[:, 0], pairs[:, 1], w, places)
+        pred = secret_trees(domain)[places]
         longest_gap_km = np.zeros(domain.n_x)
         np.maximum.at(longest_gap_km, pairs[:, 0], w)
         np.maximum.at(longest_gap_km, pairs[:, 1], w)

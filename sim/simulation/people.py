@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mdpsim._core.clock import SECONDS_PER_DAY, SECONDS_PER_HOUR, hour_of_tick
-from mdpsim.geo.routing import shortest_path_trees
+from mdpsim.simulation.mobility import secret_trees
 from mdpsim.simulation.relevance import Relevance
 
 #: Stylised share of people at home by hour of the day (0 .. 23), weekday, read off the shape
@@ -81,11 +81,8 @@ class PeopleModel:
     @classmethod
     def build(cls, domain, relevance: Relevance, params: PeopleParams) -> PeopleModel:
         """Routes (all-pairs shortest paths on the secrets' graph), gravity and samplers."""
-        pairs = domain.constraint_pairs
-        w = domain.dist_xx[pairs[:, 0], pairs[:, 1]]
         n = domain.n_x
-        pred = shortest_path_trees(n, pairs[:, 0], pairs[:, 1], w, np.arange(n))
-        next_hop = pred.T.astype(np.int32)  # pred[j, i]: the hop before i on j -> i
+        next_hop = secret_trees(domain).T.astype(np.int32)  # [i, j]: the hop before i on j -> i
         next_hop[np.arange(n), np.arange(n)] = np.arange(n)
         dist = np.maximum(domain.dist_xx, params.gravity_min_km)
         gravity = (relevance.activity[None, :] / dist**2).astype(np.float32)

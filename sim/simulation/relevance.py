@@ -31,8 +31,8 @@ from mdpsim.errors import InputError
 
 #: Share of each map given to road-node density (the fallback), so no secret weighs zero.
 NODE_FLOOR = 0.1
-#: Up to this many secrets, the nearest one is found by brute force, not the KD-tree's query.
-_BRUTE_FORCE_SECRETS = 128
+#: Up to this many secrets, the nearest one is found by a compiled sweep, not the KD-tree's query.
+_SWEEP_SECRETS = 128
 #: OSM building values that house activity, not people.
 BUSINESS_BUILDINGS = frozenset(
     {
@@ -109,13 +109,16 @@ def _counted(secrets: cKDTree, n_x: int, xy: np.ndarray, weight: np.ndarray) -> 
 
 def _nearest(secrets: cKDTree, xy: np.ndarray) -> np.ndarray:
     """The index of the secret nearest each point ``xy``: the tree's query, or for a small
-    domain a compiled brute-force loop (cheaper there), which asks the tree only about the
-    points it is unsure of (another secret within a hair: the tree's tie-breaking decides)."""
-    if secrets.n > _BRUTE_FORCE_SECRETS:
+    domain a compiled sweep over the secrets by x (cheaper there), which asks the tree only
+    about the points it is unsure of (another secret within a hair: the tree's tie-breaking
+    decides)."""
+    if secrets.n > _SWEEP_SECRETS:
         return secrets.query(xy)[1]
     from mdpsim.geo import _kernels
 
-    nearest, unsure = _kernels.nearest_sites(np.ascontiguousarray(xy, dtype=float), secrets.data)
+    sites = secrets.data
+    by_x = np.argsort(sites[:, 0], kind="stable")
+    nearest, unsure = _kernels.nearest_sites(np.ascontiguousarray(xy, dtype=float), sites, by_x)
     if unsure.any():
         nearest[unsure] = secrets.query(xy[unsure])[1]
     return nearest
