@@ -12,10 +12,15 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True)
 def shortest_rows(
-    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, sources: np.ndarray
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    sources: np.ndarray,
+    stops: np.ndarray,
 ) -> np.ndarray:
     """Shortest-path lengths from each of ``sources`` to every node of the CSR graph
-    ``(indptr, indices, weights)`` (inf: unreachable), ``(len(sources), n)``.
+    ``(indptr, indices, weights)`` (inf: unreachable), ``(len(sources), n)``, along paths
+    that pass through no node of ``stops`` (bool per node; a source still leaves itself).
 
     Label correcting with a FIFO queue: a node re-enters the queue whenever its length
     shrinks, until no edge ``u -> v`` has ``d[u] + w < d[v]``. With positive weights (and
@@ -36,6 +41,8 @@ def shortest_rows(
             head = head + 1 if head + 1 < n else 0
             size -= 1
             queued[u] = False
+            if stops[u] and u != sources[r]:
+                continue
             for k in range(indptr[u], indptr[u + 1]):
                 v = indices[k]
                 length = dist[u] + weights[k]

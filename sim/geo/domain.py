@@ -108,7 +108,8 @@ class Domain:
         else:
             y_place = segments.spread(n_points=n_outputs, spacing_m=None, rng=rng, name="Y")
         check_memory(len(x_place[0]), None if y_place is x_place else len(y_place[0]))
-        x_xy, y_xy = segments.xy(x_place), segments.xy(y_place)
+        x_xy = segments.xy(x_place)
+        y_xy = x_xy if y_place is x_place else segments.xy(y_place)  # one array, as from_points
         y_in_x = (
             np.arange(len(x_xy)) if y_place is x_place else _match_points(x_xy, y_xy, tol_m=1e-6)
         )

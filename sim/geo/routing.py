@@ -168,7 +168,7 @@ class RoadSegments:
                 "two secrets share a location (zero road distance); use n_points or spacing_m "
                 "instead of intersections on this network"
             )
-        pairs = self._chain_pairs(total, edges, x_nodes, dist_xx * 1000.0)
+        pairs = self._chain_pairs(graph, x_nodes, dist_xx * 1000.0)
         return dist_xx, dist_xy, pairs
 
     def _augmented(self, x_place: tuple, y_place: tuple):
@@ -234,27 +234,22 @@ class RoadSegments:
         return rows, cols, w
 
     @staticmethod
-    def _chain_pairs(
-        total: int, edges: tuple, x_nodes: np.ndarray, dist_xx_m: np.ndarray
-    ) -> np.ndarray:
-        """Secret pairs joined by a shortest path through no other secret (``edges``: the
-        augmented graph's ``(u, v, w)``, each edge both ways, on ``total`` nodes).
+    def _chain_pairs(graph: tuple, x_nodes: np.ndarray, dist_xx_m: np.ndarray) -> np.ndarray:
+        """Secret pairs joined by a shortest path through no other secret (``graph``: the
+        augmented graph as CSR arrays, each edge both ways).
 
-        Each secret is split into an 'in' copy (no outgoing edges) and an 'out' copy (no
-        incoming edges); Dijkstra from i's out copy then reaches j's in copy only along paths
-        that avoid every other secret. A pair is kept when such a path is a shortest path.
+        Dijkstra from secret i expands no other secret, so it reaches j only along paths
+        that avoid every other secret (the lengths of a graph where each secret is split into
+        an 'in' copy without outgoing edges and an 'out' copy without incoming ones). A pair
+        is kept when such a path is a shortest path.
         """
         n = len(x_nodes)
-        u, v, w = edges
-        is_x = np.full(total, -1)
-        is_x[x_nodes] = np.arange(n)
-        out_copy = total + np.arange(n)  # edges leave a secret from its out copy
-        src = np.where(is_x[u] >= 0, out_copy[np.maximum(is_x[u], 0)], u)
-        graph = _adjacency(total + n, src, v, w)
+        stops = np.zeros(len(graph[0]) - 1, dtype=bool)
+        stops[x_nodes] = True
         kept = []
         for start in range(0, n, _SOURCE_CHUNK):
             idx = np.arange(start, min(start + _SOURCE_CHUNK, n))
-            d = _shortest(graph, out_copy[idx])[:, x_nodes]
+            d = _shortest(graph, x_nodes[idx], stops)[:, x_nodes]
             ok = np.isfinite(d) & (d <= dist_xx_m[idx] * (1 + CHAIN_RTOL) + 1e-9)
             ii, jj = np.nonzero(ok)
             ii = idx[ii]
@@ -273,11 +268,14 @@ def _adjacency(n: int, rows: np.ndarray, cols: np.ndarray, w: np.ndarray) -> tup
     return indptr, cols[order].astype(np.int64), w[order].astype(np.float64)
 
 
-def _shortest(graph: tuple, sources: np.ndarray) -> np.ndarray:
+def _shortest(graph: tuple, sources: np.ndarray, stops: np.ndarray | None = None) -> np.ndarray:
     """Road lengths from ``sources`` to every node of the CSR ``graph`` (:func:`_adjacency`),
-    the bits of ``csgraph.dijkstra``."""
+    the bits of ``csgraph.dijkstra``; with ``stops`` (bool per node), along paths through no
+    stop (a source still leaves itself)."""
     indptr, indices, weights = graph
-    return _compiled().shortest_rows(indptr, indices, weights, np.asarray(sources, dtype=np.int64))
+    stops = np.zeros(len(indptr) - 1, dtype=bool) if stops is None else stops
+    sources = np.asarray(sources, dtype=np.int64)
+    return _compiled().shortest_rows(indptr, indices, weights, sources, stops)
 
 
 def shortest_path_trees(
@@ -292,7 +290,7 @@ def shortest_path_trees(
     graph = _adjacency(n, np.r_[rows, cols], np.r_[cols, rows], np.r_[w, w])
     kernels = _compiled()
     indptr, indices, weights = graph
-    dist = kernels.shortest_rows(indptr, indices, weights, sources.astype(np.int64))
+    dist = _shortest(graph, sources)
     pred, tied = kernels.tree_predecessors(indptr, indices, weights, dist)
     if tied:
         from scipy import sparse

@@ -102,6 +102,13 @@ def test_coarser_outputs(helsinki_walk):
     assert np.all(d.dist_xy >= 0)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_outputs_that_are_the_secrets_are_their_coordinates(helsinki_test_walk, seed):
+    d = Domain.from_network(helsinki_test_walk, n_points=80, seed=seed)
+    segments = RoadSegments.of(helsinki_test_walk)
+    assert d.y_xy is d.x_xy and np.array_equal(d.x_xy, segments.xy(d.x_anchor))
+
+
 def test_same_seed_same_domain_other_seed_other_points(helsinki_walk):
     a = Domain.from_network(helsinki_walk, n_points=100, seed=7)
     b = Domain.from_network(helsinki_walk, n_points=100, seed=7)
@@ -272,3 +279,34 @@ def test_shortest_path_trees_ask_scipy_when_two_paths_tie():
     sources = np.arange(5)
     got = shortest_path_trees(5, rows, cols, w, sources)
     assert np.array_equal(got, _scipy_trees(5, rows, cols, w, sources))
+
+
+def _split_graph_pairs(total, edges, x_nodes, dist_xx_m):
+    """The chaining pairs as Dijkstra on a graph whose secrets are split into an 'in' copy
+    (no outgoing edges) and an 'out' copy (no incoming edges), one source at a time."""
+    from mdpsim.geo.routing import CHAIN_RTOL, _adjacency, _shortest
+
+    n = len(x_nodes)
+    u, v, w = edges
+    is_x = np.full(total, -1)
+    is_x[x_nodes] = np.arange(n)
+    out_copy = total + np.arange(n)
+    src = np.where(is_x[u] >= 0, out_copy[np.maximum(is_x[u], 0)], u)
+    d = _shortest(_adjacency(total + n, src, v, w), out_copy)[:, x_nodes]
+    ii, jj = np.nonzero(np.isfinite(d) & (d <= dist_xx_m * (1 + CHAIN_RTOL) + 1e-9))
+    return np.column_stack([ii[ii < jj], jj[ii < jj]])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("n_points", [None, 80])
+def test_chain_pairs_stopping_at_secrets_are_the_split_graphs(helsinki_test_walk, seed, n_points):
+    from mdpsim.geo.routing import _adjacency
+
+    segments = RoadSegments.of(helsinki_test_walk)
+    d = Domain.from_network(helsinki_test_walk, n_points=n_points, seed=seed, segments=segments)
+    x_nodes, _, (rows, cols, w) = segments._augmented(d.x_anchor, d.y_anchor)
+    total = len(segments.node_ids) + (len(x_nodes) if n_points else 0)
+    edges = (np.r_[rows, cols], np.r_[cols, rows], np.r_[w, w])
+    want = _split_graph_pairs(total, edges, x_nodes, d.dist_xx * 1000.0)
+    got = RoadSegments._chain_pairs(_adjacency(total, *edges), x_nodes, d.dist_xx * 1000.0)
+    assert np.array_equal(got, want) and np.array_equal(d.constraint_pairs, want)
