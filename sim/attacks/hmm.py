@@ -35,7 +35,7 @@ class Kernel:
     def float32(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
         """``(transposed, forward)`` in float32, the filter's per-tick products, built once per
         kernel (a reach kernel serves every environment reset on its domain)."""
-        return self.transposed.astype(np.float32), self.forward.astype(np.float32)
+        return _float32(self.transposed), _float32(self.forward)
 
     @classmethod
     def of(cls, matrix) -> Kernel:
@@ -57,6 +57,15 @@ class Kernel:
     def allows(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Whether each move ``a[i] -> b[i]`` has positive probability."""
         return np.asarray(self.forward[a, b]).ravel() > 0
+
+
+def _float32(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
+    """``matrix.astype(np.float32)``, the same arrays (canonical: sorted indices, duplicates
+    summed, as ``astype`` leaves them), built by one constructor call (``astype`` runs two)."""
+    data = matrix.data.astype(np.float32)
+    out = sparse.csr_matrix((data, matrix.indices.copy(), matrix.indptr.copy()), shape=matrix.shape)
+    out.sum_duplicates()
+    return out
 
 
 def normalise(b: np.ndarray, restart) -> np.ndarray:

@@ -113,3 +113,18 @@ def test_reach_kernel_stores_scipys_entries_in_scipys_order(n):
             for part in ("data", "indices", "indptr"):
                 x, y = getattr(a, part), getattr(b, part)
                 assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("n", [1, 2, 80, 300])
+def test_float32_kernels_are_scipys_astype(n):
+    rng = np.random.default_rng(n)
+    xy = rng.uniform(0.0, 1.0, (n, 2))
+    kernel = reach_kernel(np.linalg.norm(xy[:, None] - xy[None], axis=2), 0.3)
+    got = kernel.float32
+    for mine, theirs in zip(got, (kernel.transposed, kernel.forward), strict=True):
+        want = theirs.astype(np.float32)
+        assert mine.dtype == want.dtype and mine.shape == want.shape
+        for part in ("data", "indices", "indptr"):
+            a, b = getattr(mine, part), getattr(want, part)
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+            assert not np.shares_memory(a, getattr(theirs, part))
