@@ -254,3 +254,41 @@ def _block_sum(a: np.ndarray, start: int, n: int) -> float:
     for i in range(end, start + n):
         res += a[i]
     return res
+
+
+@numba.njit(cache=True, nogil=True)
+def reach_csr(
+    dist_xx: np.ndarray, reach: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The reach kernel's CSR arrays ``(data, indices, indptr)`` of the forward matrix, then
+    of its transpose: row ``i`` uniform over ``{j : dist_xx[i, j] <= reach[i]}`` (weight
+    ``1 / degree``; 0 rows when the degree is 0, for the caller to refuse), the forward
+    rows' columns descending, the transposed rows' ascending."""
+    n = dist_xx.shape[0]
+    degree = np.zeros(n, dtype=np.int64)
+    in_degree = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        for j in range(n):
+            if dist_xx[i, j] <= reach[i]:
+                degree[i] += 1
+                in_degree[j] += 1
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    t_indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(degree)
+    t_indptr[1:] = np.cumsum(in_degree)
+    nnz = indptr[n]
+    data, indices = np.empty(nnz), np.empty(nnz, dtype=np.int64)
+    t_data, t_indices = np.empty(nnz), np.empty(nnz, dtype=np.int64)
+    t_at = t_indptr[:n].copy()
+    for i in range(n):
+        weight = 1.0 / degree[i] if degree[i] else 0.0
+        at = indptr[i]
+        for j in range(n - 1, -1, -1):
+            if dist_xx[i, j] <= reach[i]:
+                data[at], indices[at] = weight, j
+                at += 1
+        for j in range(n):
+            if dist_xx[i, j] <= reach[i]:
+                t_data[t_at[j]], t_indices[t_at[j]] = weight, i
+                t_at[j] += 1
+    return data, indices, indptr, t_data, t_indices, t_indptr

@@ -23,28 +23,29 @@ from mdpsim.attacks.hmm import Emissions, Kernel, expected_transitions, kernel_f
 MODELS = ("reach", "public", "learned", "true")
 #: Per domain, its reach kernels by reach (the bytes of ``reach_km``), dropped with the domain.
 _REACH_KERNELS: WeakKeyDictionary = WeakKeyDictionary()
+_NOT_A_KERNEL = "a transition kernel must be square with non-negative rows summing to 1"
 
 
 def reach_kernel(dist_xx: np.ndarray, reach_km) -> Kernel:
     """Uniform over ``{x : d(x', x) <= reach_km[x']}`` (staying put included).
 
-    Built directly as CSR, in the entry order scipy's ``diags(1 / degree) @ t`` left (columns
-    descending within a row; the transpose ascending): the filter's float32 products sum
-    in that order. Small matrices pay mostly scipy's conversions otherwise."""
+    Built directly as CSR in one compiled pass (``_kernels.reach_csr``), in the entry order
+    scipy's ``diags(1 / degree) @ t`` left (columns descending within a row; the transpose
+    ascending): the filter's float32 products sum in that order. Small matrices pay mostly
+    scipy's conversions otherwise."""
+    from mdpsim.attacks import _kernels  # on first use: import mdpsim loads no numba
+
     reach = np.broadcast_to(np.asarray(reach_km, dtype=float), (len(dist_xx),))
-    within = dist_xx <= reach[:, None]
-    degree = within.sum(axis=1)
-    if dist_xx.shape[0] != dist_xx.shape[1] or not degree.min(initial=1) > 0:
-        raise ValueError("a transition kernel must be square with non-negative rows summing to 1")
-    weight = 1.0 / degree.astype(float)
-    indptr = np.concatenate([[0], np.cumsum(degree)])
-    rows, reversed_cols = np.nonzero(within[:, ::-1])
-    forward = (weight[rows], len(dist_xx) - 1 - reversed_cols, indptr)
-    cols, rows = np.nonzero(within.T)
-    transposed = (weight[rows], rows, np.concatenate([[0], np.cumsum(within.sum(axis=0))]))
+    if dist_xx.shape[0] != dist_xx.shape[1]:
+        raise ValueError(_NOT_A_KERNEL)
+    arrays = _kernels.reach_csr(
+        np.ascontiguousarray(dist_xx, dtype=float), np.ascontiguousarray(reach)
+    )
+    if not np.diff(arrays[2]).min(initial=1) > 0:
+        raise ValueError(_NOT_A_KERNEL)
     return Kernel(
-        forward=sparse.csr_matrix(forward, shape=dist_xx.shape),
-        transposed=sparse.csr_matrix(transposed, shape=dist_xx.shape),
+        forward=sparse.csr_matrix(arrays[:3], shape=dist_xx.shape),
+        transposed=sparse.csr_matrix(arrays[3:], shape=dist_xx.shape),
     )
 
 

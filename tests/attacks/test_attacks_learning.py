@@ -128,3 +128,12 @@ def test_float32_kernels_are_scipys_astype(n):
             a, b = getattr(mine, part), getattr(want, part)
             assert a.dtype == b.dtype and np.array_equal(a, b)
             assert not np.shares_memory(a, getattr(theirs, part))
+
+
+@pytest.mark.parametrize(
+    "dist, reach",
+    [(np.zeros((3, 4)), 1.0), (np.ones((3, 3)), 0.5), (np.zeros((2, 2)), np.array([0.0, np.nan]))],
+)
+def test_reach_kernel_refuses_a_row_without_moves_or_a_non_square_matrix(dist, reach):
+    with pytest.raises(ValueError, match="must be square"):
+        reach_kernel(dist, reach)
