@@ -146,7 +146,7 @@ class RoadSegments:
         x_nodes, y_nodes, adj_rows = self._augmented(x_place, y_place)
         total = n_nodes + len(x_nodes) + (0 if y_place is x_place else len(y_nodes))
         rows, cols, w = adj_rows
-        edges = (np.concatenate([rows, cols]), np.concatenate([cols, rows]), np.r_[w, w])
+        edges = (np.concatenate([rows, cols]), np.concatenate([cols, rows]), np.concatenate([w, w]))
         graph = _adjacency(total, *edges)  # undirected: each edge both ways
         dist_xx = np.empty((len(x_nodes), len(x_nodes)))
         dist_xy = np.empty((len(x_nodes), len(y_nodes)))
@@ -216,13 +216,15 @@ class RoadSegments:
         if not len(cut_seg):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
         changes = cut_seg[1:] != cut_seg[:-1]
-        first, last = np.r_[True, changes], np.r_[changes, True]  # a segment's first / last cut
+        first = np.concatenate([[True], changes])  # a segment's first cut
+        last = np.concatenate([changes, [True]])  # and its last
         # per cut: the edge into it (from u or the cut before), then a closing edge into v
-        start = np.where(first, self.seg_u[cut_seg], np.r_[0, cut_node[:-1]])
-        before = np.where(first, 0.0, np.r_[0.0, cut_along[:-1]])
+        start = np.where(first, self.seg_u[cut_seg], np.concatenate([[0], cut_node[:-1]]))
+        before = np.where(first, 0.0, np.concatenate([[0.0], cut_along[:-1]]))
         n_cuts = len(cut_seg)
         closing = np.flatnonzero(last)
-        at = np.arange(n_cuts) + np.r_[0, np.cumsum(last)[:-1]]  # edge slots, closings between
+        closed = np.concatenate([[0], np.cumsum(last)[:-1]])  # closing edges before each cut
+        at = np.arange(n_cuts) + closed  # edge slots, closings between
         rows = np.empty(n_cuts + len(closing), dtype=np.int64)
         cols = np.empty_like(rows)
         w = np.empty(len(rows))
@@ -287,7 +289,8 @@ def shortest_path_trees(
 
     Each node's predecessor is the one neighbour whose length plus the edge's is the node's
     length; only when two neighbours tie does it depend on scipy's order, and scipy says."""
-    graph = _adjacency(n, np.r_[rows, cols], np.r_[cols, rows], np.r_[w, w])
+    both_ways = (np.concatenate([rows, cols]), np.concatenate([cols, rows]), np.concatenate([w, w]))
+    graph = _adjacency(n, *both_ways)
     kernels = _compiled()
     indptr, indices, weights = graph
     dist = _shortest(graph, sources)
