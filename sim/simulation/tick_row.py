@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
+from operator import attrgetter
 from typing import Literal
 
 import pandas as pd
@@ -102,15 +103,33 @@ class TickRow:
             out += [Column(attack_column(label, m), "attack", label, m) for m in means]
         return out
 
-    def shape(self) -> tuple:
-        """What decides the row's columns: the kinds asked (with or without a saving), the
-        attacks and their metrics."""
-        queries = tuple((kind, o.saving is not None) for kind, o in self.queries.items())
-        return queries, tuple((label, tuple(means)) for label, means in self.attacks.items())
+    def laid_out(self) -> tuple[tuple, list[object]]:
+        """In one pass: what decides the row's columns (the kinds asked, with or without a
+        saving; whether the total saving is; the attacks and their metrics) and the values of
+        :meth:`flat`, in its order."""
+        values: list[object] = [*_run_values(self.run), *_mechanism_values(self.mechanism)]
+        queries = []
+        asked = spent = 0.0
+        for kind, outcome in self.queries.items():
+            values.append(outcome.error)
+            saving = outcome.saving
+            queries.append((kind, saving is not None))
+            if saving is not None:
+                values.append(saving)
+                asked, spent = asked + outcome.asked, spent + outcome.spent
+        if asked > 0:
+            values.append(1.0 - spent / asked)
+        attacks = []
+        for label, means in self.attacks.items():
+            attacks.append((label, tuple(means)))
+            values += means.values()
+        return (tuple(queries), tuple(attacks), asked > 0), values
 
 
 _RUN_FIELDS = tuple(f.name for f in fields(RunFacts))
 _MECHANISM_FIELDS = tuple(f.name for f in fields(MechanismFacts))
+_run_values = attrgetter(*_RUN_FIELDS)
+_mechanism_values = attrgetter(*_MECHANISM_FIELDS)
 
 
 class TickColumns:
@@ -122,7 +141,7 @@ class TickColumns:
 
     def __init__(self, columns: Iterable[Column] = ()) -> None:
         self._by_name: dict[str, Column] = {}
-        self._shapes: set[tuple] = set()  # the row shapes declared (TickRow.shape)
+        self._names: dict[tuple, tuple[str, ...]] = {}  # per row layout declared, its names
         self.declare(columns)
 
     def declare(self, columns: Iterable[Column]) -> None:
@@ -133,12 +152,15 @@ class TickColumns:
                 raise ValueError(f"tick column {column.name!r} declared as {known} and {column}")
 
     def record(self, row: TickRow) -> dict[str, object]:
-        """Declare ``row``'s columns (once per row shape); its flat ``{column: value}``."""
-        shape = row.shape()
-        if shape not in self._shapes:
-            self.declare(row.columns())
-            self._shapes.add(shape)
-        return row.flat()
+        """Declare ``row``'s columns (once per row layout); its flat ``{column: value}``
+        (:meth:`TickRow.flat`), its values put under the layout's names."""
+        layout, values = row.laid_out()
+        names = self._names.get(layout)
+        if names is None:
+            columns = row.columns()
+            self.declare(columns)
+            names = self._names[layout] = tuple(c.name for c in columns)
+        return dict(zip(names, values, strict=True))
 
     def __iter__(self):
         return iter(self._by_name.values())

@@ -122,3 +122,35 @@ def test_a_report_folder_declares_its_task_table(tmp_path, run):
     assert legacy(["smooth_guess_error_km", "smooth_guess_hit"])["smooth_guess_error_km"].owner == (
         "smooth_guess"
     )
+
+
+def _same(one: dict, other: dict) -> bool:
+    """The same keys in the same order, each value the same (NaN as NaN) and of one type."""
+    return list(one) == list(other) and all(
+        type(a) is type(b) and (a == b or (a != a and b != b))
+        for a, b in zip(one.values(), other.values(), strict=True)
+    )
+
+
+def test_a_recorded_row_is_its_flat_row_at_every_layout(run):
+    _, ticks = run
+    declared = TickColumns.of(ticks)
+    first = ticks.iloc[0]
+    from mdpsim.agents.server import MechanismFacts
+    from mdpsim.simulation.tick_row import RunFacts
+
+    run_facts = RunFacts(**{c.name: first[c.name] for c in declared.of_group("run")})
+    mech = MechanismFacts(**{c.name: first[c.name] for c in declared.of_group("mechanism")})
+    nan = float("nan")
+    queries = [
+        {},
+        {"range": QueryOutcome(2.0, 4.0, 3.0), "kde": QueryOutcome(nan)},
+        {"range": QueryOutcome(nan), "knn": QueryOutcome(1.0, 2.0, 2.0)},
+    ]
+    attacks = [{}, {"bayes": {"hit": 0.5, "error_km": nan}, "t": {"hit": 1.0}}, {"t": {}}]
+    columns = TickColumns()
+    for _ in range(2):  # declared, then recorded under the names kept
+        for asked in queries:
+            for means in attacks:
+                row = TickRow(run_facts, mech, asked, means)
+                assert _same(columns.record(row), row.flat())
