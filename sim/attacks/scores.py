@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -91,6 +91,8 @@ class Scores:
     def column_list(self, n_users: int) -> list[np.ndarray]:
         """The :meth:`columns`, in the order of ``values`` (new arrays at every call)."""
         table = self._table
+        if table is not None and table.dtype == _FLOAT64 and _every_slot(self.users, n_users):
+            return list(table.copy())  # the scatter below, to every slot in order
         if table is not None:  # one fill and one scatter for all metrics
             block = _nans((len(table), n_users))
             if len(self.users):
@@ -184,12 +186,29 @@ class TableRows(Mapping[str, np.ndarray]):
 
 
 _FLOAT64 = np.dtype(np.float64)
+_INT64 = np.dtype(np.int64)
 
 
 def _finite_total(values: np.ndarray) -> tuple[float, int]:
     """The sum and the count of the non-NaN entries of a float64 vector."""
     finite = values[~np.isnan(values)]
     return float(finite.sum()), len(finite)
+
+
+def _every_slot(users: np.ndarray, n_users: int) -> bool:
+    """Whether ``users`` is ``0, 1, ..., n_users - 1`` as int64 (every slot, in order)."""
+    return (
+        isinstance(users, np.ndarray)
+        and users.dtype == _INT64
+        and len(users) == n_users
+        and users.tobytes() == _slots_bytes(n_users)
+    )
+
+
+@lru_cache(maxsize=64)
+def _slots_bytes(n_users: int) -> bytes:
+    """The bytes of ``np.arange(n_users)`` as int64."""
+    return np.arange(n_users, dtype=np.int64).tobytes()
 
 
 def _nans(shape: int | tuple[int, int]) -> np.ndarray:

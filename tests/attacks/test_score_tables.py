@@ -115,3 +115,19 @@ def test_scores_of_rows_are_the_scores_of_their_dict():
             built.columns(2 * n + 1).items(), plain.columns(2 * n + 1).items(), strict=True
         ):
             assert k == k2 and col.tobytes() == col2.tobytes()
+
+
+def test_columns_of_an_estimate_of_every_user_are_the_scattered_columns():
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 5, 9):
+        table = rng.standard_normal((3, n))
+        table[0, ::2] = np.nan
+        for users in (np.arange(n), np.arange(n)[::-1].copy(), np.arange(n, dtype=np.int32)):
+            s = Scores(tick=1, users=users, values=dict(zip("abc", table, strict=True)))
+            want = np.full((3, n), np.nan)
+            want[:, users] = table
+            got = s.column_list(n)
+            assert [c.dtype for c in got] == [np.dtype(np.float64)] * 3
+            assert np.array(got).tobytes() == want.tobytes()
+            got[0][:] = 7.0  # new arrays: the scores' own values are left as they were
+            assert np.array(list(s.values.values())).tobytes() == table.tobytes()
