@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ContextDecorator, contextmanager
 from contextvars import ContextVar
 
 from mdpsim._core.validation import check_positive_int
@@ -67,28 +67,38 @@ def thread_budget(threads: int | None) -> Iterator[None]:
         _budget.reset(token)
 
 
-@contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """BLAS and OpenMP libraries limited to one thread within the block (threadpoolctl).
+class _OneBlasThread(ContextDecorator):
+    """The block of :func:`one_blas_thread`: a plain context manager (no generator made at
+    each entry), a decorator too; its state is the module's, shared by every block."""
 
-    The limit is process-wide, so nested and concurrent blocks (two dashboard sessions in one
-    server) share it: the first to enter sets it, the last to leave restores the libraries'
-    own settings. Only the libraries not already at one thread are touched (each tick enters
-    a block; threadpoolctl's ``limit`` costs ~20 us, setting one library ~1 us)."""
-    global _depth, _restore
-    with _lock:
-        if _depth == 0:
-            _restore = _limit_to_one(_blas_controller().lib_controllers)
-        _depth += 1
-    try:
-        yield
-    finally:
+    def __enter__(self) -> None:
+        global _depth, _restore
+        with _lock:
+            if _depth == 0:
+                _restore = _limit_to_one(_blas_controller().lib_controllers)
+            _depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _depth, _restore
         with _lock:
             _depth -= 1
             if _depth == 0:
                 for lib, threads in _restore:
                     lib.set_num_threads(threads)
                 _restore = []
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+
+def one_blas_thread() -> _OneBlasThread:
+    """BLAS and OpenMP libraries limited to one thread within the block (threadpoolctl).
+
+    The limit is process-wide, so nested and concurrent blocks (two dashboard sessions in one
+    server) share it: the first to enter sets it, the last to leave restores the libraries'
+    own settings. Only the libraries not already at one thread are touched (each tick enters
+    a block; threadpoolctl's ``limit`` costs ~20 us, setting one library ~1 us)."""
+    return _ONE_BLAS_THREAD
 
 
 def _limit_to_one(libraries) -> list:

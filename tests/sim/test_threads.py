@@ -64,6 +64,27 @@ def test_one_blas_thread_nests_and_restores_the_libraries_settings():
     assert [i["num_threads"] for i in threadpool_info()] == before
 
 
+def test_one_blas_thread_as_a_decorator_limits_each_call_and_restores_after_a_raise():
+    before = [i["num_threads"] for i in threadpool_info()]
+
+    @one_blas_thread()
+    def inside(fail: bool) -> set:
+        seen = {i["num_threads"] for i in threadpool_info()}
+        if fail:
+            raise RuntimeError("in the block")
+        return seen
+
+    assert inside(False) == {1} and inside(False) == {1}
+    assert [i["num_threads"] for i in threadpool_info()] == before
+    with pytest.raises(RuntimeError, match="in the block"):
+        inside(True)
+    assert [i["num_threads"] for i in threadpool_info()] == before
+    with one_blas_thread():
+        assert inside(False) == {1}
+        assert {i["num_threads"] for i in threadpool_info()} == {1}
+    assert [i["num_threads"] for i in threadpool_info()] == before
+
+
 def test_threads_per_worker_keeps_workers_times_threads_within_the_cores():
     for cores in (1, 2, 7, 64):
         for workers in (1, 2, 3, 8, 100):
