@@ -142,45 +142,39 @@ class FloatGuesses(Attack):
         return [LocationEstimate(tick=obs.tick, users=users, guess=guess, space="y")]
 
 
-class NaNPosterior(Attack):
+class _WrongPosterior(Attack):
+    """Guesses of the right shape with a posterior made by :meth:`posterior` (each subclass
+    wrong in its own way)."""
+
     def start(self, context):
         super().start(context)
         self.n_x = context.domain.n_x
 
     def observe(self, obs):
         users, guess = _guesses(obs)
-        post = np.full((len(users), self.n_x), np.nan)
+        post = self.posterior(len(users))
         return [LocationEstimate(tick=obs.tick, users=users, guess=guess, posterior=post,
                                  space="y")]  # fmt: skip
 
 
-class PosteriorSumsTo2(Attack):
+class NaNPosterior(_WrongPosterior):
+    def posterior(self, n_users):
+        return np.full((n_users, self.n_x), np.nan)
+
+
+class PosteriorSumsTo2(_WrongPosterior):
     """Finite, non-negative posterior rows that each sum to 2 (not a distribution)."""
 
-    def start(self, context):
-        super().start(context)
-        self.n_x = context.domain.n_x
-
-    def observe(self, obs):
-        users, guess = _guesses(obs)
-        post = np.full((len(users), self.n_x), 2.0 / self.n_x)
-        return [LocationEstimate(tick=obs.tick, users=users, guess=guess, posterior=post,
-                                 space="y")]  # fmt: skip
+    def posterior(self, n_users):
+        return np.full((n_users, self.n_x), 2.0 / self.n_x)
 
 
-class TabulatedIndexOutOfRange(Attack):
+class TabulatedIndexOutOfRange(_WrongPosterior):
     """A tabulated posterior whose rows point past its table."""
 
-    def start(self, context):
-        super().start(context)
-        self.n_x = context.domain.n_x
-
-    def observe(self, obs):
-        users, guess = _guesses(obs)
+    def posterior(self, n_users):
         table = np.full((2, self.n_x), 1.0 / self.n_x)
-        post = TabulatedPosterior(table, np.full(len(users), 7), np.zeros((self.n_x, 2)))
-        return [LocationEstimate(tick=obs.tick, users=users, guess=guess, posterior=post,
-                                 space="y")]  # fmt: skip
+        return TabulatedPosterior(table, np.full(n_users, 7), np.zeros((self.n_x, 2)))
 
 
 class ObserveReturnsNone(Attack):
